@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs every Debian package Tempo needs. Idempotent: packages already present are skipped.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libisl-dev          # polyhedral scheduling
+  libtorch-dev        # tensor backend (LibTorch, CPU)
+  libgtest-dev libgmock-dev googletest
+  libbenchmark-dev
+  clang-format
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all packages present"
+fi
