@@ -1,0 +1,115 @@
+// The Context owns a program: its temporal dimensions and its SDG (no global state).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/rt.h"
+#include "ir/sdg.h"
+
+namespace tempo {
+
+// Compile options: one typed struct, passed by value (ARCHITECTURE.md).
+struct CompileOptions {
+  bool deallocate = true;       // schedule deallocations (TEMPO §5.2)
+  bool proximity = true;        // proximity constraints in scheduling (TEMPO §5.1)
+  bool whole_component = true;  // isl schedule_whole_component (NOTES-isl.md)
+  uint64_t seed = 0;            // random number generation
+  bool verbose = false;         // print compile phases and timings to stderr
+};
+
+// A bound value per bound symbol, e.g. {{T, 200}, {I, 10}}.
+using Bounds = std::vector<std::pair<Expr, int64_t>>;
+
+struct MemoryStats {
+  int64_t live_bytes = 0;
+  int64_t peak_bytes = 0;
+};
+
+// A compiled program (made by Context::compile, implemented by the compiler driver).
+class Executable {
+ public:
+  class Impl;
+  explicit Executable(std::unique_ptr<Impl> impl);
+  Executable(Executable&&) noexcept;
+  Executable& operator=(Executable&&) noexcept;
+  ~Executable();
+
+  // Runs the whole schedule once with the compile-time bounds.
+  void run();
+  // The value of a retained RT (RT::retain) at a point of its domain (one value per dimension).
+  HostTensor get(const RT& rt, const std::vector<int64_t>& point) const;
+  MemoryStats memory() const;       // tracked device memory of tensor stores
+  std::string schedule_str() const; // the schedule AST, C-like
+  int64_t ops_executed() const;     // launches in the last run (for overhead benchmarks)
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+class Context {
+ public:
+  Context() = default;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // Creates a temporal dimension (variable, bound), e.g. auto [t, T] = ctx.dim("t", "T").
+  Dim dim(const std::string& var, const std::string& bound, Loc loc = Loc::current());
+  const Dims& dims() const { return dims_; }
+  // Orders a set of dimensions as the context declared them (the canonical domain order).
+  Dims ordered(const Dims& dims) const;
+  Dims domain_union(const Dims& a, const Dims& b) const;
+
+  ir::Graph& graph() { return graph_; }
+  const ir::Graph& graph() const { return graph_; }
+
+  // ---- sources ----
+  RT constant(double value, Shape shape = {}, DType dtype = DType::Float32, Dims domain = {},
+              Loc loc = Loc::current());
+  RT zeros(Shape shape, DType dtype = DType::Float32, Loc loc = Loc::current());
+  RT ones(Shape shape, DType dtype = DType::Float32, Loc loc = Loc::current());
+  RT rand_uniform(Shape shape, Dims domain = {}, DType dtype = DType::Float32,
+                  Loc loc = Loc::current());
+  RT rand_normal(Shape shape, Dims domain = {}, DType dtype = DType::Float32,
+                 Loc loc = Loc::current());
+  RT arange(const Expr& n, DType dtype = DType::Int64, Loc loc = Loc::current());
+  // The value of a symbolic expression (e.g. t, or T - t) as an int64 scalar RT.
+  RT symbol(const Expr& e, Loc loc = Loc::current());
+  // A constant tensor with the given contents.
+  RT tensor(const HostTensor& value, Loc loc = Loc::current());
+  // A branching RT over `domain`, defined by assigning to its indexed forms (TEMPO Alg. 1).
+  RT placeholder(TensorType type, Dims domain, const std::string& name = "",
+                 Loc loc = Loc::current());
+
+  // ---- user-defined functions (external state) ----
+  // Runs fn at every point of `domain` (where all inputs exist); outputs have `outputs` types.
+  // A UDF with no outputs is a sink (logging, checkpoints); with no inputs, a source.
+  std::vector<RT> udf(const std::string& name, ir::Udf::fn_type fn, const std::vector<RT>& inputs,
+                      std::vector<TensorType> outputs, Dims domain, Loc loc = Loc::current());
+
+  // ---- compile ----
+  Executable compile(const Bounds& bounds, const CompileOptions& options = {},
+                     Loc loc = Loc::current());
+
+  // Internal: adds an op reading `inputs` (each through its pending index) over the union of
+  // their domains (plus `extra_domain`), inferring output types. Used by every RT operation.
+  std::vector<RT> add_op(ir::OpKind kind, ir::Attrs attrs, const std::vector<RT>& inputs,
+                         Loc loc, Dims extra_domain = {});
+  RT add_op1(ir::OpKind kind, ir::Attrs attrs, const std::vector<RT>& inputs, Loc loc,
+             Dims extra_domain = {}) {
+    return add_op(kind, std::move(attrs), inputs, loc, std::move(extra_domain))[0];
+  }
+  const std::vector<std::pair<ir::OpId, int>>& retained() const { return retained_; }
+  void mark_retained(ir::OpId op, int output) { retained_.emplace_back(op, output); }
+
+ private:
+  Dims dims_;
+  ir::Graph graph_;
+  std::vector<std::pair<ir::OpId, int>> retained_;
+};
+
+}  // namespace tempo

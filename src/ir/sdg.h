@@ -1,0 +1,110 @@
+// The symbolic dependence graph (TEMPO §4.1): operators with temporal domains, and edges that say
+// at which points of its source a sink reads (dependence expression phi, condition psi).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "ir/op_kind.h"
+#include "ir/types.h"
+#include "symbolic/expr.h"
+
+namespace tempo::ir {
+
+// A user-defined function on host tensors (environments, loggers, checkpoints, ...). It may hold
+// external state. `point` is the op's temporal point (values of its domain variables, in order).
+struct Udf {
+  using fn_type = std::function<std::vector<HostTensor>(const std::vector<HostTensor>& inputs,
+                                                        const std::vector<int64_t>& point)>;
+  std::string name;
+  fn_type fn;
+  // Output types (the op's output types are these).
+  std::vector<TensorType> outputs;
+};
+
+// Attributes of an op; each kind uses the fields its entry in op_kind.h documents.
+struct Attrs {
+  std::vector<int64_t> ints;
+  std::vector<Expr> exprs;
+  double scalar = 0.0;
+  DType dtype = DType::Float32;
+  bool keepdim = false;
+  std::shared_ptr<const Udf> udf;
+};
+
+using OpId = int;
+using EdgeId = int;
+
+struct OpNode {
+  OpId id = -1;
+  OpKind kind = OpKind::Identity;
+  Dims domain;  // temporal dimensions, in context order
+  Expr cond;    // executes only where cond holds (undefined: everywhere in the domain)
+  Attrs attrs;
+  std::vector<TensorType> outputs;
+  std::vector<EdgeId> inputs;  // in input order (Merge: branches in priority order)
+  std::string name;            // user-visible name of the RT that created it
+  std::source_location loc;    // the user's line that created it
+
+  // "RT 'x' (Add) created at prog.cpp:42"
+  std::string describe() const;
+};
+
+// The sink reads output `source_output` of `source` at points phi(p) for each of its points p
+// where `cond` holds. phi is a sequence with one entry per source domain dimension, written in the
+// sink's domain variables; a slice entry stacks the points it covers into a new leading spatial
+// dimension of the input (slices in entry order become leading dims in order).
+struct Edge {
+  EdgeId id = -1;
+  OpId sink = -1;
+  OpId source = -1;
+  int source_output = 0;
+  Expr phi;
+  Expr cond;  // undefined: always active
+};
+
+class Graph {
+ public:
+  OpId add_op(OpNode op);  // assigns op.id (op.inputs must be empty; use add_edge)
+  EdgeId add_edge(OpId sink, OpId source, int source_output, Expr phi, Expr cond = Expr());
+
+  const OpNode& op(OpId id) const { return ops_[id]; }
+  OpNode& op(OpId id) { return ops_[id]; }
+  const Edge& edge(EdgeId id) const { return edges_[id]; }
+  Edge& edge(EdgeId id) { return edges_[id]; }
+  size_t num_ops() const { return ops_.size(); }
+  size_t num_edges() const { return edges_.size(); }
+  const std::vector<OpNode>& ops() const { return ops_; }
+  const std::vector<Edge>& edges() const { return edges_; }
+
+  // Edges whose source is `id` (its consumers).
+  std::vector<EdgeId> out_edges(OpId id) const;
+  // The type of the tensor the sink receives through an edge: the source's output type with one
+  // leading dimension per slice entry of phi (size stop - start, simplified).
+  TensorType input_type(EdgeId e) const;
+
+  // Text dump, one op per line: `%3 = Add(%1[t], %2[t - 1]) : f32(4) over (i, t)  # x @ prog.cpp:7`
+  std::string str() const;
+  // Graphviz DOT, edges labelled with phi (and psi).
+  std::string dot() const;
+
+ private:
+  std::vector<OpNode> ops_;
+  std::vector<Edge> edges_;
+};
+
+// Shape and dtype inference: the output types of an op of `kind` with `attrs`, reading inputs of
+// the given types. Throws UserError (naming `who`, e.g. OpNode::describe()) for invalid input.
+std::vector<TensorType> infer_types(OpKind kind, const Attrs& attrs,
+                                    const std::vector<TensorType>& inputs, const Dims& domain,
+                                    const std::string& who);
+
+// Structural validation: arities, edge phi arity equal to the source domain, phi mentioning only
+// the sink's domain variables, input types consistent with the recorded output types, merge
+// branches agreeing in type. Throws UserError naming the op and its source line.
+void validate(const Graph& g);
+
+}  // namespace tempo::ir

@@ -1,0 +1,51 @@
+// The interface between the runtime and a tensor backend. The runtime stores and moves opaque
+// values; only a backend knows what an op computes (ARCHITECTURE.md: runtime must not know op
+// semantics). The interface lives here, below the backend layer, so that backends implement it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/sdg.h"
+#include "symbolic/eval.h"
+
+namespace tempo::runtime {
+
+// An opaque backend tensor.
+class Value {
+ public:
+  virtual ~Value() = default;
+  virtual int64_t nbytes() const = 0;
+};
+using ValuePtr = std::shared_ptr<Value>;
+
+// Executes one op at one point of its domain. Symbolic attributes (shapes, slice bounds, ...) are
+// compiled once when the kernel is made and evaluated against `env` (laid out by the layout
+// passed to make_kernel) at each launch.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void run(const ValuePtr* inputs, size_t num_inputs, const int64_t* env,
+                   ValuePtr* outputs) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string device() const = 0;
+  // One kernel per op; never called for Merge (the executor moves merge inputs itself).
+  virtual std::unique_ptr<Kernel> make_kernel(const ir::Graph& g, ir::OpId op,
+                                              const sym::SymbolLayout& layout) = 0;
+  // Stacks equally shaped values along a new leading dimension. With n == 0 returns an empty
+  // tensor of shape (0, element_shape...).
+  virtual ValuePtr stack(const ValuePtr* values, size_t n, ir::DType dtype,
+                         const std::vector<int64_t>& element_shape) = 0;
+  virtual ValuePtr from_host(const ir::HostTensor& t) = 0;
+  virtual ir::HostTensor to_host(const ValuePtr& v) = 0;
+  // Seeds the backend's random number generator (RandUniform, RandNormal).
+  virtual void seed(uint64_t seed) = 0;
+};
+
+}  // namespace tempo::runtime

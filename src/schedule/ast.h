@@ -1,0 +1,40 @@
+// Tempo's own schedule AST (TEMPO §5.3), converted from isl's AST: what the executor walks.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/sdg.h"
+#include "symbolic/expr.h"
+
+namespace tempo::schedule {
+
+enum class StmtKind { Seq, For, If, Exec, Dealloc };
+
+struct Stmt;
+using StmtPtr = std::shared_ptr<const Stmt>;
+
+struct Stmt {
+  StmtKind kind = StmtKind::Seq;
+  std::vector<StmtPtr> body;       // Seq: statements; For: loop body; If: then-branch
+  std::vector<StmtPtr> else_body;  // If: else-branch (may be empty)
+  // For: `for (iterator = init; cond; iterator += step)`; cond is boolean in the iterator.
+  Expr iterator, init, cond, step;
+  // If: `cond` above.
+  // Exec / Dealloc: op (and output, for Dealloc) at `point`, one expression per domain dimension
+  // of the op, written in loop iterators and bounds.
+  ir::OpId op = -1;
+  int output = 0;
+  std::vector<Expr> point;
+};
+
+// A computed schedule: the AST plus the loop iterators it introduces (as dimensions named c0, c1,
+// ... with placeholder bounds, so that a SymbolLayout can give them slots).
+struct Schedule {
+  StmtPtr root;
+  Dims iterators;
+  std::string str(const ir::Graph& g) const;  // C-like pretty print, e.g. `for (c1 = 0; ...)`
+};
+
+}  // namespace tempo::schedule

@@ -1,0 +1,29 @@
+// Polyhedral scheduling of an SDG with isl (TEMPO §5.1-5.3).
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "ir/sdg.h"
+#include "schedule/ast.h"
+
+namespace tempo::schedule {
+
+struct ScheduleOptions {
+  // Op outputs that must outlive the run (read back by the user): no deallocation is scheduled.
+  std::vector<std::pair<ir::OpId, int>> retained;
+  // isl scheduler options (see NOTES-isl.md).
+  bool whole_component = true;
+  bool proximity = true;          // add proximity constraints (TEMPO §5.1)
+  bool deallocate = true;         // schedule deallocations (TEMPO §5.2)
+  long max_isl_operations = 20'000'000;  // bound on isl work; exceeding it is a clear error
+};
+
+// Builds validity constraints from every edge (source before sink), proximity constraints,
+// a Dealloc statement per stored op output (after its producer and after the last consumer
+// through the reversed dependence), computes the schedule, and generates the AST.
+// Errors: an edge reading outside its source's domain (UserError naming the sink RT, its line and
+// the offending points), an unsatisfiable dependence cycle (UserError naming the ops involved).
+Schedule compute_schedule(const ir::Graph& g, const ScheduleOptions& options);
+
+}  // namespace tempo::schedule
