@@ -1,0 +1,304 @@
+#include "schedule/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <iostream>
+#include <source_location>
+
+#include "schedule/sim.h"
+#include "util/error.h"
+
+namespace tempo::schedule {
+namespace {
+
+using ir::OpId;
+using ir::OpKind;
+using testing::Env;
+using testing::simulate;
+using testing::Trace;
+using sym::min;
+using sym::seq;
+using sym::slice;
+
+// Builds SDGs by hand: ops with domains and edges with dependence expressions.
+struct Builder {
+  ir::Graph g;
+  OpId op(const std::string& name, const Dims& domain, OpKind kind = OpKind::Identity,
+          Expr cond = Expr(), int outputs = 1,
+          std::source_location loc = std::source_location::current()) {
+    ir::OpNode n;
+    n.kind = kind;
+    n.domain = domain;
+    n.cond = cond;
+    n.name = name;
+    n.loc = loc;
+    n.outputs.assign(outputs, ir::TensorType{});
+    return g.add_op(std::move(n));
+  }
+  void read(OpId sink, OpId source, Expr phi, Expr cond = Expr()) {
+    g.add_edge(sink, source, 0, std::move(phi), std::move(cond));
+  }
+};
+
+const Dim t_dim("t", "T");
+const Dim i_dim("i", "I");
+const Expr t = Expr::var("t"), T = Expr::bound("T");
+const Expr i = Expr::var("i"), I = Expr::bound("I");
+
+// Schedules g and simulates the schedule for each bound value in [lo, hi] (all bounds equal).
+Schedule check_all(const ir::Graph& g, int64_t lo, int64_t hi, const ScheduleOptions& opt = {},
+                   const std::vector<std::string>& bounds = {"T"}) {
+  Schedule s = compute_schedule(g, opt);
+  for (int64_t n = lo; n <= hi; ++n) {
+    Env env;
+    for (const auto& b : bounds) env[b] = n;
+    Trace tr = simulate(g, s, env, opt);
+    EXPECT_TRUE(tr.errors.empty()) << "bound " << n << ":\n" << tr.error_text() << s.str(g);
+  }
+  return s;
+}
+
+TEST(Schedule, IdentityChainIsOneLoop) {
+  Builder b;
+  OpId x = b.op("x", {t_dim}, OpKind::RandNormal);
+  OpId y = b.op("y", {t_dim});
+  b.read(y, x, seq({t}));
+  Schedule s = check_all(b.g, 1, 8);
+  std::cout << s.str(b.g);
+  ASSERT_EQ(s.root->kind, StmtKind::For);
+  // x runs before y in each iteration.
+  Trace tr = simulate(b.g, s, {{"T", 5}});
+  for (int64_t k = 0; k < 5; ++k) EXPECT_LT(tr.when(x, {k}), tr.when(y, {k}));
+  // Each point of x is freed right after y reads it: one or two live points.
+  EXPECT_LE(tr.max_live, 2u);
+}
+
+TEST(Schedule, WithoutDeallocationOnlyExecs) {
+  Builder b;
+  OpId x = b.op("x", {t_dim}, OpKind::RandNormal);
+  OpId y = b.op("y", {t_dim});
+  b.read(y, x, seq({t}));
+  ScheduleOptions opt;
+  opt.deallocate = false;
+  Schedule s = check_all(b.g, 1, 6, opt);
+  EXPECT_EQ(s.str(b.g).find("dealloc"), std::string::npos) << s.str(b.g);
+}
+
+// c[0] = zero; c[i] = c[i-1] + one (TEMPO Fig. 8's state cycle).
+struct Counter {
+  Builder b;
+  OpId zero, one, c, add;
+  explicit Counter(const Dim& d) {
+    Expr v = d.var;
+    zero = b.op("zero", {}, OpKind::Const);
+    one = b.op("one", {}, OpKind::Const);
+    c = b.op("c", {d}, OpKind::Merge);
+    add = b.op("add", {d}, OpKind::Add);
+    b.read(c, zero, seq({}), v == 0);
+    b.read(c, add, seq({v - 1}), v >= 1);
+    b.read(add, c, seq({v}));
+    b.read(add, one, seq({}));
+  }
+};
+
+TEST(Schedule, RecurrenceWithInitialBranch) {
+  Counter k(i_dim);
+  Schedule s = check_all(k.b.g, 1, 8, {}, {"I"});
+  std::cout << s.str(k.b.g);
+  Trace tr = simulate(k.b.g, s, {{"I", 4}});
+  for (int64_t n = 1; n < 4; ++n) EXPECT_LT(tr.when(k.add, {n - 1}), tr.when(k.c, {n}));
+}
+
+TEST(Schedule, IterativeProgramKeepsBoundedLiveMemory) {
+  Counter k(i_dim);
+  ScheduleOptions opt;
+  Schedule s = compute_schedule(k.b.g, opt);
+  Trace small = simulate(k.b.g, s, {{"I", 10}}, opt);
+  Trace large = simulate(k.b.g, s, {{"I", 100}}, opt);
+  EXPECT_TRUE(small.errors.empty()) << small.error_text();
+  EXPECT_TRUE(large.errors.empty()) << large.error_text();
+  EXPECT_EQ(small.max_live, large.max_live) << s.str(k.b.g);
+  // `one` lives throughout; c[i] and add[i] are freed as soon as the next step has read them.
+  EXPECT_LE(large.max_live, 4u) << s.str(k.b.g);
+}
+
+TEST(Schedule, RetainedOutputsAreNotFreed) {
+  Counter k(i_dim);
+  ScheduleOptions opt;
+  opt.retained = {{k.c, 0}};
+  Schedule s = check_all(k.b.g, 1, 6, opt, {"I"});
+  Trace tr = simulate(k.b.g, s, {{"I", 6}}, opt);
+  for (const auto& e : tr.events) EXPECT_FALSE(e.dealloc && e.op == k.c);
+}
+
+TEST(Schedule, WindowReadDelaysTheConsumer) {
+  // y[t] = f(x[t:min(t+3,T)]): y at t runs after x at t+2 (TEMPO Fig. 14).
+  Builder b;
+  OpId x = b.op("x", {t_dim}, OpKind::RandNormal);
+  OpId y = b.op("y", {t_dim}, OpKind::Sum);
+  b.read(y, x, seq({slice(t, min(t + 3, T))}));
+  Schedule s = check_all(b.g, 1, 8);
+  std::cout << s.str(b.g);
+  for (int64_t n = 1; n <= 8; ++n) {
+    Trace tr = simulate(b.g, s, {{"T", n}});
+    for (int64_t k = 0; k < n; ++k)
+      EXPECT_GT(tr.when(y, {k}), tr.when(x, {std::min(k + 2, n - 1)})) << s.str(b.g);
+    EXPECT_LE(tr.max_live, 5u) << "T=" << n << "\n" << s.str(b.g);
+  }
+}
+
+TEST(Schedule, FutureOnlyDependences) {
+  // y[t] = sum(x[t:T]): every y waits for the whole of x.
+  Builder b;
+  OpId x = b.op("x", {t_dim}, OpKind::RandNormal);
+  OpId y = b.op("y", {t_dim}, OpKind::Sum);
+  b.read(y, x, seq({slice(t, T)}));
+  Schedule s = check_all(b.g, 1, 8);
+  std::cout << s.str(b.g);
+  // A backward recurrence: z[t] = z[t+1] + x[t], z[T-1] = x[T-1].
+  Builder c;
+  OpId xs = c.op("x", {t_dim}, OpKind::RandNormal);
+  OpId z = c.op("z", {t_dim}, OpKind::Merge);
+  OpId zadd = c.op("zadd", {t_dim}, OpKind::Add);
+  c.read(z, xs, seq({t}), t == T - 1);
+  c.read(z, zadd, seq({t}), t < T - 1);
+  c.read(zadd, z, seq({t + 1}), t < T - 1);
+  c.read(zadd, xs, seq({t}), t < T - 1);
+  c.g.op(zadd).cond = t < T - 1;
+  Schedule s2 = check_all(c.g, 1, 8);
+  std::cout << s2.str(c.g);
+}
+
+TEST(Schedule, OutOfDomainReadNamesTheRTAndLine) {
+  Builder b;
+  b.op("x", {t_dim}, OpKind::RandNormal);
+  int line = std::source_location::current().line() + 1;
+  OpId y = b.op("y", {t_dim});
+  b.read(y, 0, seq({t + 1}));
+  try {
+    compute_schedule(b.g, {});
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    std::string msg = e.what();
+    std::cout << msg << "\n";
+    EXPECT_NE(msg.find("'y'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'x'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("schedule_test.cpp:" + std::to_string(line)), std::string::npos) << msg;
+    EXPECT_NE(msg.find("T - 1"), std::string::npos) << msg;  // the offending point t = T - 1
+  }
+}
+
+TEST(Schedule, ReadWhereTheSourceDoesNotExecuteIsOutOfDomain) {
+  Builder b;
+  OpId x = b.op("x", {t_dim}, OpKind::RandNormal, t >= 1);
+  OpId y = b.op("y", {t_dim});
+  b.read(y, x, seq({t}));
+  EXPECT_THROW(compute_schedule(b.g, {}), UserError);
+}
+
+TEST(Schedule, UnsatisfiableCycleNamesTheOps) {
+  // x[t] reads y[t + 1] and y[t] reads x[t - 1]: x[t] depends on itself.
+  Builder b;
+  OpId other = b.op("bystander", {t_dim}, OpKind::RandNormal);
+  OpId zero = b.op("zero", {}, OpKind::Const);
+  OpId x = b.op("x", {t_dim}, OpKind::Merge);
+  OpId y = b.op("y", {t_dim}, OpKind::Merge);
+  b.read(x, y, seq({t + 1}), t < T - 1);
+  b.read(x, zero, seq({}), t >= T - 1);
+  b.read(y, x, seq({t - 1}), t >= 1);
+  b.read(y, other, seq({t}), t < 1);
+  try {
+    Schedule s = compute_schedule(b.g, {});
+    FAIL() << "expected a UserError:\n" << s.str(b.g);
+  } catch (const UserError& e) {
+    std::string msg = e.what();
+    std::cout << msg << "\n";
+    EXPECT_NE(msg.find("'x'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'y'"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("bystander"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("schedule_test.cpp:"), std::string::npos) << msg;
+  }
+}
+
+TEST(Schedule, SamePointCycleIsAnError) {
+  Builder b;
+  OpId x = b.op("x", {t_dim});
+  OpId y = b.op("y", {t_dim});
+  b.read(x, y, seq({t}));
+  b.read(y, x, seq({t}));
+  EXPECT_THROW(compute_schedule(b.g, {}), UserError);
+}
+
+// A REINFORCE-shaped program over (b, i, t) (NOTES-isl.md): parameters P[i], observations
+// O[b,i,t], actions A, environment steps S, returns Ret reading S[b,i,t:T] (Monte-Carlo) or
+// S[b,i,t:min(t+n,T)] (n-step), losses L, gradient G[i] reading L[0:B,i,0:T], update U[i].
+struct Reinforce {
+  Builder b;
+  OpId p0, reset, P, U, O, A, S, Ret, L, G;
+  Reinforce(int n_step) {
+    Dim bd("b", "B");
+    Expr bv = bd.var, B = bd.bound;
+    Dims bit = {bd, i_dim, t_dim};
+    p0 = b.op("p0", {}, OpKind::RandNormal);
+    P = b.op("P", {i_dim}, OpKind::Merge);
+    U = b.op("U", {i_dim}, OpKind::Sub);
+    reset = b.op("reset", {bd, i_dim}, OpKind::Udf);
+    O = b.op("O", bit, OpKind::Merge);
+    A = b.op("A", bit, OpKind::MatMul);
+    S = b.op("S", bit, OpKind::Udf);
+    Ret = b.op("Ret", bit, OpKind::Sum);
+    L = b.op("L", bit, OpKind::Mul);
+    G = b.op("G", {i_dim}, OpKind::Sum);
+    b.read(P, p0, seq({}), i == 0);
+    b.read(P, U, seq({i - 1}), i >= 1);
+    b.read(U, P, seq({i}));
+    b.read(U, G, seq({i}));
+    b.read(O, reset, seq({bv, i}), t == 0);
+    b.read(O, S, seq({bv, i, t - 1}), t >= 1);
+    b.read(A, P, seq({i}));
+    b.read(A, O, seq({bv, i, t}));
+    b.read(S, A, seq({bv, i, t}));
+    Expr stop = n_step > 0 ? min(t + n_step, T) : T;
+    b.read(Ret, S, seq({bv, i, slice(t, stop)}));
+    b.read(L, Ret, seq({bv, i, t}));
+    b.read(L, A, seq({bv, i, t}));
+    b.read(G, L, seq({slice(0, B), i, slice(0, T)}));
+  }
+};
+
+TEST(Schedule, ReinforceMonteCarlo) {
+  Reinforce r(0);
+  auto start = std::chrono::steady_clock::now();
+  Schedule s = compute_schedule(r.b.g, {});
+  auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
+  std::cout << "compute_schedule: " << ms.count() << " ms\n" << s.str(r.b.g);
+  for (int64_t n : {1, 2, 3, 5}) {
+    Trace tr = simulate(r.b.g, s, {{"B", 2}, {"I", 3}, {"T", n}});
+    EXPECT_TRUE(tr.errors.empty()) << tr.error_text();
+  }
+}
+
+TEST(Schedule, ReinforceNStepInterleavesActingAndLearning) {
+  Reinforce r(3);
+  ScheduleOptions opt;
+  auto start = std::chrono::steady_clock::now();
+  Schedule s = compute_schedule(r.b.g, opt);
+  auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
+  std::cout << "compute_schedule: " << ms.count() << " ms\n" << s.str(r.b.g);
+  for (int64_t n : {1, 2, 4, 7}) {
+    Trace tr = simulate(r.b.g, s, {{"B", 2}, {"I", 2}, {"T", n}}, opt);
+    EXPECT_TRUE(tr.errors.empty()) << tr.error_text();
+  }
+  const int64_t n = 12;
+  Trace tr = simulate(r.b.g, s, {{"B", 1}, {"I", 1}, {"T", n}}, opt);
+  // The return at t = 0 needs S[0..2]; interleaving computes it long before the episode ends.
+  long ret0 = tr.when(r.Ret, {0, 0, 0});
+  long last_step = tr.when(r.S, {0, 0, n - 1});
+  std::cout << "Ret[0] at event " << ret0 << ", S[T-1] at event " << last_step
+            << ", max live " << tr.max_live << "\n";
+  EXPECT_LT(ret0, last_step) << s.str(r.b.g);
+}
+
+}  // namespace
+}  // namespace tempo::schedule
