@@ -1,0 +1,87 @@
+// Batched reinforcement-learning environments (Gym-like, float32 observations, plain C++).
+//
+// A BatchedEnv steps num_envs independent copies of one environment in lockstep. Every copy
+// resets itself automatically when its episode ends (terminated or truncated): step() then
+// returns the first observation of the new episode in `obs`, the last observation of the finished
+// one in `final_obs`, and the finished episode's return and length.
+//
+// Determinism: reset(seed) seeds copy i's generator with std::mt19937_64(seed + i); the same seed
+// and the same actions give the same trajectories. The classic-control environments draw their
+// reset states, value by value in the order listed in each environment's comment, as
+//   uniform(lo, hi) = lo + (hi - lo) * ((rng() >> 11) * 2^-53).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tempo::rl {
+
+struct Space {
+  std::vector<int64_t> shape;  // {} for a discrete space (one action index per env)
+  bool discrete = false;
+  int64_t n = 0;                 // discrete: number of actions
+  std::vector<float> low, high;  // box: per element bounds, prod(shape) entries each
+
+  int64_t numel() const;  // elements per env: prod(shape), 1 for a discrete space
+};
+
+struct StepResult {
+  std::vector<float> obs;     // [num_envs * obs_numel]; the reset observation for envs that ended
+  std::vector<float> reward;  // [num_envs]
+  std::vector<uint8_t> terminated;  // [num_envs]: the MDP reached a terminal state
+  std::vector<uint8_t> truncated;   // [num_envs]: the time limit cut the episode
+  // Empty when no env ended in this step; otherwise [num_envs * obs_numel]: the rows of envs that
+  // ended hold their last observation (before the automatic reset), the other rows equal `obs`.
+  std::vector<float> final_obs;
+  // For envs whose episode ended in this step (terminated or truncated), else 0.
+  std::vector<float> episode_return;
+  std::vector<int64_t> episode_length;
+};
+
+// Options; only the "synthetic" environment reads them (the classic ones have fixed constants).
+struct EnvOptions {
+  std::vector<int64_t> obs_shape = {3, 4, 4};  // e.g. {3, 4, 4} up to {3, 256, 256}
+  int64_t episode_length = 250;                // truncation limit
+  int64_t num_actions = 4;
+};
+
+class BatchedEnv {
+ public:
+  explicit BatchedEnv(int64_t num_envs);
+  virtual ~BatchedEnv();
+  BatchedEnv(const BatchedEnv&) = delete;
+  BatchedEnv& operator=(const BatchedEnv&) = delete;
+
+  virtual const Space& observation_space() const = 0;
+  virtual const Space& action_space() const = 0;
+  int64_t num_envs() const { return num_envs_; }
+  int64_t obs_numel() const { return observation_space().numel(); }
+  int64_t action_numel() const { return action_space().numel(); }
+
+  // Starts a new episode in every env; returns the observations [num_envs * obs_numel].
+  virtual std::vector<float> reset(uint64_t seed) = 0;
+  // Actions: [num_envs] action indices (as floats) for a discrete action space, else
+  // [num_envs * action_numel]. Throws UserError on a wrong size, a discrete action that is not an
+  // index in [0, n), or a step before the first reset.
+  virtual StepResult step(const std::vector<float>& actions);
+  // step() writing into `out`, reusing its buffers (no allocation after the first call).
+  virtual void step_into(const std::vector<float>& actions, StepResult& out) = 0;
+  virtual std::string name() const = 0;
+
+ protected:
+  // The UserError checks described at step(); `started` says whether reset() has run.
+  void check_step(const std::vector<float>& actions, bool started) const;
+
+ private:
+  int64_t num_envs_;
+};
+
+// "CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCar-v0" or "synthetic". An unknown name
+// or a bad option (num_envs < 1, non-positive sizes) throws UserError.
+std::unique_ptr<BatchedEnv> make_env(const std::string& name, int64_t num_envs,
+                                     const EnvOptions& opts = {});
+std::vector<std::string> env_names();
+
+}  // namespace tempo::rl
