@@ -60,9 +60,17 @@ class RT {
   // ---- temporal indexing ----
   // One entry per temporal dimension of this RT's domain: points (t - 1, 0), slices
   // (slice(t, T)); or a single boolean expression: the RT exists only where it holds.
+  // `x[t - 1]`, `x[0]`, `x[{b, i, t + 1}]` (Index captures the user's line on conversion).
+  struct Index {
+    Index(const Expr& e, Loc loc = Loc::current());   // NOLINT
+    Index(int v, Loc loc = Loc::current());           // NOLINT
+    Index(int64_t v, Loc loc = Loc::current());       // NOLINT
+    Index(std::initializer_list<Expr> entries, Loc loc = Loc::current());  // NOLINT
+    std::vector<Expr> entries;  // one per dimension, or a single condition / sequence
+    Loc loc;
+  };
   class Indexed;
-  Indexed operator[](const Expr& index) const;
-  Indexed operator[](std::initializer_list<Expr> index) const;
+  Indexed operator[](const Index& index) const;
 
   // ---- elementwise ----
   RT exp(Loc loc = Loc::current()) const;
@@ -148,6 +156,7 @@ class RT {
   Dims domain_;
   Expr phi_;
   Expr cond_;
+  TensorType type_;  // the op's output type with a leading dim per slice entry of phi
 };
 
 // The result of temporal indexing: usable as an RT; on a placeholder, assigning to it defines a
