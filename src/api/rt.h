@@ -136,6 +136,9 @@ class RT {
   RT conv2d(const RT& weight, int64_t stride = 1, int64_t padding = 0,
             Loc loc = Loc::current()) const;
 
+  // The same values with no gradient flowing back through them.
+  RT detach(Loc loc = Loc::current()) const;
+
   // Materializes this (possibly indexed) RT as its own op and keeps it after the run so that
   // Executable::get can read it.
   RT retain(Loc loc = Loc::current()) const;

@@ -160,6 +160,7 @@ std::vector<TensorType> infer(const Ctx& c) {
           c.fail(cat("branches disagree: ", in[0].str(), " vs ", in[i].str()));
       return {in[0]};
     case OpKind::Identity:
+    case OpKind::Detach:
       return {in[0]};
 
     case OpKind::Neg:

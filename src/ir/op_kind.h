@@ -18,6 +18,7 @@ namespace tempo::ir {
   X(Udf, -1, -1)      /* user function (udf) on host tensors */                                \
   X(Merge, -1, 1)     /* first input whose edge condition holds is moved to the output */      \
   X(Identity, 1, 1)                                                                           \
+  X(Detach, 1, 1) /* identity whose gradient is zero */                                       \
   /* elementwise unary */                                                                     \
   X(Neg, 1, 1)                                                                                \
   X(Exp, 1, 1)                                                                                \
