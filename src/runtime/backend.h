@@ -18,6 +18,9 @@ class Value {
  public:
   virtual ~Value() = default;
   virtual int64_t nbytes() const = 0;
+  // Number of tensor-store entries holding this value, kept by the runtime's memory accounting
+  // so that a value stored under several ops (Merge, Identity) is counted once.
+  int32_t store_refs = 0;
 };
 using ValuePtr = std::shared_ptr<Value>;
 

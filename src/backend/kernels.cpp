@@ -1,0 +1,461 @@
+// One LibTorch translation per op kind. Symbolic attributes are compiled against the executor's
+// symbol layout when the kernel is made and evaluated at each launch.
+#include <c10/util/SmallVector.h>
+
+#include "backend/torch_value.h"
+#include "util/error.h"
+
+namespace tempo::backend {
+
+namespace {
+
+using runtime::Kernel;
+using runtime::ValuePtr;
+using Sizes = c10::SmallVector<int64_t, 6>;
+
+// A kernel from a callable; LibTorch errors become UserErrors naming the op.
+template <typename F>
+class FnKernel final : public Kernel {
+ public:
+  FnKernel(std::string who, F f) : who_(std::move(who)), f_(std::move(f)) {}
+  void run(const ValuePtr* in, size_t n, const int64_t* env, ValuePtr* out) override {
+    try {
+      f_(in, n, env, out);
+    } catch (const c10::Error& e) {
+      throw UserError(cat(who_, ": ", e.what_without_backtrace()));
+    }
+  }
+
+ private:
+  std::string who_;
+  F f_;
+};
+
+template <typename F>
+std::unique_ptr<Kernel> kernel(const std::string& who, F f) {
+  return std::make_unique<FnKernel<F>>(who, std::move(f));
+}
+
+// A symbolic shape compiled for evaluation at launch.
+struct SymShape {
+  std::vector<sym::CompiledExpr> dims;
+  SymShape(const std::vector<Expr>& shape, const sym::SymbolLayout& layout) {
+    for (const Expr& d : shape) dims.emplace_back(d, layout);
+  }
+  bool is_static() const {
+    for (const auto& d : dims)
+      if (!d.is_constant()) return false;
+    return true;
+  }
+  Sizes eval(const int64_t* env) const {
+    Sizes s;
+    for (const auto& d : dims) s.push_back(d.eval(env));
+    return s;
+  }
+};
+
+inline torch::Tensor as(const torch::Tensor& t, torch::ScalarType st) {
+  return t.scalar_type() == st ? t : t.to(st);
+}
+
+template <typename Op>
+std::unique_ptr<Kernel> unary(const std::string& who, torch::ScalarType st, Op f) {
+  return kernel(who, [st, f](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+    out[0] = wrap(as(f(tensor_of(in[0])), st));
+  });
+}
+
+// Float-only unary functions compute in the output type (integers are promoted first).
+template <typename Op>
+std::unique_ptr<Kernel> unary_float(const std::string& who, torch::ScalarType st, Op f) {
+  return kernel(who, [st, f](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+    out[0] = wrap(f(as(tensor_of(in[0]), st)));
+  });
+}
+
+// Arithmetic: both operands are converted to the output type first (the IR's promotion rules).
+template <typename Op>
+std::unique_ptr<Kernel> arith(const std::string& who, torch::ScalarType st, Op f) {
+  return kernel(who, [st, f](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+    out[0] = wrap(as(f(as(tensor_of(in[0]), st), as(tensor_of(in[1]), st)), st));
+  });
+}
+
+// Comparisons and logic: LibTorch promotes the operands itself; the result is bool.
+template <typename Op>
+std::unique_ptr<Kernel> compare(const std::string& who, Op f) {
+  return kernel(who, [f](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+    out[0] = wrap(f(tensor_of(in[0]), tensor_of(in[1])));
+  });
+}
+
+bool integral(torch::ScalarType st) { return st != torch::kFloat32 && st != torch::kFloat64; }
+
+std::unique_ptr<Kernel> udf_kernel(const ir::Graph& g, const ir::OpNode& op,
+                                   const sym::SymbolLayout& layout, TorchState& state) {
+  const std::string who = op.describe();
+  std::shared_ptr<const ir::Udf> udf = op.attrs.udf;
+  TEMPO_ASSERT(udf != nullptr, who, " has no user function");
+  std::vector<int32_t> slots;
+  for (const Dim& d : op.domain) slots.push_back(layout.slot(d.var));
+  std::vector<SymShape> shapes;
+  std::vector<ir::DType> dtypes;
+  for (const ir::TensorType& t : op.outputs) {
+    shapes.emplace_back(t.shape.dims, layout);
+    dtypes.push_back(t.dtype);
+  }
+  TorchState* st = &state;
+  return kernel(who, [=](const ValuePtr* in, size_t n, const int64_t* env, ValuePtr* out) {
+    std::vector<ir::HostTensor> inputs;
+    inputs.reserve(n);
+    for (size_t i = 0; i < n; ++i) inputs.push_back(torch_to_host(tensor_of(in[i])));
+    std::vector<int64_t> point;
+    point.reserve(slots.size());
+    for (int32_t s : slots) point.push_back(env[s]);
+    std::vector<ir::HostTensor> res = udf->fn(inputs, point);
+    const std::string name = cat("UDF '", udf->name, "' (", who, ")");
+    if (res.size() != shapes.size())
+      throw UserError(cat(name, " returned ", res.size(), " tensors but declares ",
+                          shapes.size(), " outputs"));
+    for (size_t k = 0; k < res.size(); ++k) {
+      Sizes want = shapes[k].eval(env);
+      bool same = res[k].shape.size() == want.size();
+      for (size_t i = 0; same && i < want.size(); ++i) same = res[k].shape[i] == want[i];
+      if (!same || res[k].dtype != dtypes[k]) {
+        std::string got = ir::dtype_name(res[k].dtype) + std::string("(");
+        for (size_t i = 0; i < res[k].shape.size(); ++i)
+          got += (i ? ", " : "") + std::to_string(res[k].shape[i]);
+        std::string exp = ir::dtype_name(dtypes[k]) + std::string("(");
+        for (size_t i = 0; i < want.size(); ++i) exp += (i ? ", " : "") + std::to_string(want[i]);
+        throw UserError(cat(name, " output ", k, " is ", got, ") but was declared ", exp,
+                            ") at point (", [&] {
+                              std::string p;
+                              for (size_t i = 0; i < point.size(); ++i)
+                                p += (i ? ", " : "") + std::to_string(point[i]);
+                              return p;
+                            }(), ")"));
+      }
+      out[k] = wrap(host_to_torch(res[k], st->device));
+    }
+  });
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
+                                          const sym::SymbolLayout& layout, TorchState& state) {
+  const ir::OpNode& op = g.op(id);
+  const std::string who = op.describe();
+  const ir::Attrs& a = op.attrs;
+  const torch::ScalarType st = op.outputs.empty() ? torch::kFloat32 : to_torch(op.outputs[0].dtype);
+  const torch::TensorOptions opts = torch::TensorOptions().dtype(st).device(state.device);
+  auto int_attr = [&](size_t i) {
+    TEMPO_ASSERT(a.ints.size() > i, who, " lacks integer attribute ", i);
+    return a.ints[i];
+  };
+  auto expr_attr = [&](size_t i) {
+    TEMPO_ASSERT(a.exprs.size() > i, who, " lacks expression attribute ", i);
+    return sym::CompiledExpr(a.exprs[i], layout);
+  };
+  auto out_shape = [&]() {
+    TEMPO_ASSERT(!op.outputs.empty());
+    return SymShape(op.outputs[0].shape.dims, layout);
+  };
+  TorchState* state_ptr = &state;
+
+  switch (op.kind) {
+    // ---- sources ----
+    case ir::OpKind::Const: {
+      SymShape shape(a.exprs, layout);
+      const double v = a.scalar;
+      if (shape.is_static()) {
+        // Values are never mutated, so one tensor serves every point.
+        ValuePtr cached = wrap(torch::full(shape.eval(nullptr), v, opts));
+        return kernel(who, [cached](const ValuePtr*, size_t, const int64_t*, ValuePtr* out) {
+          out[0] = cached;
+        });
+      }
+      return kernel(who, [shape, v, opts](const ValuePtr*, size_t, const int64_t* env,
+                                          ValuePtr* out) {
+        out[0] = wrap(torch::full(shape.eval(env), v, opts));
+      });
+    }
+    case ir::OpKind::RandUniform:
+    case ir::OpKind::RandNormal: {
+      SymShape shape(a.exprs, layout);
+      const bool normal = op.kind == ir::OpKind::RandNormal;
+      // Drawn on the CPU generator (seeded by Backend::seed) so that results do not depend on
+      // the device, then moved.
+      const torch::ScalarType gen_st = integral(st) ? torch::kFloat32 : st;
+      return kernel(who, [=](const ValuePtr*, size_t, const int64_t* env, ValuePtr* out) {
+        auto o = torch::TensorOptions().dtype(gen_st);
+        torch::Tensor t = normal ? torch::randn(shape.eval(env), state_ptr->generator, o)
+                                 : torch::rand(shape.eval(env), state_ptr->generator, o);
+        out[0] = wrap(as(t, st).to(state_ptr->device));
+      });
+    }
+    case ir::OpKind::Arange: {
+      sym::CompiledExpr n = expr_attr(0);
+      return kernel(who, [n, opts](const ValuePtr*, size_t, const int64_t* env, ValuePtr* out) {
+        out[0] = wrap(torch::arange(n.eval(env), opts));
+      });
+    }
+    case ir::OpKind::EvalSymbol: {
+      sym::CompiledExpr e = expr_attr(0);
+      auto o = torch::TensorOptions().dtype(torch::kInt64).device(state.device);
+      return kernel(who, [e, o](const ValuePtr*, size_t, const int64_t* env, ValuePtr* out) {
+        out[0] = wrap(torch::scalar_tensor(e.eval(env), o));
+      });
+    }
+    case ir::OpKind::Udf:
+      return udf_kernel(g, op, layout, state);
+    case ir::OpKind::Merge:
+      internal_error(cat("make_kernel called for the Merge ", who));
+    case ir::OpKind::Identity:
+    case ir::OpKind::Detach:
+      return kernel(who, [](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+        out[0] = in[0];
+      });
+
+    // ---- elementwise unary ----
+    case ir::OpKind::Neg:
+      return unary(who, st, [](const torch::Tensor& x) { return x.neg(); });
+    case ir::OpKind::Exp:
+      return unary_float(who, st, [](const torch::Tensor& x) { return x.exp(); });
+    case ir::OpKind::Log:
+      return unary_float(who, st, [](const torch::Tensor& x) { return x.log(); });
+    case ir::OpKind::Sqrt:
+      return unary_float(who, st, [](const torch::Tensor& x) { return x.sqrt(); });
+    case ir::OpKind::Sin:
+      return unary_float(who, st, [](const torch::Tensor& x) { return x.sin(); });
+    case ir::OpKind::Cos:
+      return unary_float(who, st, [](const torch::Tensor& x) { return x.cos(); });
+    case ir::OpKind::Tanh:
+      return unary_float(who, st, [](const torch::Tensor& x) { return x.tanh(); });
+    case ir::OpKind::Sigmoid:
+      return unary_float(who, st, [](const torch::Tensor& x) { return x.sigmoid(); });
+    case ir::OpKind::Relu:
+      return unary(who, st, [](const torch::Tensor& x) { return x.relu(); });
+    case ir::OpKind::Abs:
+      return unary(who, st, [](const torch::Tensor& x) { return x.abs(); });
+    case ir::OpKind::Sign:
+      return unary(who, st, [](const torch::Tensor& x) { return x.sign(); });
+    case ir::OpKind::Floor:
+      return unary(who, st, [](const torch::Tensor& x) {
+        return integral(x.scalar_type()) ? x : x.floor();
+      });
+    case ir::OpKind::Ceil:
+      return unary(who, st, [](const torch::Tensor& x) {
+        return integral(x.scalar_type()) ? x : x.ceil();
+      });
+    case ir::OpKind::Not:
+      return unary(who, st, [](const torch::Tensor& x) { return x.logical_not(); });
+    case ir::OpKind::Cast:
+      return unary(who, st, [](const torch::Tensor& x) { return x; });
+
+    // ---- elementwise binary ----
+    case ir::OpKind::Add:
+      return arith(who, st, [](const torch::Tensor& x, const torch::Tensor& y) { return x + y; });
+    case ir::OpKind::Sub:
+      return arith(who, st, [](const torch::Tensor& x, const torch::Tensor& y) { return x - y; });
+    case ir::OpKind::Mul:
+      return arith(who, st, [](const torch::Tensor& x, const torch::Tensor& y) { return x * y; });
+    case ir::OpKind::Div:
+      return arith(who, st, [](const torch::Tensor& x, const torch::Tensor& y) { return x / y; });
+    case ir::OpKind::Pow:
+      return arith(who, st, [](const torch::Tensor& x, const torch::Tensor& y) {
+        return x.pow(y);
+      });
+    case ir::OpKind::Maximum:
+      return arith(who, st, [](const torch::Tensor& x, const torch::Tensor& y) {
+        return torch::maximum(x, y);
+      });
+    case ir::OpKind::Minimum:
+      return arith(who, st, [](const torch::Tensor& x, const torch::Tensor& y) {
+        return torch::minimum(x, y);
+      });
+    case ir::OpKind::Eq:
+      return compare(who, [](const torch::Tensor& x, const torch::Tensor& y) { return x.eq(y); });
+    case ir::OpKind::Ne:
+      return compare(who, [](const torch::Tensor& x, const torch::Tensor& y) { return x.ne(y); });
+    case ir::OpKind::Lt:
+      return compare(who, [](const torch::Tensor& x, const torch::Tensor& y) { return x.lt(y); });
+    case ir::OpKind::Le:
+      return compare(who, [](const torch::Tensor& x, const torch::Tensor& y) { return x.le(y); });
+    case ir::OpKind::Gt:
+      return compare(who, [](const torch::Tensor& x, const torch::Tensor& y) { return x.gt(y); });
+    case ir::OpKind::Ge:
+      return compare(who, [](const torch::Tensor& x, const torch::Tensor& y) { return x.ge(y); });
+    case ir::OpKind::And:
+      return compare(who, [](const torch::Tensor& x, const torch::Tensor& y) {
+        return x.logical_and(y);
+      });
+    case ir::OpKind::Or:
+      return compare(who, [](const torch::Tensor& x, const torch::Tensor& y) {
+        return x.logical_or(y);
+      });
+    case ir::OpKind::Where:
+      return kernel(who, [st](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+        out[0] = wrap(torch::where(as(tensor_of(in[0]), torch::kBool), as(tensor_of(in[1]), st),
+                                   as(tensor_of(in[2]), st)));
+      });
+
+    // ---- reductions and scans ----
+    case ir::OpKind::Sum: {
+      std::vector<int64_t> dims = a.ints;
+      const bool keep = a.keepdim;
+      return kernel(who, [dims, keep, st](const ValuePtr* in, size_t, const int64_t*,
+                                          ValuePtr* out) {
+        const torch::Tensor& x = tensor_of(in[0]);
+        torch::Tensor r;
+        if (!dims.empty()) {
+          r = x.sum(dims, keep);
+        } else if (keep) {
+          std::vector<int64_t> all(x.dim());
+          for (int64_t i = 0; i < x.dim(); ++i) all[i] = i;
+          r = x.dim() ? x.sum(all, true) : x.sum();
+        } else {
+          r = x.sum();
+        }
+        out[0] = wrap(as(r, st));
+      });
+    }
+    case ir::OpKind::ReduceMax: {
+      const int64_t d = int_attr(0);
+      const bool keep = a.keepdim;
+      return kernel(who, [d, keep](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+        auto r = tensor_of(in[0]).max(d, keep);
+        out[0] = wrap(std::get<0>(r));
+        out[1] = wrap(std::get<1>(r));
+      });
+    }
+    case ir::OpKind::CumSum: {
+      const int64_t d = int_attr(0);
+      return kernel(who, [d, st](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+        out[0] = wrap(as(tensor_of(in[0]).cumsum(d), st));
+      });
+    }
+
+    // ---- movement ----
+    case ir::OpKind::Reshape:
+    case ir::OpKind::Expand: {
+      // The inferred output shape has -1 sizes resolved.
+      SymShape shape = out_shape();
+      const bool expand = op.kind == ir::OpKind::Expand;
+      return kernel(who, [shape, expand](const ValuePtr* in, size_t, const int64_t* env,
+                                         ValuePtr* out) {
+        const torch::Tensor& x = tensor_of(in[0]);
+        Sizes s = shape.eval(env);
+        out[0] = wrap(expand ? x.expand(s) : x.reshape(s));
+      });
+    }
+    case ir::OpKind::Permute: {
+      std::vector<int64_t> perm = a.ints;
+      return kernel(who, [perm](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+        out[0] = wrap(tensor_of(in[0]).permute(perm));
+      });
+    }
+    case ir::OpKind::Squeeze: {
+      const int64_t d = int_attr(0);
+      return kernel(who, [d](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+        out[0] = wrap(tensor_of(in[0]).squeeze(d));
+      });
+    }
+    case ir::OpKind::Unsqueeze: {
+      const int64_t d = int_attr(0);
+      return kernel(who, [d](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+        out[0] = wrap(tensor_of(in[0]).unsqueeze(d));
+      });
+    }
+    case ir::OpKind::Slice: {
+      const int64_t d = int_attr(0);
+      sym::CompiledExpr start = expr_attr(0), stop = expr_attr(1);
+      return kernel(who, [d, start, stop](const ValuePtr* in, size_t, const int64_t* env,
+                                          ValuePtr* out) {
+        out[0] = wrap(tensor_of(in[0]).slice(d, start.eval(env), stop.eval(env)));
+      });
+    }
+    case ir::OpKind::Pad: {
+      const int64_t d = int_attr(0);
+      sym::CompiledExpr before = expr_attr(0), after = expr_attr(1);
+      const double v = a.scalar;
+      return kernel(who, [d, before, after, v](const ValuePtr* in, size_t, const int64_t* env,
+                                               ValuePtr* out) {
+        const torch::Tensor& x = tensor_of(in[0]);
+        // constant_pad_nd takes (before, after) pairs starting from the last dimension.
+        const int64_t j = x.dim() - 1 - d;
+        Sizes pad(2 * (j + 1), 0);
+        pad[2 * j] = before.eval(env);
+        pad[2 * j + 1] = after.eval(env);
+        out[0] = wrap(torch::constant_pad_nd(x, pad, v));
+      });
+    }
+    case ir::OpKind::Flip: {
+      const int64_t d = int_attr(0);
+      return kernel(who, [d](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+        out[0] = wrap(tensor_of(in[0]).flip({d}));
+      });
+    }
+    case ir::OpKind::Cat: {
+      const int64_t d = int_attr(0);
+      return kernel(who, [d, st](const ValuePtr* in, size_t n, const int64_t*, ValuePtr* out) {
+        std::vector<torch::Tensor> ts;
+        ts.reserve(n);
+        for (size_t i = 0; i < n; ++i) ts.push_back(as(tensor_of(in[i]), st));
+        out[0] = wrap(torch::cat(ts, d));
+      });
+    }
+
+    // ---- indexing ----
+    case ir::OpKind::Index: {
+      const int64_t d = int_attr(0);
+      sym::CompiledExpr pos = expr_attr(0);
+      return kernel(who, [d, pos](const ValuePtr* in, size_t, const int64_t* env,
+                                  ValuePtr* out) {
+        out[0] = wrap(tensor_of(in[0]).select(d, pos.eval(env)));
+      });
+    }
+    case ir::OpKind::IndexSelect: {
+      const int64_t d = int_attr(0);
+      return kernel(who, [d](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+        out[0] = wrap(tensor_of(in[0]).index_select(d, as(tensor_of(in[1]), torch::kInt64)));
+      });
+    }
+    case ir::OpKind::Gather: {
+      const int64_t d = int_attr(0);
+      return kernel(who, [d](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+        out[0] = wrap(tensor_of(in[0]).gather(d, as(tensor_of(in[1]), torch::kInt64)));
+      });
+    }
+    case ir::OpKind::ScatterAdd:
+    case ir::OpKind::IndexAdd: {
+      const int64_t d = int_attr(0);
+      const bool scatter = op.kind == ir::OpKind::ScatterAdd;
+      return kernel(who, [d, st, scatter](const ValuePtr* in, size_t, const int64_t*,
+                                          ValuePtr* out) {
+        torch::Tensor self = as(tensor_of(in[0]), st);
+        torch::Tensor idx = as(tensor_of(in[1]), torch::kInt64);
+        torch::Tensor src = as(tensor_of(in[2]), st);
+        out[0] = wrap(scatter ? self.scatter_add(d, idx, src) : self.index_add(d, idx, src));
+      });
+    }
+
+    // ---- linear algebra ----
+    case ir::OpKind::MatMul:
+      return arith(who, st, [](const torch::Tensor& x, const torch::Tensor& y) {
+        return torch::matmul(x, y);
+      });
+    case ir::OpKind::Conv2d: {
+      const int64_t stride = a.ints.size() > 0 ? a.ints[0] : 1;
+      const int64_t padding = a.ints.size() > 1 ? a.ints[1] : 0;
+      return kernel(who, [st, stride, padding](const ValuePtr* in, size_t, const int64_t*,
+                                               ValuePtr* out) {
+        out[0] = wrap(torch::conv2d(as(tensor_of(in[0]), st), as(tensor_of(in[1]), st), {},
+                                    stride, padding));
+      });
+    }
+  }
+  internal_error(cat("no LibTorch lowering for ", who));
+}
+
+}  // namespace tempo::backend

@@ -1,0 +1,139 @@
+#include "backend/libtorch_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/torch_value.h"
+#include "util/error.h"
+
+namespace tempo::backend {
+
+torch::ScalarType to_torch(ir::DType d) {
+  switch (d) {
+    case ir::DType::Bool: return torch::kBool;
+    case ir::DType::Int32: return torch::kInt32;
+    case ir::DType::Int64: return torch::kInt64;
+    case ir::DType::Float32: return torch::kFloat32;
+    case ir::DType::Float64: return torch::kFloat64;
+  }
+  internal_error("unknown dtype");
+}
+
+ir::DType from_torch(torch::ScalarType s) {
+  switch (s) {
+    case torch::kBool: return ir::DType::Bool;
+    case torch::kInt32: return ir::DType::Int32;
+    case torch::kInt64: return ir::DType::Int64;
+    case torch::kFloat32: return ir::DType::Float32;
+    case torch::kFloat64: return ir::DType::Float64;
+    default: break;
+  }
+  throw UserError(cat("tensor type ", c10::toString(s), " is not supported by Tempo"));
+}
+
+torch::Tensor host_to_torch(const ir::HostTensor& h, const torch::Device& device) {
+  int64_t numel = 1;
+  for (int64_t d : h.shape) {
+    if (d < 0) throw UserError(cat("host tensor with negative size ", d));
+    numel *= d;
+  }
+  size_t want = static_cast<size_t>(numel) * ir::dtype_size(h.dtype);
+  if (h.data.size() != want)
+    throw UserError(cat("host tensor of type ", ir::dtype_name(h.dtype), " and ", numel,
+                        " elements holds ", h.data.size(), " bytes instead of ", want));
+  torch::Tensor t = torch::empty(h.shape, torch::TensorOptions().dtype(to_torch(h.dtype)));
+  if (want) std::memcpy(t.data_ptr(), h.data.data(), want);
+  if (device != torch::kCPU) t = t.to(device);
+  return t;
+}
+
+ir::HostTensor torch_to_host(const torch::Tensor& t) {
+  torch::Tensor c = t.to(torch::kCPU).contiguous();
+  ir::HostTensor h(from_torch(c.scalar_type()), c.sizes().vec());
+  if (!h.data.empty()) std::memcpy(h.data.data(), c.data_ptr(), h.data.size());
+  return h;
+}
+
+namespace {
+
+class LibTorchBackend final : public runtime::Backend {
+ public:
+  explicit LibTorchBackend(torch::Device device) {
+    state_.device = device;
+    state_.generator = at::make_generator<at::CPUGeneratorImpl>(0);
+  }
+
+  std::string device() const override { return state_.device.str(); }
+
+  std::unique_ptr<runtime::Kernel> make_kernel(const ir::Graph& g, ir::OpId op,
+                                               const sym::SymbolLayout& layout) override {
+    return make_torch_kernel(g, op, layout, state_);
+  }
+
+  runtime::ValuePtr stack(const runtime::ValuePtr* values, size_t n, ir::DType dtype,
+                          const std::vector<int64_t>& element_shape) override {
+    if (n == 0) {
+      std::vector<int64_t> shape{0};
+      shape.insert(shape.end(), element_shape.begin(), element_shape.end());
+      return wrap(torch::empty(shape, torch::TensorOptions()
+                                          .dtype(to_torch(dtype))
+                                          .device(state_.device)));
+    }
+    std::vector<torch::Tensor> ts;
+    ts.reserve(n);
+    for (size_t i = 0; i < n; ++i) ts.push_back(tensor_of(values[i]));
+    try {
+      return wrap(torch::stack(ts));
+    } catch (const c10::Error& e) {
+      throw UserError(cat("cannot stack the points of a slice read: ",
+                          e.what_without_backtrace()));
+    }
+  }
+
+  runtime::ValuePtr from_host(const ir::HostTensor& t) override {
+    return wrap(host_to_torch(t, state_.device));
+  }
+  ir::HostTensor to_host(const runtime::ValuePtr& v) override {
+    return torch_to_host(tensor_of(v));
+  }
+  void seed(uint64_t seed) override {
+    std::lock_guard<std::mutex> lock(state_.generator.mutex());
+    state_.generator.set_current_seed(seed);
+  }
+
+ private:
+  TorchState state_;
+};
+
+}  // namespace
+
+std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& device) {
+  torch::Device dev = torch::kCPU;
+  try {
+    dev = torch::Device(device);
+  } catch (const c10::Error& e) {
+    throw UserError(cat("unknown device \"", device, "\": ", e.what_without_backtrace()));
+  }
+  if (dev.is_cuda()) {
+#ifndef TEMPO_CUDA
+    throw UserError(cat("device \"", device,
+                        "\" needs a CUDA build: configure with -DTEMPO_CUDA=ON and Torch_DIR "
+                        "pointing at a CUDA LibTorch"));
+#endif
+    if (!torch::cuda::is_available())
+      throw UserError(cat("device \"", device, "\" requested but no CUDA GPU is available"));
+  } else if (!dev.is_cpu()) {
+    throw UserError(cat("device \"", device, "\" is not supported (use cpu or cuda)"));
+  }
+  return std::make_unique<LibTorchBackend>(dev);
+}
+
+std::string default_device() {
+  if (const char* d = std::getenv("TEMPO_DEVICE"); d && *d) return d;
+#ifdef TEMPO_CUDA
+  if (torch::cuda::is_available()) return "cuda";
+#endif
+  return "cpu";
+}
+
+}  // namespace tempo::backend

@@ -1,0 +1,20 @@
+// The LibTorch backend: runs SDG ops as LibTorch (ATen) calls on one device. This header does not
+// include LibTorch, so that the driver and tests that do not need it compile quickly.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/backend.h"
+
+namespace tempo::backend {
+
+// `device` is a LibTorch device string: "cpu", "cuda" or "cuda:N". A CUDA device needs a build
+// with -DTEMPO_CUDA=ON against a CUDA LibTorch; asking for one otherwise is a UserError.
+std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& device = "cpu");
+
+// The device a program runs on by default: $TEMPO_DEVICE if set, else "cuda" in a CUDA build
+// with a GPU present, else "cpu".
+std::string default_device();
+
+}  // namespace tempo::backend

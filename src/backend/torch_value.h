@@ -1,0 +1,45 @@
+// Internal to the backend layer (includes LibTorch): the value type and dtype conversions.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "ir/types.h"
+#include "runtime/backend.h"
+
+namespace tempo::backend {
+
+class TorchValue final : public runtime::Value {
+ public:
+  explicit TorchValue(torch::Tensor t) : tensor(std::move(t)) {}
+  int64_t nbytes() const override {
+    return static_cast<int64_t>(tensor.numel()) * static_cast<int64_t>(tensor.element_size());
+  }
+  torch::Tensor tensor;
+};
+
+inline const torch::Tensor& tensor_of(const runtime::ValuePtr& v) {
+  return static_cast<const TorchValue&>(*v).tensor;
+}
+inline runtime::ValuePtr wrap(torch::Tensor t) {
+  return std::make_shared<TorchValue>(std::move(t));
+}
+
+torch::ScalarType to_torch(ir::DType d);
+ir::DType from_torch(torch::ScalarType s);  // UserError for a type Tempo does not know
+
+// Conversions between host tensors and tensors on `device`.
+torch::Tensor host_to_torch(const ir::HostTensor& h, const torch::Device& device);
+ir::HostTensor torch_to_host(const torch::Tensor& t);
+
+// State the kernels share with the backend.
+struct TorchState {
+  torch::Device device = torch::kCPU;
+  torch::Generator generator;
+};
+
+// One kernel per op (kernels.cpp).
+std::unique_ptr<runtime::Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId op,
+                                                   const sym::SymbolLayout& layout,
+                                                   TorchState& state);
+
+}  // namespace tempo::backend

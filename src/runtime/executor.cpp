@@ -1,0 +1,421 @@
+#include "runtime/executor.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace tempo::runtime {
+
+// One input edge of a launcher: where to read, through which phi, and (Merge) when.
+struct InputRead {
+  PointStore* store = nullptr;
+  sym::CompiledSeq phi;
+  bool sliced = false;  // some phi entry is a slice: the covered points are stacked
+  bool has_cond = false;
+  sym::CompiledExpr cond;
+  ir::DType dtype = ir::DType::Float32;
+  std::vector<sym::CompiledExpr> element_shape;  // the source output's shape (slice reads)
+  std::vector<sym::IndexRange> ranges;
+  std::vector<int64_t> coords;
+};
+
+// Executes one Exec statement: an op at the point the loop counters give.
+struct Executor::Launcher {
+  ir::OpId op = -1;
+  bool merge = false;
+  std::vector<sym::CompiledExpr> point;  // one per domain dim, in loop iterators
+  std::vector<int32_t> var_slots;        // slot of each domain variable
+  std::vector<int64_t> point_values;
+  bool has_cond = false;
+  sym::CompiledExpr cond;
+  std::vector<InputRead> inputs;
+  Kernel* kernel = nullptr;
+  std::vector<ValuePtr> in_values, out_values;
+  std::vector<PointStore*> outputs;
+};
+
+struct Executor::DeallocOp {
+  PointStore* store = nullptr;
+  sym::CompiledSeq point;
+  std::vector<sym::IndexRange> ranges;
+  std::vector<int64_t> coords;
+};
+
+struct Executor::Node {
+  schedule::StmtKind kind = schedule::StmtKind::Seq;
+  uint32_t body_begin = 0, body_end = 0, else_begin = 0, else_end = 0;
+  int32_t slot = -1;  // For: the iterator's slot
+  sym::CompiledExpr init, cond, step;
+  uint32_t index = 0;  // Exec: launcher; Dealloc: dealloc op
+};
+
+namespace {
+
+bool has_dim(const Dims& dims, const Dim& d) {
+  return std::any_of(dims.begin(), dims.end(), [&](const Dim& x) { return x.var.same(d.var); });
+}
+
+void add_bounds_of(const Expr& e, std::vector<Expr>& out) {
+  if (!e.defined()) return;
+  for (const Expr& s : sym::free_symbols(e)) {
+    if (!s.is_bound_symbol()) continue;
+    if (std::none_of(out.begin(), out.end(), [&](const Expr& b) { return b.same(s); }))
+      out.push_back(s);
+  }
+}
+
+std::string point_str(const std::vector<int64_t>& p) {
+  std::string s = "[";
+  for (size_t i = 0; i < p.size(); ++i) s += (i ? ", " : "") + std::to_string(p[i]);
+  return s + "]";
+}
+
+// Calls f(coords) for every point of the cartesian product of ranges (last entry fastest).
+template <typename F>
+void for_each_point(const std::vector<sym::IndexRange>& ranges, std::vector<int64_t>& coords,
+                    size_t k, F&& f) {
+  if (k == ranges.size()) {
+    f(coords.data());
+    return;
+  }
+  const sym::IndexRange& r = ranges[k];
+  if (r.point) {
+    coords[k] = r.start;
+    for_each_point(ranges, coords, k + 1, f);
+    return;
+  }
+  for (int64_t i = r.start; i < r.stop; i += r.step) {
+    coords[k] = i;
+    for_each_point(ranges, coords, k + 1, f);
+  }
+}
+
+}  // namespace
+
+Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, Backend& backend,
+                   const Dims& dims)
+    : graph_(graph), backend_(backend) {
+  // Symbol layout: the given dims, then those of op domains, then the schedule's iterators.
+  Dims all = dims;
+  for (const ir::OpNode& op : graph.ops())
+    for (const Dim& d : op.domain)
+      if (!has_dim(all, d)) all.push_back(d);
+  size_t num_program_dims = all.size();
+  for (const Dim& d : schedule.iterators)
+    if (!has_dim(all, d)) all.push_back(d);
+  layout_ = sym::SymbolLayout(all);
+  env_.assign(layout_.num_slots(), 0);
+
+  // Bounds the program needs: those of op domains and those its expressions mention.
+  for (const ir::OpNode& op : graph.ops()) {
+    for (const Dim& d : op.domain) add_bounds_of(d.bound, required_bounds_);
+    add_bounds_of(op.cond, required_bounds_);
+    for (const Expr& e : op.attrs.exprs) add_bounds_of(e, required_bounds_);
+    for (const ir::TensorType& t : op.outputs)
+      for (const Expr& e : t.shape.dims) add_bounds_of(e, required_bounds_);
+  }
+  for (const ir::Edge& e : graph.edges()) {
+    add_bounds_of(e.phi, required_bounds_);
+    add_bounds_of(e.cond, required_bounds_);
+  }
+  // Iterator bounds are placeholders that the schedule never reads.
+  std::erase_if(required_bounds_, [&](const Expr& b) {
+    int s = layout_.slot(b);
+    return s >= 0 && static_cast<size_t>(s) >= layout_.dims().size() + num_program_dims;
+  });
+
+  // One point store per op output.
+  store_index_.resize(graph.num_ops());
+  for (const ir::OpNode& op : graph.ops()) {
+    store_index_[op.id] = stores_.size();
+    std::vector<int32_t> slots;
+    for (const Dim& d : op.domain) slots.push_back(layout_.slot(d.bound));
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      std::string who = op.describe();
+      if (op.outputs.size() > 1) who += cat(" output ", k);
+      stores_.push_back(std::make_unique<PointStore>(who, op.domain.size(), &memory_));
+      store_bound_slots_.push_back(slots);
+    }
+  }
+
+  // Compile the AST.
+  std::vector<std::unique_ptr<Kernel>> kernels(graph.num_ops());
+  auto compile = [&](auto& self, const schedule::StmtPtr& s) -> uint32_t {
+    TEMPO_ASSERT(s != nullptr, "null schedule statement");
+    Node n;
+    n.kind = s->kind;
+    auto compile_list = [&](const std::vector<schedule::StmtPtr>& list, uint32_t& begin,
+                            uint32_t& end) {
+      std::vector<uint32_t> ids;
+      for (const auto& c : list) ids.push_back(self(self, c));
+      begin = static_cast<uint32_t>(children_.size());
+      children_.insert(children_.end(), ids.begin(), ids.end());
+      end = static_cast<uint32_t>(children_.size());
+    };
+    switch (s->kind) {
+      case schedule::StmtKind::Seq:
+        compile_list(s->body, n.body_begin, n.body_end);
+        break;
+      case schedule::StmtKind::For:
+        n.slot = layout_.slot(s->iterator);
+        TEMPO_ASSERT(n.slot >= 0 && static_cast<size_t>(n.slot) < layout_.dims().size(),
+                     "loop iterator ", s->iterator.str(), " is not a laid-out variable");
+        n.init = sym::CompiledExpr(s->init, layout_);
+        n.cond = sym::CompiledExpr(s->cond, layout_);
+        n.step = sym::CompiledExpr(s->step, layout_);
+        compile_list(s->body, n.body_begin, n.body_end);
+        break;
+      case schedule::StmtKind::If:
+        n.cond = sym::CompiledExpr(s->cond, layout_);
+        compile_list(s->body, n.body_begin, n.body_end);
+        compile_list(s->else_body, n.else_begin, n.else_end);
+        break;
+      case schedule::StmtKind::Exec: {
+        TEMPO_ASSERT(s->op >= 0 && static_cast<size_t>(s->op) < graph.num_ops());
+        const ir::OpNode& op = graph.op(s->op);
+        TEMPO_ASSERT(s->point.size() == op.domain.size(), "Exec of ", op.describe(), " has ",
+                     s->point.size(), " point coordinates for a domain of ", op.domain.size());
+        auto l = std::make_unique<Launcher>();
+        l->op = op.id;
+        l->merge = op.kind == ir::OpKind::Merge;
+        for (size_t k = 0; k < op.domain.size(); ++k) {
+          l->point.emplace_back(s->point[k], layout_);
+          l->var_slots.push_back(layout_.slot(op.domain[k].var));
+        }
+        l->point_values.assign(op.domain.size(), 0);
+        if (op.cond.defined()) {
+          l->has_cond = true;
+          l->cond = sym::CompiledExpr(op.cond, layout_);
+        }
+        for (ir::EdgeId eid : op.inputs) {
+          const ir::Edge& e = graph.edge(eid);
+          const ir::OpNode& src = graph.op(e.source);
+          InputRead in;
+          in.store = stores_[store_index_[e.source] + e.source_output].get();
+          in.phi = sym::CompiledSeq(e.phi, layout_);
+          TEMPO_ASSERT(in.phi.size() == src.domain.size(), "edge ", eid, " into ",
+                       op.describe(), " has phi ", e.phi.str(), " for a source domain of ",
+                       src.domain.size());
+          if (e.phi.is_seq())
+            for (const Expr& x : e.phi.args()) in.sliced |= x.is_slice();
+          else
+            in.sliced = e.phi.is_slice();
+          if (e.cond.defined()) {
+            in.has_cond = true;
+            in.cond = sym::CompiledExpr(e.cond, layout_);
+          }
+          const ir::TensorType& t = src.outputs[e.source_output];
+          in.dtype = t.dtype;
+          if (in.sliced)
+            for (const Expr& d : t.shape.dims) in.element_shape.emplace_back(d, layout_);
+          in.ranges.resize(in.phi.size());
+          in.coords.resize(in.phi.size());
+          l->inputs.push_back(std::move(in));
+        }
+        if (!l->merge) {
+          if (!kernels[op.id]) kernels[op.id] = backend.make_kernel(graph, op.id, layout_);
+          l->kernel = kernels[op.id].get();
+        } else {
+          TEMPO_ASSERT(op.outputs.size() == 1, op.describe(), ": Merge with ", op.outputs.size(),
+                       " outputs");
+        }
+        l->in_values.resize(op.inputs.size());
+        l->out_values.resize(op.outputs.size());
+        for (size_t k = 0; k < op.outputs.size(); ++k)
+          l->outputs.push_back(stores_[store_index_[op.id] + k].get());
+        n.index = static_cast<uint32_t>(launchers_.size());
+        launchers_.push_back(std::move(l));
+        break;
+      }
+      case schedule::StmtKind::Dealloc: {
+        TEMPO_ASSERT(s->op >= 0 && static_cast<size_t>(s->op) < graph.num_ops());
+        const ir::OpNode& op = graph.op(s->op);
+        TEMPO_ASSERT(s->output >= 0 && static_cast<size_t>(s->output) < op.outputs.size(),
+                     "Dealloc of output ", s->output, " of ", op.describe());
+        TEMPO_ASSERT(s->point.size() == op.domain.size(), "Dealloc of ", op.describe(), " has ",
+                     s->point.size(), " point coordinates for a domain of ", op.domain.size());
+        auto d = std::make_unique<DeallocOp>();
+        d->store = stores_[store_index_[op.id] + s->output].get();
+        d->point = sym::CompiledSeq(sym::seq(s->point), layout_);
+        d->ranges.resize(s->point.size());
+        d->coords.resize(s->point.size());
+        n.index = static_cast<uint32_t>(deallocs_.size());
+        deallocs_.push_back(std::move(d));
+        break;
+      }
+    }
+    nodes_.push_back(std::move(n));
+    return static_cast<uint32_t>(nodes_.size() - 1);
+  };
+  if (schedule.root) {
+    compile(compile, schedule.root);
+  } else {
+    nodes_.push_back(Node{});  // an empty program
+  }
+  kernels_ = std::move(kernels);
+}
+
+Executor::~Executor() = default;
+
+void Executor::run(const std::vector<std::pair<Expr, int64_t>>& bounds) {
+  std::fill(env_.begin(), env_.end(), 0);
+  const size_t n = layout_.dims().size();
+  std::vector<bool> given(env_.size(), false);
+  for (const auto& [b, v] : bounds) {
+    int s = layout_.slot(b);
+    if (s < 0) continue;  // a bound this program does not use
+    if (static_cast<size_t>(s) < n)
+      throw UserError(cat("`", b.str(), "` is a temporal variable, not a bound; pass bounds such "
+                                        "as {{T, 100}}"));
+    if (v < 1) throw UserError(cat("bound ", b.str(), " must be at least 1, got ", v));
+    env_[s] = v;
+    given[s] = true;
+  }
+  for (const Expr& b : required_bounds_) {
+    int s = layout_.slot(b);
+    if (s < 0 || !given[s])
+      throw UserError(cat("bound ", b.str(), " has no value; pass it to compile({{", b.str(),
+                          ", ...}})"));
+  }
+  std::vector<int64_t> bvals;
+  for (size_t i = 0; i < stores_.size(); ++i) {
+    bvals.clear();
+    for (int32_t s : store_bound_slots_[i]) bvals.push_back(env_[s]);
+    stores_[i]->reset(bvals.data());
+  }
+  memory_.reset_peak();
+  ops_executed_ = 0;
+  has_run_ = true;
+  exec(static_cast<uint32_t>(nodes_.size() - 1));  // the root is compiled last
+}
+
+void Executor::exec(uint32_t i) {
+  const Node& n = nodes_[i];
+  switch (n.kind) {
+    case schedule::StmtKind::Seq:
+      for (uint32_t c = n.body_begin; c < n.body_end; ++c) exec(children_[c]);
+      return;
+    case schedule::StmtKind::For: {
+      int64_t* it = &env_[n.slot];
+      const int64_t step = n.step.eval(env_.data());
+      for (*it = n.init.eval(env_.data()); n.cond.eval(env_.data()); *it += step)
+        for (uint32_t c = n.body_begin; c < n.body_end; ++c) exec(children_[c]);
+      return;
+    }
+    case schedule::StmtKind::If:
+      if (n.cond.eval(env_.data())) {
+        for (uint32_t c = n.body_begin; c < n.body_end; ++c) exec(children_[c]);
+      } else {
+        for (uint32_t c = n.else_begin; c < n.else_end; ++c) exec(children_[c]);
+      }
+      return;
+    case schedule::StmtKind::Exec:
+      launch(*launchers_[n.index]);
+      return;
+    case schedule::StmtKind::Dealloc:
+      dealloc(*deallocs_[n.index]);
+      return;
+  }
+}
+
+namespace {
+
+// Reads an input at the current point: one stored value, or the stacked values a slice covers.
+ValuePtr gather(InputRead& in, size_t k, Backend& backend, const int64_t* env) {
+  if (k == in.ranges.size()) return in.store->get(in.coords.data());
+  const sym::IndexRange& r = in.ranges[k];
+  if (r.point) {
+    in.coords[k] = r.start;
+    return gather(in, k + 1, backend, env);
+  }
+  std::vector<ValuePtr> parts;
+  parts.reserve(static_cast<size_t>(r.length()));
+  for (int64_t i = r.start; i < r.stop; i += r.step) {
+    in.coords[k] = i;
+    parts.push_back(gather(in, k + 1, backend, env));
+  }
+  // Element shape: the lengths of the slices inside this one, then the stored value's shape.
+  std::vector<int64_t> shape;
+  for (size_t j = k + 1; j < in.ranges.size(); ++j)
+    if (!in.ranges[j].point) shape.push_back(in.ranges[j].length());
+  for (const sym::CompiledExpr& d : in.element_shape) shape.push_back(d.eval(env));
+  return backend.stack(parts.data(), parts.size(), in.dtype, shape);
+}
+
+}  // namespace
+
+void Executor::launch(Launcher& l) {
+  int64_t* env = env_.data();
+  for (size_t k = 0; k < l.point.size(); ++k) {
+    int64_t v = l.point[k].eval(env);
+    l.point_values[k] = v;
+    env[l.var_slots[k]] = v;
+  }
+  if (l.has_cond && !l.cond.eval(env)) return;
+  auto read = [&](InputRead& in) -> ValuePtr {
+    in.phi.eval(env, in.ranges.data());
+    if (!in.sliced) {
+      for (size_t k = 0; k < in.ranges.size(); ++k) in.coords[k] = in.ranges[k].start;
+      return in.store->get(in.coords.data());
+    }
+    return gather(in, 0, backend_, env);
+  };
+  ++ops_executed_;
+  if (l.merge) {
+    for (InputRead& in : l.inputs) {
+      if (in.has_cond && !in.cond.eval(env)) continue;
+      l.outputs[0]->put(l.point_values.data(), read(in));
+      return;
+    }
+    throw UserError(cat(graph_.op(l.op).describe(), " has no branch defined at point ",
+                        point_str(l.point_values)));
+  }
+  const size_t ni = l.inputs.size();
+  for (size_t i = 0; i < ni; ++i) l.in_values[i] = read(l.inputs[i]);
+  l.kernel->run(l.in_values.data(), ni, env, l.out_values.data());
+  for (size_t i = 0; i < ni; ++i) l.in_values[i].reset();
+  for (size_t k = 0; k < l.outputs.size(); ++k) {
+    if (!l.out_values[k])
+      internal_error(cat("the kernel of ", graph_.op(l.op).describe(), " produced no output ", k));
+    l.outputs[k]->put(l.point_values.data(), std::move(l.out_values[k]));
+  }
+}
+
+void Executor::dealloc(DeallocOp& d) {
+  d.point.eval(env_.data(), d.ranges.data());
+  PointStore* store = d.store;
+  for_each_point(d.ranges, d.coords, 0, [&](const int64_t* p) {
+    // Points outside the domain or never produced (the op's condition) have nothing to free.
+    if (store->contains(p)) store->erase(p);
+  });
+}
+
+const PointStore* Executor::store(ir::OpId op, int output) const {
+  if (op < 0 || static_cast<size_t>(op) >= store_index_.size()) return nullptr;
+  if (output < 0 || static_cast<size_t>(output) >= graph_.op(op).outputs.size()) return nullptr;
+  return stores_[store_index_[op] + output].get();
+}
+
+ValuePtr Executor::read(ir::OpId op, int output, const std::vector<int64_t>& point) const {
+  const PointStore* s = store(op, output);
+  if (!s) internal_error(cat("no store for op ", op, " output ", output));
+  const ir::OpNode& node = graph_.op(op);
+  if (point.size() != node.domain.size())
+    throw UserError(cat(node.describe(), " has a domain of ", node.domain.size(),
+                        " dimensions (", sym::dims_str(node.domain), "); got point ",
+                        point_str(point)));
+  if (!has_run_) throw UserError(cat("cannot read ", node.describe(), " before the program ran"));
+  for (size_t k = 0; k < point.size(); ++k) {
+    int64_t b = env_[layout_.slot(node.domain[k].bound)];
+    if (point[k] < 0 || point[k] >= b)
+      throw UserError(cat("point ", point_str(point), " is outside the domain of ",
+                          node.describe(), ": ", node.domain[k].var.str(), " must be in [0, ",
+                          b, ")"));
+  }
+  if (!s->contains(point.data()))
+    throw UserError(cat(node.describe(), " has no value at point ", point_str(point),
+                        " (it is not defined there or was not kept; retain() it)"));
+  return s->get(point.data());
+}
+
+}  // namespace tempo::runtime

@@ -1,0 +1,72 @@
+// The executor (TEMPO §6): walks a schedule AST, launching each op at each scheduled point.
+// Everything is compiled when the executor is built (index expressions, loop bounds, kernels,
+// store pointers), so that run() is a tight loop over precomputed tables.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "ir/sdg.h"
+#include "runtime/backend.h"
+#include "runtime/tensor_store.h"
+#include "schedule/ast.h"
+#include "symbolic/eval.h"
+
+namespace tempo::runtime {
+
+class Executor {
+ public:
+  // `graph` and `backend` must outlive the executor. `dims` lists temporal dimensions to lay out
+  // first (e.g. the Context's, in declaration order); every dimension of an op domain and every
+  // schedule iterator is added after them.
+  Executor(const ir::Graph& graph, const schedule::Schedule& schedule, Backend& backend,
+           const Dims& dims = {});
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs the whole schedule once. Every bound the graph uses must be given (values >= 1);
+  // stores are emptied first.
+  void run(const std::vector<std::pair<Expr, int64_t>>& bounds);
+
+  const sym::SymbolLayout& layout() const { return layout_; }
+  // Bound symbols that the graph uses (each must be given to run()).
+  const std::vector<Expr>& required_bounds() const { return required_bounds_; }
+  // The stored value of an op output at a point of the op's domain (after a run).
+  // A point outside the domain or not stored is a UserError.
+  ValuePtr read(ir::OpId op, int output, const std::vector<int64_t>& point) const;
+  const PointStore* store(ir::OpId op, int output) const;
+  const MemoryAccount& memory() const { return memory_; }
+  int64_t ops_executed() const { return ops_executed_; }
+
+  struct Launcher;
+  struct Node;
+  struct DeallocOp;
+
+ private:
+  void exec(uint32_t node);
+  void launch(Launcher& l);
+  void dealloc(DeallocOp& d);
+
+  const ir::Graph& graph_;
+  Backend& backend_;
+  sym::SymbolLayout layout_;
+  std::vector<Expr> required_bounds_;
+  std::vector<int64_t> env_;
+  MemoryAccount memory_;
+  // stores_[store_index_[op] + output]
+  std::vector<std::unique_ptr<PointStore>> stores_;
+  std::vector<size_t> store_index_;
+  std::vector<std::vector<int32_t>> store_bound_slots_;  // per store: bound slot per domain dim
+  std::vector<Node> nodes_;
+  std::vector<uint32_t> children_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;  // per op (null for Merge and unscheduled ops)
+  std::vector<std::unique_ptr<Launcher>> launchers_;
+  std::vector<std::unique_ptr<DeallocOp>> deallocs_;
+  int64_t ops_executed_ = 0;
+  bool has_run_ = false;
+};
+
+}  // namespace tempo::runtime

@@ -1,0 +1,87 @@
+#include "runtime/tensor_store.h"
+
+#include "util/error.h"
+
+namespace tempo::runtime {
+
+namespace {
+// Domains with at most this many points are kept in a flat vector (16 bytes a point).
+constexpr size_t kFlatLimit = size_t{1} << 20;
+}  // namespace
+
+PointStore::PointStore(std::string who, size_t rank, MemoryAccount* memory)
+    : who_(std::move(who)), rank_(rank), memory_(memory), bounds_(rank, 1), strides_(rank, 1) {
+  TEMPO_ASSERT(memory_ != nullptr);
+}
+
+PointStore::~PointStore() { clear(); }
+
+void PointStore::clear() {
+  for (auto& v : flat_)
+    if (v) memory_->release(*v);
+  for (auto& [k, v] : map_) memory_->release(*v);
+  flat_.clear();
+  map_.clear();
+  size_ = 0;
+}
+
+void PointStore::reset(const int64_t* bounds) {
+  clear();
+  total_ = 1;
+  bool overflow = false;
+  for (size_t i = rank_; i-- > 0;) {
+    TEMPO_ASSERT(bounds[i] >= 1, who_, ": bound ", bounds[i], " of dimension ", i);
+    bounds_[i] = bounds[i];
+    strides_[i] = static_cast<int64_t>(total_);
+    int64_t next;
+    if (__builtin_mul_overflow(static_cast<int64_t>(total_), bounds[i], &next)) overflow = true;
+    total_ = static_cast<size_t>(next);
+  }
+  if (overflow)
+    throw UserError(cat("the temporal domain of ", who_, " has more than 2^63 points"));
+  flat_mode_ = total_ <= kFlatLimit;
+}
+
+bool PointStore::contains(const int64_t* point) const {
+  for (size_t i = 0; i < rank_; ++i)
+    if (point[i] < 0 || point[i] >= bounds_[i]) return false;
+  return find(key(point)) != nullptr;
+}
+
+bool PointStore::erase(const int64_t* point) {
+  int64_t k = key(point);
+  ValuePtr removed;
+  if (flat_mode_) {
+    if (k >= static_cast<int64_t>(flat_.size()) || !flat_[k]) return false;
+    removed = std::move(flat_[k]);
+    flat_[k] = nullptr;
+  } else {
+    auto it = map_.find(k);
+    if (it == map_.end()) return false;
+    removed = std::move(it->second);
+    map_.erase(it);
+  }
+  memory_->release(*removed);
+  --size_;
+  return true;
+}
+
+std::string PointStore::point_str(const int64_t* point) const {
+  std::string s = "[";
+  for (size_t i = 0; i < rank_; ++i) s += (i ? ", " : "") + std::to_string(point[i]);
+  return s + "]";
+}
+
+void PointStore::missing(const int64_t* point) const {
+  internal_error(cat("read of ", who_, " at point ", point_str(point),
+                     " which is not stored (not yet computed or already deallocated)"));
+}
+
+void PointStore::out_of_range(const int64_t* point) const {
+  std::string b;
+  for (size_t i = 0; i < rank_; ++i) b += (i ? ", " : "") + std::to_string(bounds_[i]);
+  internal_error(cat("access to ", who_, " at point ", point_str(point),
+                     " outside its domain (bounds [", b, "])"));
+}
+
+}  // namespace tempo::runtime

@@ -1,0 +1,109 @@
+// Tensor stores (TEMPO §6): where the runtime keeps the timesteps of each op output, and the
+// memory accounting of what they hold.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/backend.h"
+
+namespace tempo::runtime {
+
+// Bytes held by the tensor stores of one device: now and at the peak of the current run.
+// A value held by several stores is counted once (Value::store_refs).
+struct MemoryAccount {
+  int64_t live_bytes = 0;
+  int64_t peak_bytes = 0;
+
+  void acquire(Value& v) {
+    if (v.store_refs++ == 0) {
+      live_bytes += v.nbytes();
+      if (live_bytes > peak_bytes) peak_bytes = live_bytes;
+    }
+  }
+  void release(Value& v) {
+    if (--v.store_refs == 0) live_bytes -= v.nbytes();
+  }
+  void reset_peak() { peak_bytes = live_bytes; }
+};
+
+// A point store: maps each point of an op output's temporal domain to one value. Points are
+// linearized (row-major over the run's bounds) into an int64 key; small domains use a flat vector
+// grown on demand, large ones a hash map (memory proportional to the live entries).
+class PointStore {
+ public:
+  // `who` names the op output in error messages; `rank` is the number of domain dimensions.
+  PointStore(std::string who, size_t rank, MemoryAccount* memory);
+  ~PointStore();
+  PointStore(const PointStore&) = delete;
+  PointStore& operator=(const PointStore&) = delete;
+
+  // Drops every entry and sets the domain bounds (rank values, each >= 1) for the next run.
+  void reset(const int64_t* bounds);
+  void clear();
+
+  void put(const int64_t* point, ValuePtr v) {
+    ValuePtr& slot = slot_for_write(key(point));
+    if (slot) memory_->release(*slot);
+    else ++size_;
+    memory_->acquire(*v);
+    slot = std::move(v);
+  }
+  // The value at `point`; a missing point is an InternalError (a schedule bug) naming the op.
+  const ValuePtr& get(const int64_t* point) const {
+    const ValuePtr* v = find(key(point));
+    if (!v) missing(point);
+    return *v;
+  }
+  bool contains(const int64_t* point) const;
+  // Removes the value at `point`; returns false where there was none.
+  bool erase(const int64_t* point);
+
+  size_t rank() const { return rank_; }
+  size_t size() const { return size_; }
+  const std::string& who() const { return who_; }
+
+ private:
+  int64_t key(const int64_t* point) const {
+    int64_t k = 0;
+    for (size_t i = 0; i < rank_; ++i) {
+      if (point[i] < 0 || point[i] >= bounds_[i]) out_of_range(point);
+      k += point[i] * strides_[i];
+    }
+    return k;
+  }
+  const ValuePtr* find(int64_t k) const {
+    if (flat_mode_) return k < static_cast<int64_t>(flat_.size()) && flat_[k] ? &flat_[k] : nullptr;
+    auto it = map_.find(k);
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  ValuePtr& slot_for_write(int64_t k) {
+    if (flat_mode_) {
+      if (k >= static_cast<int64_t>(flat_.size()))
+        flat_.resize(std::max<size_t>(k + 1, std::min<size_t>(2 * flat_.size(), total_)));
+      return flat_[k];
+    }
+    return map_[k];
+  }
+  std::string point_str(const int64_t* point) const;
+  [[noreturn]] void missing(const int64_t* point) const;
+  [[noreturn]] void out_of_range(const int64_t* point) const;
+
+  std::string who_;
+  size_t rank_;
+  MemoryAccount* memory_;
+  std::vector<int64_t> bounds_, strides_;
+  size_t total_ = 1;
+  bool flat_mode_ = true;
+  size_t size_ = 0;
+  std::vector<ValuePtr> flat_;
+  std::unordered_map<int64_t, ValuePtr> map_;
+};
+
+// Only point stores exist so far; block and window stores (TEMPO §6) would share this interface.
+using TensorStore = PointStore;
+
+}  // namespace tempo::runtime
