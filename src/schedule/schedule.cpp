@@ -55,9 +55,15 @@ isl::map with_range_name(isl::map m, const std::string& name) {
 }
 isl::union_map to_union(const isl::map& m) { return isl::union_map(m); }
 
-// A set of a statement's points, printed over the op's own variable names: [T] -> { [t] : ... }.
+// A set of a statement's points, printed as a condition over the op's variables (t == T - 1), or
+// in isl's notation over them where that fails.
 std::string points_str(isl::set s, const Dims& dims) {
   s = s.coalesce();
+  try {
+    Expr cond = sym::set_to_condition(isl::manage(isl_set_reset_tuple_id(s.copy())), dims);
+    if (cond.defined()) return cat("where ", cond.str());
+  } catch (const Error&) {
+  }
   isl_set* raw = isl_set_reset_tuple_id(s.release());
   for (size_t k = 0; k < dims.size(); ++k)
     raw = isl_set_set_dim_name(raw, isl_dim_set, static_cast<unsigned>(k), dims[k].name().c_str());
@@ -229,9 +235,9 @@ class Scheduler {
   void check_in_domain(const Edge& e, const isl::set& where, const isl::map& m) {
     const OpNode& sink = g_.op(e.sink);
     const OpNode& source = g_.op(e.source);
-    isl::set outside = where.intersect(with_name(
-        sym::condition_to_isl(ctx_, outside_box(e.phi, source.domain), sink.domain),
-        stmt_name(sink.id)));
+    isl::set outside = where.intersect(
+        with_name(condition_over(outside_box(e.phi, source.domain), sink.domain, source.domain),
+                  stmt_name(sink.id)));
     // Inside the box but where the source does not execute (its cond).
     isl::map unexecuted = isl::manage(isl_map_subtract_range(m.copy(), stmt_domain_[source.id].copy()));
     outside = outside.unite(unexecuted.domain());
@@ -239,6 +245,22 @@ class Scheduler {
     std::string src_desc = cat("'", source.name, "' (created at ", where_of(source), ")");
     throw UserError(cat(sink.describe(), " reads ", src_desc, " outside its domain, at points ",
                         points_str(outside, sink.domain)));
+  }
+
+  // A condition over `dims` that may also mention the bounds of `other` (e.g. a slice 0:B read by
+  // an op without b): those bounds enter through unconstrained extra dims, projected out again.
+  isl::set condition_over(const Expr& cond, const Dims& dims, const Dims& other) {
+    Dims all = dims;
+    for (const Dim& d : other) {
+      bool known = false;
+      for (const Dim& a : all) known = known || a.bound.same(d.bound);
+      if (!known) all.push_back(Dim(cat("q__", all.size()), d.bound.name()));
+    }
+    isl::set s = sym::condition_to_isl(ctx_, cond, all);
+    unsigned extra = static_cast<unsigned>(all.size() - dims.size());
+    if (extra == 0) return s;
+    return isl::manage(isl_set_project_out(s.release(), isl_dim_set,
+                                           static_cast<unsigned>(dims.size()), extra));
   }
 
   static std::string where_of(const OpNode& op) { return tempo::where(op.loc); }
@@ -255,7 +277,7 @@ class Scheduler {
     // For a window read, being close to the window's upper end is what lets acting and learning
     // interleave (NOTES-isl.md): the lexmax of each sink's read set.
     isl::map upper = before_after.reverse().lexmax().reverse();
-    proximity_ = proximity_.unite(to_union(upper));
+    proximity_ = proximity_.is_null() ? to_union(upper) : proximity_.unite(to_union(upper));
   }
 
   // ---- step 3: deallocations (TEMPO §5.2) --------------------------------------------------

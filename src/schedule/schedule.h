@@ -12,8 +12,11 @@ namespace tempo::schedule {
 struct ScheduleOptions {
   // Op outputs that must outlive the run (read back by the user): no deallocation is scheduled.
   std::vector<std::pair<ir::OpId, int>> retained;
-  // isl scheduler options (see NOTES-isl.md).
-  bool whole_component = true;
+  // isl scheduler options (see NOTES-isl.md). Measured on our programs with deallocations
+  // scheduled (tests/schedule): isl's clustering (false) fuses acting, learning and freeing
+  // (n-step REINFORCE interleaves; counters free each step); whole-component scheduling (true)
+  // splits deallocations of loop-carried state into separate loops (memory grows with I).
+  bool whole_component = false;
   bool proximity = true;          // add proximity constraints (TEMPO §5.1)
   bool deallocate = true;         // schedule deallocations (TEMPO §5.2)
   long max_isl_operations = 20'000'000;  // bound on isl work; exceeding it is a clear error
