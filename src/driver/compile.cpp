@@ -1,0 +1,148 @@
+// The compiler driver: Context::compile and the Executable it returns.
+#include <chrono>
+#include <iostream>
+
+#include "backend/libtorch_backend.h"
+#include "driver/executable_impl.h"
+#include "util/error.h"
+
+namespace tempo {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+void add_bounds(const Expr& e, std::vector<Expr>& out) {
+  if (!e.defined()) return;
+  for (const Expr& s : sym::free_symbols(e))
+    if (s.is_bound_symbol() &&
+        std::none_of(out.begin(), out.end(), [&](const Expr& b) { return b.same(s); }))
+      out.push_back(s);
+}
+
+// Bound symbols the program needs values for: those of op domains and those that its
+// expressions (conditions, attributes, shapes, dependence expressions) mention.
+std::vector<Expr> used_bounds(const ir::Graph& g) {
+  std::vector<Expr> out;
+  for (const ir::OpNode& op : g.ops()) {
+    for (const Dim& d : op.domain) add_bounds(d.bound, out);
+    add_bounds(op.cond, out);
+    for (const Expr& e : op.attrs.exprs) add_bounds(e, out);
+    for (const ir::TensorType& t : op.outputs)
+      for (const Expr& e : t.shape.dims) add_bounds(e, out);
+  }
+  for (const ir::Edge& e : g.edges()) {
+    add_bounds(e.phi, out);
+    add_bounds(e.cond, out);
+  }
+  return out;
+}
+
+void check_bounds(const ir::Graph& g, const Bounds& bounds, const Loc& loc) {
+  for (const auto& [b, v] : bounds) {
+    if (!b.defined() || !b.is_bound_symbol())
+      throw UserError(cat("compile at ", where(loc), ": `", b.defined() ? b.str() : "<undefined>",
+                          "` is not a bound symbol; pass bounds such as {{T, 100}}"));
+    if (v < 1)
+      throw UserError(cat("compile at ", where(loc), ": bound ", b.str(), " = ", v,
+                          " must be at least 1"));
+  }
+  for (const Expr& b : used_bounds(g)) {
+    bool given = std::any_of(bounds.begin(), bounds.end(),
+                             [&](const auto& p) { return p.first.same(b); });
+    if (!given)
+      throw UserError(cat("bound ", b.str(), " has no value; pass it to compile({{", b.str(),
+                          ", ...}}) (compile at ", where(loc), ")"));
+  }
+}
+
+}  // namespace
+
+Executable Context::compile(const Bounds& bounds, const CompileOptions& options, Loc loc) {
+  const auto t_start = Clock::now();
+  auto log = [&](const char* phase, Clock::time_point t0) {
+    if (options.verbose)
+      std::cerr << "[tempo] " << phase << ": " << ms_since(t0) << " ms\n";
+  };
+  auto impl = std::make_unique<Executable::Impl>();
+  impl->ctx = this;
+  impl->graph = graph_;
+  impl->dims = dims_;
+  impl->bounds = bounds;
+  impl->options = options;
+  impl->retained = retained_;
+
+  auto t0 = Clock::now();
+  ir::validate(impl->graph);
+  check_bounds(impl->graph, bounds, loc);
+  log("validate", t0);
+  if (options.verbose)
+    std::cerr << "[tempo] SDG: " << impl->graph.num_ops() << " ops, " << impl->graph.num_edges()
+              << " edges\n";
+
+  t0 = Clock::now();
+  schedule::ScheduleOptions so;
+  so.retained = retained_;
+  so.whole_component = options.whole_component;
+  so.proximity = options.proximity;
+  so.deallocate = options.deallocate;
+  impl->schedule = schedule::compute_schedule(impl->graph, so);
+  log("schedule", t0);
+  if (options.verbose) std::cerr << impl->schedule.str(impl->graph);
+
+  t0 = Clock::now();
+  impl->backend = backend::make_libtorch_backend(backend::default_device());
+  impl->backend->seed(options.seed);
+  impl->executor = std::make_unique<runtime::Executor>(impl->graph, impl->schedule,
+                                                       *impl->backend, impl->dims);
+  log("executor", t0);
+  if (options.verbose)
+    std::cerr << "[tempo] compiled for " << impl->backend->device() << " in "
+              << ms_since(t_start) << " ms\n";
+  return Executable(std::move(impl));
+}
+
+Executable::Executable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Executable::Executable(Executable&&) noexcept = default;
+Executable& Executable::operator=(Executable&&) noexcept = default;
+Executable::~Executable() = default;
+
+void Executable::run() {
+  const auto t0 = Clock::now();
+  impl_->executor->run(impl_->bounds);
+  if (impl_->options.verbose)
+    std::cerr << "[tempo] run: " << ms_since(t0) << " ms, " << impl_->executor->ops_executed()
+              << " launches, peak " << impl_->executor->memory().peak_bytes << " bytes\n";
+}
+
+HostTensor Executable::get(const RT& rt, const std::vector<int64_t>& point) const {
+  if (!rt.defined()) throw UserError("Executable::get: the RT is undefined");
+  if (&rt.ctx() != impl_->ctx || rt.op() < 0 ||
+      static_cast<size_t>(rt.op()) >= impl_->graph.num_ops())
+    throw UserError(cat("Executable::get: RT '", rt.name(),
+                        "' does not belong to the program this executable was compiled from"));
+  const ir::OpNode& op = impl_->graph.op(rt.op());
+  bool retained = std::any_of(impl_->retained.begin(), impl_->retained.end(), [&](const auto& r) {
+    return r.first == rt.op() && r.second == rt.output();
+  });
+  if (!retained || rt.phi().defined())
+    throw UserError(cat(op.describe(),
+                        " is not retained; call .retain() on it before compile and pass the RT "
+                        "that retain() returns to get()"));
+  return impl_->backend->to_host(impl_->executor->read(rt.op(), rt.output(), point));
+}
+
+MemoryStats Executable::memory() const {
+  const runtime::MemoryAccount& m = impl_->executor->memory();
+  return MemoryStats{m.live_bytes, m.peak_bytes};
+}
+
+std::string Executable::schedule_str() const { return impl_->schedule.str(impl_->graph); }
+
+int64_t Executable::ops_executed() const { return impl_->executor->ops_executed(); }
+
+}  // namespace tempo
