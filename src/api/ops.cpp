@@ -163,6 +163,14 @@ RT RT::mean(std::vector<int64_t> dims, bool keepdim, Loc loc) const {
   return s / count_rt(*this, nd, loc);
 }
 
+RT RT::mean(int64_t dim, bool keepdim, Loc loc) const {
+  return mean(std::vector<int64_t>{dim}, keepdim, loc);
+}
+
+RT RT::var(int64_t dim, bool keepdim, Loc loc) const {
+  return var(std::vector<int64_t>{dim}, keepdim, loc);
+}
+
 RT RT::var(std::vector<int64_t> dims, bool keepdim, Loc loc) const {
   std::vector<int64_t> nd = norm_dims(*this, dims, loc, "var");
   RT d = *this - mean(nd, true, loc);
@@ -377,6 +385,10 @@ RT cat(const std::vector<RT>& parts, int64_t dim, Loc loc) {
   if (parts.empty()) throw UserError(cat("cat at ", where(loc), " needs at least one RT"));
   int64_t d = norm_dim(parts[0], dim, parts[0].rank(), loc, "cat");
   return parts[0].ctx().add_op1(OpKind::Cat, ints_attr({d}), parts, loc);
+}
+
+RT cat(const std::vector<RT>& parts, int dim, Loc loc) {
+  return cat(parts, static_cast<int64_t>(dim), loc);
 }
 
 RT stack(const std::vector<RT>& parts, int64_t dim, Loc loc) {

@@ -98,6 +98,8 @@ class RT {
   RT sum(int64_t dim, bool keepdim = false, Loc loc = Loc::current()) const;
   RT mean(std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = Loc::current()) const;
   RT var(std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = Loc::current()) const;
+  RT mean(int64_t dim, bool keepdim = false, Loc loc = Loc::current()) const;
+  RT var(int64_t dim, bool keepdim = false, Loc loc = Loc::current()) const;
   RT max(int64_t dim, bool keepdim = false, Loc loc = Loc::current()) const;
   RT argmax(int64_t dim, bool keepdim = false, Loc loc = Loc::current()) const;
   std::pair<RT, RT> max_with_indices(int64_t dim, bool keepdim = false,
@@ -192,6 +194,9 @@ RT operator&&(const Operand& a, const Operand& b);
 RT operator||(const Operand& a, const Operand& b);
 RT where(const RT& cond, const Operand& a, const Operand& b, Loc loc = Loc::current());
 RT cat(const std::vector<RT>& parts, int64_t dim, Loc loc = Loc::current());
+// An exact match for a literal dim, so that `cat(parts, 0)` is not taken by the message
+// helper tempo::cat(...) of util/error.h.
+RT cat(const std::vector<RT>& parts, int dim, Loc loc = Loc::current());
 RT stack(const std::vector<RT>& parts, int64_t dim = 0, Loc loc = Loc::current());
 
 }  // namespace tempo
