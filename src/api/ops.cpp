@@ -353,6 +353,8 @@ RT RT::conv2d(const RT& weight, int64_t stride, int64_t padding, Loc loc) const 
   return ctx().add_op1(OpKind::Conv2d, ints_attr({stride, padding}), {*this, weight}, loc);
 }
 
+RT RT::detach(Loc loc) const { return unary(OpKind::Detach, *this, loc); }
+
 // ---- free operators ------------------------------------------------------------------------
 
 RT operator+(const Operand& a, const Operand& b) { return binary(OpKind::Add, a, b, a.loc); }
