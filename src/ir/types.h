@@ -26,6 +26,8 @@ struct Shape {
   Shape(std::initializer_list<int64_t> d) {
     for (int64_t x : d) dims.emplace_back(x);
   }
+  // Symbolic sizes, e.g. {T - t, 3}.
+  Shape(std::initializer_list<Expr> d) : dims(d) {}
   size_t rank() const { return dims.size(); }
   const Expr& operator[](size_t i) const { return dims[i]; }
   bool is_static() const;                // every size is a constant

@@ -180,8 +180,41 @@ TEST(Placeholder, TypeMismatchNamesBothLines) {
   Context ctx;
   auto [t, T] = ctx.dim("t", "T");
   Loc decl = Loc::current(); RT o = ctx.placeholder(f32({2}), {ctx.dims()[0]}, "o");
-  Loc use = Loc::current();
-  expect_user_error([&] { o[0] = ctx.zeros({3}); }, {"RT 'o'", line_of(decl), line_of(use).substr(0, line_of(use).find(':')), "f32(3)", "f32(2)"});
+  Loc use = Loc::current(); expect_user_error([&] { o[0] = ctx.zeros({3}); }, {"RT 'o'", line_of(decl), line_of(use), "f32(3)", "f32(2)"});
+}
+
+TEST(Placeholder, SymbolicShapesAndNegativeOffsets) {
+  Context ctx;
+  auto [t, T] = ctx.dim("t", "T");
+  Dims d{ctx.dims()[0]};
+  RT z = ctx.zeros({T, 2});
+  EXPECT_EQ(z.shape().str(), "(T, 2)");
+  RT x = ctx.rand_uniform({3}, d);
+  RT o = ctx.placeholder(f32({3}), d, "o");
+  o[t] = x[t + 1];  // a look-ahead: exists for t < T - 1
+  const ir::Edge& b = ctx.graph().edge(ctx.graph().op(o.op()).inputs[0]);
+  EXPECT_EQ(b.phi.str(), "[t + 1]");
+  EXPECT_FALSE(b.cond.defined());
+  RT p = ctx.placeholder(f32({3}), d, "p");
+  p[t - 1] = x;
+  const ir::Edge& c = ctx.graph().edge(ctx.graph().op(p.op()).inputs[0]);
+  EXPECT_EQ(c.phi.str(), "[t + 1]");
+  EXPECT_EQ(c.cond.str(), "t < T - 1");
+}
+
+TEST(Placeholder, BranchErrors) {
+  Context ctx;
+  Dim bd = ctx.dim("b", "B"), td = ctx.dim("t", "T");
+  Expr b = bd.var, t = td.var;
+  RT o = ctx.placeholder(f32({}), {td}, "o");
+  RT v = ctx.rand_uniform({}, {bd, td});
+  // The value varies in b, which the placeholder does not have.
+  Loc l1 = Loc::current(); expect_user_error([&] { o[t] = v; }, {"RT 'o'", line_of(l1), "dimension b"});
+  RT w = ctx.rand_uniform({}, {td});
+  // Assigned at t == 0 only, but the value varies in t.
+  Loc l2 = Loc::current(); expect_user_error([&] { o[0] = w; }, {line_of(l2), "varies in t"});
+  Loc l3 = Loc::current(); expect_user_error([&] { o[2 * t] = w; }, {line_of(l3), "t + constant"});
+  Loc l4 = Loc::current(); expect_user_error([&] { o[t < 3] = w; }, {line_of(l4), "condition"});
 }
 
 TEST(Errors, WrongNumberOfEntries) {
