@@ -108,9 +108,15 @@ const Dims& RT::domain() const { return domain_; }
 
 const std::string& RT::name() const { return ctx().graph().op(op_).name; }
 
-RT& RT::named(const std::string& name) {
+RT& RT::named(const std::string& name, Loc loc) {
+  if (has_pending_index()) *this = ctx().add_op1(ir::OpKind::Identity, {}, {*this}, loc);
   ctx().graph().op(op_).name = name;
   return *this;
+}
+
+bool RT::has_pending_index() const {
+  const ir::OpNode& node = ctx().graph().op(op_);
+  return phi_.defined() || (cond_.defined() && !(node.cond.defined() && node.cond.same(cond_)));
 }
 
 Expr RT::read_phi() const {
@@ -289,12 +295,10 @@ RT::Indexed& RT::Indexed::operator=(const RT& value) {
 RT RT::retain(Loc loc) const {
   Context& c = ctx();
   const ir::OpNode& node = c.graph().op(op_);
-  bool pending = phi_.defined() ||
-                 (cond_.defined() && !(node.cond.defined() && node.cond.same(cond_)));
   RT r = *this;
-  if (pending) {
+  if (has_pending_index()) {
     r = c.add_op1(ir::OpKind::Identity, {}, {*this}, loc);
-    r.named(node.name);
+    r.named(node.name, loc);
   }
   c.mark_retained(r.op(), r.output());
   return r;

@@ -55,7 +55,9 @@ class RT {
   size_t rank() const { return shape().rank(); }
   const Dims& domain() const;  // temporal domain
   const std::string& name() const;
-  RT& named(const std::string& name);  // sets the name used in errors and dumps
+  // Sets the name used in errors and dumps. An indexed RT is first materialized as its own op, so
+  // the name (and the line) belong to the indexing, not to the tensor it reads.
+  RT& named(const std::string& name, Loc loc = Loc::current());
 
   // ---- temporal indexing ----
   // One entry per temporal dimension of this RT's domain: points (t - 1, 0), slices
@@ -153,6 +155,8 @@ class RT {
   const Expr& cond() const { return cond_; }  // undefined: always
   // The index sequence with which a consumer reads the op (identity if none is pending).
   Expr read_phi() const;
+  // Whether this RT reads its op through an index or condition of its own.
+  bool has_pending_index() const;
 
  private:
   Context* ctx_ = nullptr;
