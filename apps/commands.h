@@ -1,0 +1,5 @@
+// Subcommands of the `tempo` command-line tool. Each takes the arguments after `tempo`
+// (argv[0] is the subcommand's own name) and returns the process exit status.
+#pragma once
+
+int run_expr_command(int argc, char** argv);

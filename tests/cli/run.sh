@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Checks the `tempo` command line. Usage: run.sh PATH_TO_TEMPO
+set -u
+tempo="${1:?usage: run.sh PATH_TO_TEMPO}"
+failures=0
+
+# expect_out "expected stdout" args...: exit status 0 and exactly this output.
+expect_out() {
+  local want="$1"
+  shift
+  local got
+  got="$("$tempo" "$@" 2>/tmp/tempo_cli_err.$$)"
+  local rc=$?
+  if [[ $rc -ne 0 || "$got" != "$want" ]]; then
+    echo "FAIL: tempo $*"
+    echo "  want: $want"
+    echo "  got:  $got (exit $rc) $(cat /tmp/tempo_cli_err.$$)"
+    failures=$((failures + 1))
+  fi
+}
+
+# expect_error "text in the message" args...: non-zero exit, one `tempo: error:` line on stderr.
+expect_error() {
+  local needle="$1"
+  shift
+  local out err rc
+  out="$("$tempo" "$@" 2>/tmp/tempo_cli_err.$$)"
+  rc=$?
+  err="$(cat /tmp/tempo_cli_err.$$)"
+  if [[ $rc -eq 0 || "$err" != "tempo: error: "* || "$err" != *"$needle"* || $(printf '%s\n' "$err" | wc -l) -ne 1 || -n "$out" ]]; then
+    echo "FAIL (expected an error mentioning '$needle'): tempo $*"
+    echo "  exit $rc, stdout: $out"
+    echo "  stderr: $err"
+    failures=$((failures + 1))
+  fi
+}
+
+expect_out "min(T, t + 5) - t" expr simplify "min(t+5, T) - t" --dims t:T
+expect_out "t" expr simplify "min(t, T)" --dims t:T
+expect_out "t % 15 == 0" expr condition "t%5==0 && t%3==0" --dims t:T
+
+expect_out "t:min(t + 4, T)" expr invert "max(0,t-3):t+1" --sink t:T --source t:T
+expect_out "t - 3" expr invert "t+3" --sink t:T --source t:T
+expect_out "0:t + 1" expr invert "t:T" --sink t:T --source t:T
+expect_out "t:T" expr invert "0:t+1" --sink t:T --source t:T
+expect_out "[b, i, 0:T]" expr invert "[b, i]" --sink b:B,i:I,t:T --source b:B,i:I
+expect_out $'0:T\nwhen t == 0' expr invert "0" --sink t:T --source t:T
+
+expect_out "[T] -> { sink[t] -> source[t'] : t >= 0 and t <= t' <= 2 + t and t' < T }" \
+  expr isl "t:min(t+3,T)" --sink t:T --source t:T
+expect_out "[T] -> { sink[t] -> source[t' = 1 + t] : (t) mod 2 = 0 and 0 <= t <= -2 + T }" \
+  expr isl "t+1" --sink t:T --cond "t % 2 == 0"
+
+expect_out "true" expr equal "min(t+4,T)" "min(T,4+t)" --dims t:T
+expect_out "false" expr equal "min(t+4,T)" "t+4" --dims t:T
+expect_out "true" expr equal "[i, t:min(t+4,T)]" "[i, t:min(T,4+t)]" --dims i:I,t:T
+
+expect_out "10" expr eval "min(t+4,T)" --dims t:T --at t=8,T=10
+expect_out "[3, 0:4]" expr eval "[t, max(0,t-3):t+1]" --dims t:T --at t=3,T=10
+expect_out "true" expr eval "t % 3 == 0" --dims t:T --at t=9,T=10
+
+expect_error "not affine" expr invert "t*t" --sink t:T --source t:T
+expect_error "not affine" expr isl "t*T" --sink t:T
+expect_error "unknown symbol" expr simplify "t + x" --dims t:T
+expect_error "column" expr simplify "t +" --dims t:T
+expect_error "do not form a box" expr invert "t % 2" --sink t:T
+expect_error "unknown action" expr frobnicate "t"
+expect_error "unknown command" frobnicate
+expect_error "takes 2 expressions" expr equal "t" --dims t:T
+expect_error "needs --at" expr eval "t" --dims t:T
+expect_error "bad dimension" expr simplify "t" --dims t
+
+for args in "--help" "expr --help"; do
+  # shellcheck disable=SC2086
+  if ! "$tempo" $args | grep -q "usage: tempo"; then
+    echo "FAIL: tempo $args prints no usage"
+    failures=$((failures + 1))
+  fi
+done
+
+rm -f /tmp/tempo_cli_err.$$
+if [[ $failures -ne 0 ]]; then
+  echo "$failures CLI check(s) failed"
+  exit 1
+fi
+echo "all CLI checks passed"
