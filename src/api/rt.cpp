@@ -128,9 +128,9 @@ Expr RT::read_phi() const {
 
 RT::Indexed RT::operator[](const Index& ix) const {
   Context& c = ctx();
-  const ir::OpNode& node = c.graph().op(op_);
+  // Ops are looked up afresh: adding an op (materialization) may move the graph's nodes.
   auto fail = [&](const std::string& msg) {
-    throw UserError(cat(node.describe(), ", indexed at ", where(ix.loc), ": ", msg));
+    throw UserError(cat(c.graph().op(op_).describe(), ", indexed at ", where(ix.loc), ": ", msg));
   };
   std::vector<Expr> entries = ix.entries;
   for (const Expr& e : entries)
@@ -175,7 +175,8 @@ RT::Indexed RT::operator[](const Index& ix) const {
   RT x = *this;
   if (phi_.defined() && (has_slice(phi_) || slices)) {
     x = c.add_op1(ir::OpKind::Identity, {}, {*this}, ix.loc);
-    x.named(node.name);
+    std::string name = c.graph().op(op_).name;
+    x.named(name);
   }
 
   std::vector<std::pair<Expr, Expr>> repl;
@@ -294,11 +295,11 @@ RT::Indexed& RT::Indexed::operator=(const RT& value) {
 
 RT RT::retain(Loc loc) const {
   Context& c = ctx();
-  const ir::OpNode& node = c.graph().op(op_);
+  std::string name = c.graph().op(op_).name;  // copied: adding an op may move the nodes
   RT r = *this;
   if (has_pending_index()) {
     r = c.add_op1(ir::OpKind::Identity, {}, {*this}, loc);
-    r.named(node.name, loc);
+    r.named(name, loc);
   }
   c.mark_retained(r.op(), r.output());
   return r;
