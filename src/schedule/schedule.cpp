@@ -275,8 +275,10 @@ class Scheduler {
     isl::union_map u = to_union(before_after);
     proximity_ = proximity_.is_null() ? u : proximity_.unite(u);
     // For a window read, being close to the window's upper end is what lets acting and learning
-    // interleave (NOTES-isl.md): the lexmax of each sink's read set.
-    isl::map upper = before_after.reverse().lexmax().reverse();
+    // interleave (NOTES-isl.md): the lexmax of each sink's read set. Point reads already are.
+    isl::map reads = before_after.reverse();
+    if (reads.is_single_valued()) return;
+    isl::map upper = reads.lexmax().reverse();
     proximity_ = proximity_.is_null() ? to_union(upper) : proximity_.unite(to_union(upper));
   }
 
@@ -322,8 +324,11 @@ class Scheduler {
     isl_ctx_reset_operations(raw);
     isl_ctx_reset_error(raw);
     isl_schedule_constraints* sc = isl_schedule_constraints_on_domain(domains.copy());
-    if (!validity.is_null()) sc = isl_schedule_constraints_set_validity(sc, validity.copy());
-    if (!proximity.is_null()) sc = isl_schedule_constraints_set_proximity(sc, proximity.copy());
+    // Coalescing merges the many identical or adjacent pieces; it makes isl's ILPs smaller.
+    if (!validity.is_null())
+      sc = isl_schedule_constraints_set_validity(sc, validity.coalesce().release());
+    if (!proximity.is_null())
+      sc = isl_schedule_constraints_set_proximity(sc, proximity.coalesce().release());
     isl_schedule* s = isl_schedule_constraints_compute_schedule(sc);
     check_quota("scheduling");
     return s ? isl::manage(s) : isl::schedule();
