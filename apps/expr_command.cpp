@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -144,10 +145,13 @@ std::vector<int64_t> parse_at(const std::string& text, const tempo::sym::SymbolL
 }
 
 std::string range_str(const tempo::sym::IndexRange& r) {
-  if (r.point) return std::to_string(r.start);
-  std::string s = std::to_string(r.start) + ":" + std::to_string(r.stop);
-  if (r.step != 1) s += ":" + std::to_string(r.step);
-  return s;
+  std::ostringstream os;
+  os << r.start;
+  if (!r.point) {
+    os << ':' << r.stop;
+    if (r.step != 1) os << ':' << r.step;
+  }
+  return os.str();
 }
 
 int run(const Args& a) {
