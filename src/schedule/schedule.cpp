@@ -525,9 +525,11 @@ Schedule compute_schedule(const Graph& g, const ScheduleOptions& options) {
     Scheduler s(g, options, isl::ctx(owned.raw));
     return s.run();
   } catch (const isl::exception& e) {
-    if (isl_ctx_last_error(owned.raw) == isl_error_quota)
+    if (dynamic_cast<const isl::exception_quota*>(&e) ||
+        isl_ctx_last_error(owned.raw) == isl_error_quota)
       throw UserError(cat("schedule: exceeded the bound of ", options.max_isl_operations,
-                          " isl operations (ScheduleOptions::max_isl_operations)"));
+                          " isl operations (ScheduleOptions::max_isl_operations); the program's ",
+                          "dependences are too complex to schedule within it"));
     throw InternalError(cat("schedule: isl failed: ", e.what()));
   }
 }

@@ -305,3 +305,22 @@ TEST(Schedule, ReinforceNStepInterleavesActingAndLearning) {
 
 }  // namespace
 }  // namespace tempo::schedule
+
+namespace tempo::schedule {
+namespace {
+
+TEST(Schedule, OperationBoundIsAClearError) {
+  Reinforce r(3);
+  ScheduleOptions opt;
+  opt.max_isl_operations = 2000;
+  try {
+    compute_schedule(r.b.g, opt);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("max_isl_operations"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace tempo::schedule
