@@ -361,7 +361,7 @@ Expr param_symbol(const std::string& name, const Dims& dims) {
 }
 
 // Converts an integral isl_aff (possibly with integer divisions) into a Linear.
-Linear aff_to_linear(isl_aff* aff, const BackNames& names, bool top);
+Linear aff_to_linear(isl_aff* aff, const BackNames& names);
 
 Expr div_expr(isl_aff* aff, int i, const BackNames& names, Linear* inner, int64_t* den) {
   isl_ctx* c = isl_aff_get_ctx(aff);
@@ -369,12 +369,12 @@ Expr div_expr(isl_aff* aff, int i, const BackNames& names, Linear* inner, int64_
   isl::val dv = isl::manage(check(isl_aff_get_denominator_val(d), c));
   *den = to_int64(dv);
   d = check(isl_aff_scale_val(d, dv.copy()), c);
-  *inner = aff_to_linear(d, names, false);
+  *inner = aff_to_linear(d, names);
   isl_aff_free(d);
   return floordiv(inner->to_expr(), Expr(*den));
 }
 
-Linear aff_to_linear(isl_aff* aff, const BackNames& names, bool top) {
+Linear aff_to_linear(isl_aff* aff, const BackNames& names) {
   isl_ctx* c = isl_aff_get_ctx(aff);
   isl::val den = isl::manage(check(isl_aff_get_denominator_val(aff), c));
   if (!isl_val_is_one(den.get()))
@@ -419,7 +419,6 @@ Linear aff_to_linear(isl_aff* aff, const BackNames& names, bool top) {
     }
     if (!as_mod) lin.add(fl, v);
   }
-  (void)top;
   return lin;
 }
 
@@ -465,7 +464,7 @@ isl::set ranges_in_space(const isl::space& set_space, const Dims& dims) {
 }
 
 Expr aff_to_expr(const isl::aff& a, const BackNames& names) {
-  return aff_to_linear(a.get(), names, true).to_expr();
+  return aff_to_linear(a.get(), names).to_expr();
 }
 
 bool has_var(const Expr& e) {
