@@ -1,0 +1,204 @@
+// Neural-network modules written as recurrent tensors (TEMPO §3, Fig. 8).
+//
+// A parameter is state over the iteration dimension i: a placeholder p over (i) with
+// p[0] = init and p[i + 1] = update (set by an optimizer), i.e. a merge cycle in the SDG.
+// Forward passes are plain RT expressions: an input over (b, i, t) times a parameter over (i)
+// gives an output over (b, i, t) by domain inference.
+//
+//   Dim i = ctx.dim("i", "I");
+//   nn::MLP pi(ctx, {4, 32, 2}, i, nn::tanh);
+//   RT logits = pi(obs);                       // obs over (b, i, t)
+//   optim::Adam opt(pi.parameters(), 1e-3);
+//   optim::minimize(loss, opt);
+//   pi.save("ckpt_{i}.safetensors", (i.var + 1) % 10 == 0);
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/tempo.h"
+
+namespace tempo::nn {
+
+// ---- parameters ------------------------------------------------------------------------------
+
+// A parameter: an RT (the placeholder p, read at the current iteration) plus the handles an
+// optimizer and checkpointing need. Copies share the parameter.
+class Parameter : public RT {
+ public:
+  Parameter() = default;
+  // p over `dim` with p[0] = init (init must not vary in any temporal dimension). Without a dim
+  // the parameter is a constant: its value is init for the whole program.
+  Parameter(const RT& init, std::optional<Dim> dim, const std::string& name,
+            Loc loc = Loc::current());
+
+  bool trainable() const;               // has an iteration dimension
+  const std::optional<Dim>& dim() const;
+  const TensorType& type() const;
+  const std::string& param_name() const;  // the local name ("weight")
+  Loc loc() const;
+
+  // Defines p[i + 1] = next (next varies in i or in nothing). Once only.
+  void set_update(const RT& next, Loc loc = Loc::current()) const;
+  bool has_update() const;
+
+  // Makes `value` the initial value instead of init (dtype and shape must match; `source` names
+  // where it came from for errors). Can be called until the program is compiled.
+  void set_initial(const HostTensor& value, const std::string& source) const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> st_;
+};
+
+std::vector<RT> as_rts(const std::vector<Parameter>& params);
+
+// ---- modules ---------------------------------------------------------------------------------
+
+class Module {
+ public:
+  // `dim`: the iteration dimension the parameters vary over; nullopt for constant parameters.
+  Module(Context& ctx, std::optional<Dim> dim) : ctx_(&ctx), dim_(std::move(dim)) {}
+  virtual ~Module() = default;
+
+  Context& ctx() const { return *ctx_; }
+  const std::optional<Dim>& dim() const { return dim_; }
+
+  // Parameters in a stable order (registration order, depth first) with dotted names such as
+  // "0.weight".
+  std::vector<std::pair<std::string, Parameter>> named_parameters() const;
+  std::vector<Parameter> parameters() const;
+
+  // The forward pass. The default throws (containers such as MLP override it).
+  virtual RT forward(const RT& x, Loc loc) const;
+  RT operator()(const RT& x, Loc loc = Loc::current()) const { return forward(x, loc); }
+
+  // ---- checkpoints (safetensors) ----
+  // Adds a sink that writes every parameter to `path` (safetensors) at each iteration where
+  // `condition` holds (e.g. (i + 1) % 10 == 0; undefined: every iteration). "{i}" in the path
+  // (any dimension variable in braces) is replaced by the iteration. Writes are atomic.
+  void save(const std::string& path, const Expr& condition = Expr(),
+            Loc loc = Loc::current()) const;
+  // Makes the parameters' initial values the tensors in a safetensors file / a map by name.
+  void init_from(const std::string& path);
+  void init_from(const std::map<std::string, HostTensor>& tensors,
+                 const std::string& source = "the given tensors");
+
+ protected:
+  Parameter add_parameter(const std::string& name, const RT& init, Loc loc = Loc::current());
+  template <typename M>
+  std::shared_ptr<M> add_module(const std::string& name, std::shared_ptr<M> m) {
+    children_.emplace_back(name, m);
+    return m;
+  }
+
+ private:
+  Context* ctx_;
+  std::optional<Dim> dim_;
+  std::vector<std::pair<std::string, Parameter>> params_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+// ---- activations (elementwise) ---------------------------------------------------------------
+
+using Activation = std::function<RT(const RT&)>;
+RT identity(const RT& x);
+RT tanh(const RT& x);
+RT relu(const RT& x);
+RT sigmoid(const RT& x);
+RT gelu(const RT& x);  // tanh approximation (torch's approximate="tanh")
+RT silu(const RT& x);
+
+// ---- layers ----------------------------------------------------------------------------------
+
+// y = x W^T + b with W (out, in). Default init as PyTorch: U(-1/sqrt(in), 1/sqrt(in)) for both;
+// orthogonal init (with `gain`) for the weight and zeros for the bias on request.
+class Linear : public Module {
+ public:
+  enum class Init { Default, Orthogonal };
+  Linear(Context& ctx, int64_t in, int64_t out, std::optional<Dim> dim, bool bias = true,
+         Init init = Init::Default, double gain = 1.0, Loc loc = Loc::current());
+  RT forward(const RT& x, Loc loc) const override;
+  const Parameter& weight() const { return weight_; }
+  const Parameter& bias() const { return bias_; }  // undefined without bias
+  int64_t in_features() const { return in_; }
+  int64_t out_features() const { return out_; }
+
+ private:
+  int64_t in_, out_;
+  Parameter weight_, bias_;
+};
+
+// Linear layers named "0", "1", ... with `activation` between them and `output_activation`
+// after the last.
+class MLP : public Module {
+ public:
+  MLP(Context& ctx, std::vector<int64_t> sizes, std::optional<Dim> dim,
+      Activation activation = nn::tanh, Activation output_activation = nn::identity,
+      bool bias = true, Linear::Init init = Linear::Init::Default, Loc loc = Loc::current());
+  RT forward(const RT& x, Loc loc) const override;
+  const std::vector<std::shared_ptr<Linear>>& layers() const { return layers_; }
+
+ private:
+  std::vector<std::shared_ptr<Linear>> layers_;
+  Activation act_, out_act_;
+};
+
+// Normalizes over the last dimension (size `size`): (x - mean) / sqrt(var + eps) * w + b.
+class LayerNorm : public Module {
+ public:
+  LayerNorm(Context& ctx, int64_t size, std::optional<Dim> dim, double eps = 1e-5,
+            bool affine = true, Loc loc = Loc::current());
+  RT forward(const RT& x, Loc loc) const override;
+
+ private:
+  double eps_;
+  Parameter weight_, bias_;
+};
+
+// x / sqrt(mean(x^2) + eps) * w over the last dimension.
+class RMSNorm : public Module {
+ public:
+  RMSNorm(Context& ctx, int64_t size, std::optional<Dim> dim, double eps = 1e-6,
+          bool affine = true, Loc loc = Loc::current());
+  RT forward(const RT& x, Loc loc) const override;
+
+ private:
+  double eps_;
+  Parameter weight_;
+};
+
+// Rows of a (num, size) table, N(0, 1) init; indices of any shape (int64) give (..., size).
+class Embedding : public Module {
+ public:
+  Embedding(Context& ctx, int64_t num, int64_t size, std::optional<Dim> dim,
+            Loc loc = Loc::current());
+  RT forward(const RT& indices, Loc loc) const override;
+  const Parameter& weight() const { return weight_; }
+
+ private:
+  int64_t num_, size_;
+  Parameter weight_;
+};
+
+// 2-D convolution of (N, C, H, W) inputs with square kernels; PyTorch's default init.
+class Conv2d : public Module {
+ public:
+  Conv2d(Context& ctx, int64_t in_channels, int64_t out_channels, int64_t kernel,
+         std::optional<Dim> dim, int64_t stride = 1, int64_t padding = 0, bool bias = true,
+         Loc loc = Loc::current());
+  RT forward(const RT& x, Loc loc) const override;
+  const Parameter& weight() const { return weight_; }
+  const Parameter& bias() const { return bias_; }
+
+ private:
+  int64_t out_, stride_, padding_;
+  Parameter weight_, bias_;
+};
+
+}  // namespace tempo::nn

@@ -1,0 +1,28 @@
+// The safetensors file layout: an 8-byte little-endian header length, a JSON header
+// {name: {"dtype", "shape", "data_offsets"}} (space-padded to 8 bytes), then the raw
+// little-endian data. Supported dtypes: F32, F64, I64, I32, BOOL.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/tempo.h"
+
+namespace tempo::nn {
+
+using NamedTensors = std::vector<std::pair<std::string, HostTensor>>;
+
+// The file's bytes for these tensors (in this order).
+std::string safetensors_encode(const NamedTensors& tensors);
+// Parses a file's bytes; `what` names the file in errors (UserError on malformed input).
+std::map<std::string, HostTensor> safetensors_decode(const std::string& bytes,
+                                                     const std::string& what);
+
+// Writes atomically: a temporary file in the same directory, then a rename.
+void save(const std::string& path, const NamedTensors& tensors);
+// Reads a file; UserError naming it when it is missing or malformed.
+std::map<std::string, HostTensor> load(const std::string& path);
+
+}  // namespace tempo::nn
