@@ -58,11 +58,11 @@ Parameter::Parameter(const RT& init, std::optional<Dim> dim, const std::string& 
   st->loc = loc;
   // The initial value passes through a host function so that set_initial can replace it
   // (checkpoint restore) after the module is built.
-  std::weak_ptr<State> weak = st;
-  auto fn = [weak](const std::vector<HostTensor>& in, const std::vector<int64_t>&) {
-    if (auto s = weak.lock()) {
-      std::lock_guard<std::mutex> lock(s->mu);
-      if (s->initial) return std::vector<HostTensor>{*s->initial};
+  // The state outlives the module if the program does (compiled programs copy the graph).
+  auto fn = [st](const std::vector<HostTensor>& in, const std::vector<int64_t>&) {
+    {
+      std::lock_guard<std::mutex> lock(st->mu);
+      if (st->initial) return std::vector<HostTensor>{*st->initial};
     }
     return std::vector<HostTensor>{in[0]};
   };
