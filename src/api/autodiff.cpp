@@ -398,11 +398,49 @@ class Differentiator {
         throw fail(err.what());
       }
       inv = iv.inverse.is_seq() ? iv.inverse.args() : std::vector<Expr>{iv.inverse};
-      when = iv.when.defined() ? sym::simplify(iv.when, src.domain) : Expr::boolean(true);
+      when = iv.when.defined() ? iv.when : Expr::boolean(true);
+      // The inverse is exact only within the sink's domain (t - 1 inverts to t + 1, which is T at
+      // the last step): read it only where it lies inside, and is non-empty.
+      for (size_t i = 0; i < inv.size(); ++i) {
+        const Expr& b = sink.domain[i].bound;
+        const Expr& x = inv[i];
+        when = x.is_slice() ? (when && Expr(0) <= x.arg(0) && x.arg(0) < x.arg(1) && x.arg(1) <= b)
+                            : (when && Expr(0) <= x && x < b);
+      }
+      when = sym::simplify(when, src.domain);
     }
     if (is_false(when)) return;  // no source point is read
     for (const Expr& f : phi)
       if (f.is_slice() && !f.arg(2).is_const(1)) throw fail("only unit-step slices are supported");
+
+    // Readers stacked by the inverse must agree in shape: a slice of phi whose length varies with
+    // a stacked sink variable (0:t+1, t:T, ...) is zero-padded at its end to an upper bound of
+    // that length. Positions 0..len-1 keep their meaning, so step 2 is unchanged.
+    std::vector<Expr> stacked_vars;
+    for (size_t i = 0; i < inv.size(); ++i)
+      if (inv[i].is_slice()) stacked_vars.push_back(sink.domain[i].var);
+    auto on_stacked = [&](const Expr& x) {
+      return std::any_of(stacked_vars.begin(), stacked_vars.end(),
+                         [&](const Expr& v) { return sym::depends_on(x, v); });
+    };
+    {
+      size_t j = 0;
+      for (size_t d = 0; d < phi.size(); ++d) {
+        if (!phi[d].is_slice()) continue;
+        Expr len = local.shape()[j];
+        if (on_stacked(len)) {
+          Expr hi = sym::range_of(len, sink.domain).hi;
+          if (!hi.defined() || !dims_of(ctx_, hi).empty()) hi = src.domain[d].bound;
+          local = local.pad(static_cast<int64_t>(j), 0, sym::simplify(hi - len, sink.domain),
+                            0.0, loc_);
+        }
+        ++j;
+      }
+      for (; j < local.rank(); ++j)
+        if (on_stacked(local.shape()[j]))
+          throw fail(cat("its gradient has a shape ", local.shape().str(),
+                         " that varies with the reading points"));
+    }
 
     RT lv = local;
     if (!inv.empty()) lv = local[RT::Index(sym::seq(inv), loc_)];
