@@ -3,3 +3,4 @@
 #pragma once
 
 int run_expr_command(int argc, char** argv);
+int run_show_command(int argc, char** argv);

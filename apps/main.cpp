@@ -1,6 +1,8 @@
 // The `tempo` command-line tool: a table of subcommands.
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <string>
 
 #include "commands.h"
 
@@ -15,6 +17,7 @@ struct Command {
 // One row per subcommand; `tempo NAME --help` prints its own usage.
 const Command kCommands[] = {
     {"expr", run_expr_command, "inspect symbolic expressions (simplify, invert, isl, equal, eval)"},
+    {"show", run_show_command, "print a built-in example's SDG or schedule (tempo show --list)"},
 };
 
 void usage(FILE* out) {
@@ -34,8 +37,17 @@ int main(int argc, char** argv) {
     usage(stdout);
     return 0;
   }
-  for (const Command& c : kCommands)
-    if (!std::strcmp(argv[1], c.name)) return c.run(argc - 1, argv + 1);
+  for (const Command& c : kCommands) {
+    if (std::strcmp(argv[1], c.name)) continue;
+    try {
+      return c.run(argc - 1, argv + 1);
+    } catch (const std::exception& e) {
+      // Errors print as one line; the first line of a multi-line message carries what went wrong.
+      std::string msg = e.what();
+      std::fprintf(stderr, "tempo: error: %s\n", msg.substr(0, msg.find('\n')).c_str());
+      return 1;
+    }
+  }
   std::fprintf(stderr, "tempo: error: unknown command `%s` (try `tempo --help`)\n", argv[1]);
   return 2;
 }

@@ -16,7 +16,9 @@ namespace tempo {
 struct CompileOptions {
   bool deallocate = true;       // schedule deallocations (TEMPO §5.2)
   bool proximity = true;        // proximity constraints in scheduling (TEMPO §5.1)
-  bool whole_component = true;  // isl schedule_whole_component (NOTES-isl.md)
+  // isl schedule_whole_component: with deallocations scheduled, clustering (false) keeps memory
+  // bounded and interleaves acting with learning; true frees loop-carried state late.
+  bool whole_component = false;
   uint64_t seed = 0;            // random number generation
   bool verbose = false;         // print compile phases and timings to stderr
 };

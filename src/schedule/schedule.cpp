@@ -241,6 +241,7 @@ class Scheduler {
     // Inside the box but where the source does not execute (its cond).
     isl::map unexecuted = isl::manage(isl_map_subtract_range(m.copy(), stmt_domain_[source.id].copy()));
     outside = outside.unite(unexecuted.domain());
+    if (!opt_.known_bounds.empty()) outside = outside.intersect_params(known_bounds_set());
     if (outside.is_empty()) return;
     std::string src_desc = cat("'", source.name, "' (created at ", where_of(source), ")");
     throw UserError(cat(sink.describe(), " reads ", src_desc, " outside its domain, at points ",
@@ -261,6 +262,16 @@ class Scheduler {
     if (extra == 0) return s;
     return isl::manage(isl_set_project_out(s.release(), isl_dim_set,
                                            static_cast<unsigned>(dims.size()), extra));
+  }
+
+  // { : T = 10 and I = 3 } over the known bound values.
+  isl::set known_bounds_set() {
+    std::string names, constraints;
+    for (const auto& [name, value] : opt_.known_bounds) {
+      names += (names.empty() ? "" : ", ") + name;
+      constraints += cat(constraints.empty() ? "" : " and ", name, " = ", value);
+    }
+    return isl::set(ctx_, cat("[", names, "] -> { : ", constraints, " }"));
   }
 
   static std::string where_of(const OpNode& op) { return tempo::where(op.loc); }

@@ -1,6 +1,7 @@
 // Polyhedral scheduling of an SDG with isl (TEMPO §5.1-5.3).
 #pragma once
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -12,6 +13,10 @@ namespace tempo::schedule {
 struct ScheduleOptions {
   // Op outputs that must outlive the run (read back by the user): no deallocation is scheduled.
   std::vector<std::pair<ir::OpId, int>> retained;
+  // Bound values known at compile time (name, value): reads are checked against these values, so
+  // that e.g. x[0:8] is valid when T = 10 even though it is not for every T. The schedule itself
+  // stays parametric.
+  std::vector<std::pair<std::string, int64_t>> known_bounds;
   // isl scheduler options (see NOTES-isl.md). Measured on our programs with deallocations
   // scheduled (tests/schedule): isl's clustering (false) fuses acting, learning and freeing
   // (n-step REINFORCE interleaves; counters free each step); whole-component scheduling (true)

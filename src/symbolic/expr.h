@@ -182,4 +182,9 @@ namespace tempo {
 using sym::Dim;
 using sym::Dims;
 using sym::Expr;
+// So that user code reads like the paper: slice(t, T), max(0, t - 3), seq({b, i, t}).
+using sym::max;
+using sym::min;
+using sym::seq;
+using sym::slice;
 }  // namespace tempo

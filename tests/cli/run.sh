@@ -70,6 +70,16 @@ expect_error "takes 2 expressions" expr equal "t" --dims t:T
 expect_error "needs --at" expr eval "t" --dims t:T
 expect_error "bad dimension" expr simplify "t" --dims t
 
+# tempo show: the examples list (name first), the SDG, the schedule, and errors.
+if [[ "$("$tempo" show --list | head -1 | cut -d' ' -f1)" != "recurrence" ]]; then
+  echo "FAIL: tempo show --list does not start with the recurrence example"
+  failures=$((failures + 1))
+fi
+"$tempo" show recurrence --sdg | grep -q "^digraph" || { echo "FAIL: show --sdg is not DOT"; failures=$((failures + 1)); }
+"$tempo" show future-window --schedule | grep -q "exec y#" || { echo "FAIL: show --schedule"; failures=$((failures + 1)); }
+expect_error "unknown example 'nope'" show nope --sdg
+expect_error "unknown option" show recurrence --bogus
+
 for args in "--help" "expr --help"; do
   # shellcheck disable=SC2086
   if ! "$tempo" $args | grep -q "usage: tempo"; then
