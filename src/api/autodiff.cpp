@@ -407,7 +407,8 @@ class Differentiator {
         when = x.is_slice() ? (when && Expr(0) <= x.arg(0) && x.arg(0) < x.arg(1) && x.arg(1) <= b)
                             : (when && Expr(0) <= x && x < b);
       }
-      when = sym::simplify(when, src.domain);
+      // Over both domains: the sink's bounds (0:I) are known to be >= 1 too.
+      when = sym::simplify(when, ctx_.domain_union(src.domain, sink.domain));
     }
     if (is_false(when)) return;  // no source point is read
     for (const Expr& f : phi)

@@ -233,6 +233,58 @@ TEST(Autodiff, ParameterStateCycleIsLocal) {
   }
 }
 
+// Training over iterations i of episodes t: p[i] is read by every step of episode i, so dp[i]
+// sums over t; the update goes through the merge cycle without differentiating it.
+TEST(Autodiff, ParametersPerIterationSumOverSteps) {
+  Context ctx;
+  Dim i = ctx.dim("i", "I"), t = ctx.dim("t", "T");
+  const int64_t I = 4, T = 5;
+  RT x = source(ctx, {i, t}, {3}, 5);
+  RT p = ctx.placeholder({DType::Float32, {3}}, {i}, "p");
+  RT loss = (p * x).tanh().sum();  // over (i, t)
+  RT gp = grad(loss, {p})[0];
+  ASSERT_EQ(gp.domain().size(), 1u);
+  p[0] = source(ctx, {}, {3}, 6);
+  p[i.var + 1] = p[i.var] - gp * 0.1;
+  RT gv = gp.retain();
+  Executable exe = ctx.compile({{i.bound, I}, {t.bound, T}});
+  exe.run();
+  torch::Tensor pt = eager_source({}, {3}, 6);
+  for (int64_t k = 0; k < I; ++k) {
+    torch::Tensor leaf = pt.clone().requires_grad_(true);
+    torch::Tensor l = torch::zeros({});
+    for (int64_t s = 0; s < T; ++s) l = l + (leaf * eager_source({k, s}, {3}, 5)).tanh().sum();
+    l.backward();
+    expect_close(to_torch(exe.get(gv, {k})), leaf.grad(), "dp[" + std::to_string(k) + "]");
+    pt = pt - 0.1 * leaf.grad();
+  }
+}
+
+// A loss that exists only at even steps (conditional execution): odd steps contribute nothing.
+TEST(Autodiff, ConditionalLoss) {
+  Context ctx;
+  Dim t = ctx.dim("t", "T");
+  const int64_t T = 6;
+  RT x = source(ctx, {t}, {3}, 1);
+  RT w = source(ctx, {}, {3}, 2);
+  RT loss = (w * x)[t.var % 2 == 0].sin().sum();
+  std::vector<RT> g = grad(loss, {w, x});
+  RT gw = g[0].retain(), gx = g[1].retain();
+  Executable exe = ctx.compile({{t.bound, T}});
+  exe.run();
+  torch::Tensor tw = eager_source({}, {3}, 2).requires_grad_(true);
+  std::vector<torch::Tensor> tx;
+  torch::Tensor ref = torch::zeros({});
+  for (int64_t k = 0; k < T; ++k) {
+    tx.push_back(eager_source({k}, {3}, 1).requires_grad_(true));
+    if (k % 2 == 0) ref = ref + (tw * tx[k]).sin().sum();
+  }
+  ref.backward();
+  expect_close(to_torch(exe.get(gw, {})), tw.grad(), "dw");
+  for (int64_t k = 0; k < T; ++k)
+    expect_close(to_torch(exe.get(gx, {k})), grad_of(tx[k]), "dx[" + std::to_string(k) + "]");
+}
+
 // A small classifier through matmul, add, tanh, log_softmax (max, exp, log, sum), gather and
 // index_select, over time steps; the loss is reduced over time first.
 TEST(Autodiff, MlpMatchesAutograd) {
