@@ -11,6 +11,7 @@ struct InputRead {
   PointStore* store = nullptr;
   sym::CompiledSeq phi;
   bool sliced = false;  // some phi entry is a slice: the covered points are stacked
+  std::vector<sym::CompiledExpr> point_phi;  // !sliced: phi's entries, evaluated inline
   bool has_cond = false;
   sym::CompiledExpr cond;
   ir::DType dtype = ir::DType::Float32;
@@ -36,6 +37,8 @@ struct Executor::Launcher {
 
 struct Executor::DeallocOp {
   PointStore* store = nullptr;
+  bool sliced = false;                   // a batched deallocation (slice entries)
+  std::vector<sym::CompiledExpr> exprs;  // !sliced: one per coordinate
   sym::CompiledSeq point;
   std::vector<sym::IndexRange> ranges;
   std::vector<int64_t> coords;
@@ -200,6 +203,12 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
             for (const Expr& x : e.phi.args()) in.sliced |= x.is_slice();
           else
             in.sliced = e.phi.is_slice();
+          if (!in.sliced) {
+            if (e.phi.is_seq())
+              for (const Expr& x : e.phi.args()) in.point_phi.emplace_back(x, layout_);
+            else
+              in.point_phi.emplace_back(e.phi, layout_);
+          }
           if (e.cond.defined()) {
             in.has_cond = true;
             in.cond = sym::CompiledExpr(e.cond, layout_);
@@ -237,6 +246,9 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
         auto d = std::make_unique<DeallocOp>();
         d->store = stores_[store_index_[op.id] + s->output].get();
         d->point = sym::CompiledSeq(sym::seq(s->point), layout_);
+        for (const Expr& x : s->point) d->sliced |= x.is_slice();
+        if (!d->sliced)
+          for (const Expr& x : s->point) d->exprs.emplace_back(x, layout_);
         d->ranges.resize(s->point.size());
         d->coords.resize(s->point.size());
         n.index = static_cast<uint32_t>(deallocs_.size());
@@ -353,11 +365,11 @@ void Executor::launch(Launcher& l) {
   }
   if (l.has_cond && !l.cond.eval(env)) return;
   auto read = [&](InputRead& in) -> ValuePtr {
-    in.phi.eval(env, in.ranges.data());
     if (!in.sliced) {
-      for (size_t k = 0; k < in.ranges.size(); ++k) in.coords[k] = in.ranges[k].start;
+      for (size_t k = 0; k < in.point_phi.size(); ++k) in.coords[k] = in.point_phi[k].eval(env);
       return in.store->get(in.coords.data());
     }
+    in.phi.eval(env, in.ranges.data());
     return gather(in, 0, backend_, env);
   };
   ++ops_executed_;
@@ -382,11 +394,16 @@ void Executor::launch(Launcher& l) {
 }
 
 void Executor::dealloc(DeallocOp& d) {
+  if (!d.sliced) {
+    for (size_t k = 0; k < d.exprs.size(); ++k) d.coords[k] = d.exprs[k].eval(env_.data());
+    d.store->erase_if_present(d.coords.data());
+    return;
+  }
   d.point.eval(env_.data(), d.ranges.data());
   PointStore* store = d.store;
   for_each_point(d.ranges, d.coords, 0, [&](const int64_t* p) {
     // Points outside the domain or never produced (the op's condition) have nothing to free.
-    if (store->contains(p)) store->erase(p);
+    store->erase_if_present(p);
   });
 }
 

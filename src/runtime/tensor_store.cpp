@@ -48,8 +48,7 @@ bool PointStore::contains(const int64_t* point) const {
   return find(key(point)) != nullptr;
 }
 
-bool PointStore::erase(const int64_t* point) {
-  int64_t k = key(point);
+bool PointStore::erase_key(int64_t k) {
   ValuePtr removed;
   if (flat_mode_) {
     if (k >= static_cast<int64_t>(flat_.size()) || !flat_[k]) return false;

@@ -60,7 +60,16 @@ class PointStore {
   }
   bool contains(const int64_t* point) const;
   // Removes the value at `point`; returns false where there was none.
-  bool erase(const int64_t* point);
+  bool erase(const int64_t* point) { return erase_key(key(point)); }
+  // Same, but a point outside the domain is not an error (nothing is stored there).
+  bool erase_if_present(const int64_t* point) {
+    int64_t k = 0;
+    for (size_t i = 0; i < rank_; ++i) {
+      if (point[i] < 0 || point[i] >= bounds_[i]) return false;
+      k += point[i] * strides_[i];
+    }
+    return erase_key(k);
+  }
 
   size_t rank() const { return rank_; }
   size_t size() const { return size_; }
@@ -88,6 +97,7 @@ class PointStore {
     }
     return map_[k];
   }
+  bool erase_key(int64_t k);
   std::string point_str(const int64_t* point) const;
   [[noreturn]] void missing(const int64_t* point) const;
   [[noreturn]] void out_of_range(const int64_t* point) const;
