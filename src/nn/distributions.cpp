@@ -9,7 +9,9 @@ namespace tempo::nn {
 
 namespace {
 
-std::string describe(const RT& x) { return x.ctx().graph().op(x.op()).describe(); }
+std::string describe(const RT& x) {
+  return x.ctx().graph().op(x.op()).describe();
+}
 
 // Broadcasts two static-or-symbolic shapes (a size-1 dimension stretches).
 Shape broadcast(const RT& a, const RT& b, const char* what, Loc loc) {
@@ -19,10 +21,14 @@ Shape broadcast(const RT& a, const RT& b, const char* what, Loc loc) {
   for (size_t k = 0; k < n; ++k) {
     const Expr* ex = k < n - x.rank() ? nullptr : &x[k - (n - x.rank())];
     const Expr* ey = k < n - y.rank() ? nullptr : &y[k - (n - y.rank())];
-    if (!ex) out[k] = *ey;
-    else if (!ey) out[k] = *ex;
-    else if (ex->same(*ey) || ey->is_const(1)) out[k] = *ex;
-    else if (ex->is_const(1)) out[k] = *ey;
+    if (!ex)
+      out[k] = *ey;
+    else if (!ey)
+      out[k] = *ex;
+    else if (ex->same(*ey) || ey->is_const(1))
+      out[k] = *ex;
+    else if (ex->is_const(1))
+      out[k] = *ey;
     else
       throw UserError(cat(what, " at ", where(loc), ": shapes ", x.str(), " of ", describe(a),
                           " and ", y.str(), " of ", describe(b), " do not broadcast"));
@@ -35,12 +41,16 @@ Shape broadcast(const RT& a, const RT& b, const char* what, Loc loc) {
 Categorical::Categorical(const RT& logits, Loc loc) {
   if (!logits.defined()) throw UserError(cat("Categorical at ", where(loc), ": undefined logits"));
   if (logits.rank() == 0 || !ir::is_floating(logits.dtype()))
-    throw UserError(cat("Categorical at ", where(loc), ": logits must be a floating tensor with a "
-                        "last (category) dimension, got ", describe(logits)));
+    throw UserError(cat("Categorical at ", where(loc),
+                        ": logits must be a floating tensor with a "
+                        "last (category) dimension, got ",
+                        describe(logits)));
   logits_ = logits.log_softmax(-1, loc);
 }
 
-RT Categorical::probs(Loc loc) const { return logits_.exp(loc); }
+RT Categorical::probs(Loc loc) const {
+  return logits_.exp(loc);
+}
 
 RT Categorical::sample(Loc loc) const {
   Context& ctx = logits_.ctx();
@@ -55,7 +65,8 @@ RT Categorical::log_prob(const RT& actions, Loc loc) const {
   if (a.rank() + 1 != logits_.rank())
     throw UserError(cat("Categorical::log_prob at ", where(loc), ": actions ", describe(actions),
                         " of shape ", actions.shape().str(), " do not match logits of shape ",
-                        logits_.shape().str(), " (expected the logits' shape without the last "
+                        logits_.shape().str(),
+                        " (expected the logits' shape without the last "
                         "dimension)"));
   return logits_.gather(-1, a.unsqueeze(-1, loc), loc).squeeze(-1, loc);
 }
@@ -72,7 +83,9 @@ Normal::Normal(const RT& mean, const RT& log_std, Loc loc) : mean_(mean), log_st
     throw UserError(cat("Normal at ", where(loc), ": needs at least one (event) dimension"));
 }
 
-RT Normal::stddev(Loc loc) const { return log_std_.exp(loc); }
+RT Normal::stddev(Loc loc) const {
+  return log_std_.exp(loc);
+}
 
 RT Normal::rsample(Loc loc) const {
   Context& ctx = mean_.ctx();
@@ -81,7 +94,9 @@ RT Normal::rsample(Loc loc) const {
   return mean_ + stddev(loc) * z;
 }
 
-RT Normal::sample(Loc loc) const { return rsample(loc).detach(loc); }
+RT Normal::sample(Loc loc) const {
+  return rsample(loc).detach(loc);
+}
 
 RT Normal::log_prob(const RT& x, Loc loc) const {
   const double half_log_2pi = 0.5 * std::log(2.0 * M_PI);

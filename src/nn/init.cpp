@@ -77,8 +77,7 @@ RT orthogonal(Context& ctx, const std::vector<int64_t>& shape, double gain, Loc 
   RT z = ctx.rand_normal(Shape({rows, c}), {}, DType::Float32, loc);
   // QR of the tall orientation by modified Gram-Schmidt (double precision): Q's columns are
   // orthonormal, and scaling by sign(diag(R)) makes the result unique as in PyTorch.
-  auto fn = [shape, rows, c, gain](const std::vector<HostTensor>& in,
-                                   const std::vector<int64_t>&) {
+  auto fn = [shape, rows, c, gain](const std::vector<HostTensor>& in, const std::vector<int64_t>&) {
     const bool transpose = rows < c;
     const int64_t m = transpose ? c : rows, n = transpose ? rows : c;  // m >= n
     std::vector<double> a(static_cast<size_t>(m * n));

@@ -41,8 +41,9 @@ HostTensor convert(const HostTensor& t, DType dt) {
 }  // namespace
 
 Parameter::Parameter(const RT& init, std::optional<Dim> dim, const std::string& name, Loc loc) {
-  if (!init.defined()) throw UserError(cat("parameter '", name, "' at ", where(loc),
-                                           ": the initial value is an undefined RT"));
+  if (!init.defined())
+    throw UserError(
+        cat("parameter '", name, "' at ", where(loc), ": the initial value is an undefined RT"));
   Context& ctx = init.ctx();
   if (!init.domain().empty())
     throw UserError(cat("parameter '", name, "' at ", where(loc), ": the initial value ",
@@ -78,7 +79,9 @@ Parameter::Parameter(const RT& init, std::optional<Dim> dim, const std::string& 
   st_ = std::move(st);
 }
 
-bool Parameter::trainable() const { return st_ && st_->dim.has_value(); }
+bool Parameter::trainable() const {
+  return st_ && st_->dim.has_value();
+}
 
 const std::optional<Dim>& Parameter::dim() const {
   if (!st_) throw UserError("use of an undefined parameter");
@@ -95,9 +98,13 @@ const std::string& Parameter::param_name() const {
   return st_->name;
 }
 
-Loc Parameter::loc() const { return st_ ? st_->loc : Loc::current(); }
+Loc Parameter::loc() const {
+  return st_ ? st_->loc : Loc::current();
+}
 
-bool Parameter::has_update() const { return st_ && st_->has_update; }
+bool Parameter::has_update() const {
+  return st_ && st_->has_update;
+}
 
 void Parameter::set_update(const RT& next, Loc loc) const {
   if (!st_) throw UserError(cat("update at ", where(loc), " of an undefined parameter"));
@@ -152,7 +159,8 @@ RT Module::forward(const RT& x, Loc loc) const {
 
 Parameter Module::add_parameter(const std::string& name, const RT& init, Loc loc) {
   for (const auto& [n, p] : params_)
-    if (n == name) throw UserError(cat("parameter name '", name, "' used twice (", where(loc), ")"));
+    if (n == name)
+      throw UserError(cat("parameter name '", name, "' used twice (", where(loc), ")"));
   Parameter p(init, dim_, name, loc);
   params_.emplace_back(name, p);
   return p;
@@ -187,31 +195,43 @@ void Module::save(const std::string& path, const Expr& condition, Loc loc) const
   ctx().udf("save", fn, inputs, {}, domain, loc);
 }
 
-void Module::init_from(const std::string& path) { init_from(nn::load(path), cat("'", path, "'")); }
+void Module::init_from(const std::string& path) {
+  init_from(nn::load(path), cat("'", path, "'"));
+}
 
 void Module::init_from(const std::map<std::string, HostTensor>& tensors,
                        const std::string& source) {
   for (auto& [name, p] : named_parameters()) {
     auto it = tensors.find(name);
     if (it == tensors.end())
-      throw UserError(cat(source, " has no tensor named '", name, "' (",
-                          tensors.size(), " tensors)"));
+      throw UserError(
+          cat(source, " has no tensor named '", name, "' (", tensors.size(), " tensors)"));
     p.set_initial(it->second, cat("tensor '", name, "' of ", source));
   }
 }
 
 // ---- activations -----------------------------------------------------------------------------
 
-RT identity(const RT& x) { return x; }
-RT tanh(const RT& x) { return x.tanh(); }
-RT relu(const RT& x) { return x.relu(); }
-RT sigmoid(const RT& x) { return x.sigmoid(); }
+RT identity(const RT& x) {
+  return x;
+}
+RT tanh(const RT& x) {
+  return x.tanh();
+}
+RT relu(const RT& x) {
+  return x.relu();
+}
+RT sigmoid(const RT& x) {
+  return x.sigmoid();
+}
 RT gelu(const RT& x) {
   const double k = std::sqrt(2.0 / M_PI);
   RT inner = (x + x * x * x * 0.044715) * k;
   return x * 0.5 * (inner.tanh() + 1.0);
 }
-RT silu(const RT& x) { return x * x.sigmoid(); }
+RT silu(const RT& x) {
+  return x * x.sigmoid();
+}
 
 // ---- layers ----------------------------------------------------------------------------------
 
@@ -230,7 +250,8 @@ Linear::Linear(Context& ctx, int64_t in, int64_t out, std::optional<Dim> dim, bo
                double gain, Loc loc)
     : Module(ctx, std::move(dim)), in_(in), out_(out) {
   if (in <= 0 || out <= 0)
-    throw UserError(cat("Linear at ", where(loc), ": sizes must be positive (", in, ", ", out, ")"));
+    throw UserError(
+        cat("Linear at ", where(loc), ": sizes must be positive (", in, ", ", out, ")"));
   const double b = 1.0 / std::sqrt(static_cast<double>(in));
   RT w0 = ini == Init::Orthogonal ? init::orthogonal(ctx, {out, in}, gain, loc)
                                   : init::uniform(ctx, {out, in}, -b, b, loc);
@@ -255,9 +276,9 @@ MLP::MLP(Context& ctx, std::vector<int64_t> sizes, std::optional<Dim> dim, Activ
   if (sizes.size() < 2)
     throw UserError(cat("MLP at ", where(loc), " needs at least an input and an output size"));
   for (size_t k = 0; k + 1 < sizes.size(); ++k)
-    layers_.push_back(add_module(std::to_string(k), std::make_shared<Linear>(
-                                                        ctx, sizes[k], sizes[k + 1], dim, bias,
-                                                        init, std::sqrt(2.0), loc)));
+    layers_.push_back(
+        add_module(std::to_string(k), std::make_shared<Linear>(ctx, sizes[k], sizes[k + 1], dim,
+                                                               bias, init, std::sqrt(2.0), loc)));
 }
 
 RT MLP::forward(const RT& x, Loc loc) const {

@@ -37,7 +37,7 @@ class Parameter : public RT {
   Parameter(const RT& init, std::optional<Dim> dim, const std::string& name,
             Loc loc = Loc::current());
 
-  bool trainable() const;               // has an iteration dimension
+  bool trainable() const;  // has an iteration dimension
   const std::optional<Dim>& dim() const;
   const TensorType& type() const;
   const std::string& param_name() const;  // the local name ("weight")
@@ -164,8 +164,8 @@ class LayerNorm : public Module {
 // x / sqrt(mean(x^2) + eps) * w over the last dimension.
 class RMSNorm : public Module {
  public:
-  RMSNorm(Context& ctx, int64_t size, std::optional<Dim> dim, double eps = 1e-6,
-          bool affine = true, Loc loc = Loc::current());
+  RMSNorm(Context& ctx, int64_t size, std::optional<Dim> dim, double eps = 1e-6, bool affine = true,
+          Loc loc = Loc::current());
   RT forward(const RT& x, Loc loc) const override;
 
  private:

@@ -17,11 +17,16 @@ namespace {
 
 const char* st_dtype(DType d) {
   switch (d) {
-    case DType::Float32: return "F32";
-    case DType::Float64: return "F64";
-    case DType::Int64: return "I64";
-    case DType::Int32: return "I32";
-    case DType::Bool: return "BOOL";
+    case DType::Float32:
+      return "F32";
+    case DType::Float64:
+      return "F64";
+    case DType::Int64:
+      return "I64";
+    case DType::Int32:
+      return "I32";
+    case DType::Bool:
+      return "BOOL";
   }
   return "?";
 }
@@ -86,8 +91,8 @@ class JsonReader {
 
  private:
   [[noreturn]] void fail(const std::string& msg) const {
-    throw UserError(cat("cannot load ", what_, ": malformed safetensors header (", msg,
-                        " at byte ", p_, ")"));
+    throw UserError(
+        cat("cannot load ", what_, ": malformed safetensors header (", msg, " at byte ", p_, ")"));
   }
   void ws() {
     while (p_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[p_]))) ++p_;
@@ -143,9 +148,8 @@ class JsonReader {
       v.kind = Json::Number;
       size_t start = p_;
       if (s_[p_] == '-') ++p_;
-      while (p_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[p_])) ||
-                                s_[p_] == '.' || s_[p_] == 'e' || s_[p_] == 'E' ||
-                                s_[p_] == '+' || s_[p_] == '-'))
+      while (p_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[p_])) || s_[p_] == '.' ||
+                                s_[p_] == 'e' || s_[p_] == 'E' || s_[p_] == '+' || s_[p_] == '-'))
         ++p_;
       std::string num = s_.substr(start, p_ - start);
       try {
@@ -181,12 +185,26 @@ class JsonReader {
       if (p_ >= s_.size()) fail("unterminated escape");
       char e = s_[p_++];
       switch (e) {
-        case '"': case '\\': case '/': out += e; break;
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
+        case '"':
+        case '\\':
+        case '/':
+          out += e;
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
         case 'u': {
           if (p_ + 4 > s_.size()) fail("bad \\u escape");
           unsigned code = static_cast<unsigned>(std::stoul(s_.substr(p_, 4), nullptr, 16));
@@ -204,7 +222,8 @@ class JsonReader {
           }
           break;
         }
-        default: fail("bad escape");
+        default:
+          fail("bad escape");
       }
     }
     return out;
@@ -248,10 +267,11 @@ std::map<std::string, HostTensor> safetensors_decode(const std::string& bytes,
   auto fail = [&](const std::string& msg) -> void {
     throw UserError(cat("cannot load ", what, ": ", msg));
   };
-  if (bytes.size() < 8) fail(cat("file too short for a safetensors header (", bytes.size(),
-                                 " bytes)"));
+  if (bytes.size() < 8)
+    fail(cat("file too short for a safetensors header (", bytes.size(), " bytes)"));
   uint64_t len = 0;
-  for (int b = 0; b < 8; ++b) len |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[b])) << (8 * b);
+  for (int b = 0; b < 8; ++b)
+    len |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[b])) << (8 * b);
   if (len > bytes.size() - 8)
     fail(cat("header length ", len, " exceeds the file size ", bytes.size()));
   Json root = JsonReader(bytes.substr(8, len), what).parse_document();
@@ -299,7 +319,8 @@ void save(const std::string& path, const NamedTensors& tensors) {
   tmp += cat(".tmp.", ::getpid());
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw UserError(cat("cannot write checkpoint '", path, "': cannot create ", tmp.string()));
+    if (!f)
+      throw UserError(cat("cannot write checkpoint '", path, "': cannot create ", tmp.string()));
     f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     f.flush();
     if (!f) {

@@ -12,8 +12,8 @@ void minimize(const RT& loss, Optimizer& optimizer, double max_grad_norm, Loc lo
   optimizer.step(grads, loc);
 }
 
-void minimize(const RT& loss, const nn::Module& module, Optimizer& optimizer,
-              double max_grad_norm, Loc loc) {
+void minimize(const RT& loss, const nn::Module& module, Optimizer& optimizer, double max_grad_norm,
+              Loc loc) {
   std::vector<nn::Parameter> mp = module.parameters();
   const std::vector<nn::Parameter>& op = optimizer.params();
   bool same = mp.size() == op.size();

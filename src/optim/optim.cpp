@@ -9,17 +9,21 @@ namespace tempo::optim {
 
 namespace {
 
-std::string describe(const RT& x) { return x.ctx().graph().op(x.op()).describe(); }
+std::string describe(const RT& x) {
+  return x.ctx().graph().op(x.op()).describe();
+}
 
-RT f64(Context& ctx, double v, Loc loc) { return ctx.constant(v, Shape(), DType::Float64, {}, loc); }
+RT f64(Context& ctx, double v, Loc loc) {
+  return ctx.constant(v, Shape(), DType::Float64, {}, loc);
+}
 
 }  // namespace
 
 RT LearningRate::as_rt(Context& ctx, Loc loc) const {
   if (!rt_.defined()) return f64(ctx, value_, loc);
   if (rt_.rank() != 0)
-    throw UserError(cat("learning rate ", describe(rt_), " must be a scalar, has shape ",
-                        rt_.shape().str()));
+    throw UserError(
+        cat("learning rate ", describe(rt_), " must be a scalar, has shape ", rt_.shape().str()));
   return rt_.dtype() == DType::Float64 ? rt_ : rt_.cast(DType::Float64, loc);
 }
 
@@ -41,7 +45,8 @@ std::vector<RT> clip_grad_norm(const std::vector<RT>& grads, double max_norm, RT
     throw UserError(cat("clip_grad_norm at ", where(loc), ": max_norm must be positive"));
   RT sq;
   for (const RT& g : grads) {
-    if (!g.defined()) throw UserError(cat("clip_grad_norm at ", where(loc), ": undefined gradient"));
+    if (!g.defined())
+      throw UserError(cat("clip_grad_norm at ", where(loc), ": undefined gradient"));
     RT s = g.square(loc).sum(std::vector<int64_t>{}, false, loc);  // sum({}) would be sum(0)
     sq = sq.defined() ? sq + s : s;
   }
@@ -124,8 +129,10 @@ void Optimizer::step(const std::vector<RT>& grads, Loc loc) {
 
 SGD::SGD(std::vector<nn::Parameter> params, LearningRate lr, double momentum, double weight_decay,
          bool nesterov, Loc loc)
-    : Optimizer(std::move(params), std::move(lr), loc), momentum_(momentum),
-      weight_decay_(weight_decay), nesterov_(nesterov) {
+    : Optimizer(std::move(params), std::move(lr), loc),
+      momentum_(momentum),
+      weight_decay_(weight_decay),
+      nesterov_(nesterov) {
   if (nesterov && momentum <= 0)
     throw UserError(cat("SGD at ", where(loc), ": nesterov needs a positive momentum"));
 }
@@ -147,11 +154,14 @@ RT SGD::next(size_t, const nn::Parameter& p, const RT& g, const RT& lr, Loc loc)
 
 Adam::Adam(std::vector<nn::Parameter> params, LearningRate lr, double beta1, double beta2,
            double eps, double weight_decay, Loc loc)
-    : Optimizer(std::move(params), std::move(lr), loc), beta1_(beta1), beta2_(beta2), eps_(eps),
+    : Optimizer(std::move(params), std::move(lr), loc),
+      beta1_(beta1),
+      beta2_(beta2),
+      eps_(eps),
       weight_decay_(weight_decay) {
   if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
-    throw UserError(cat("Adam at ", where(loc), ": betas must lie in [0, 1), got (", beta1, ", ",
-                        beta2, ")"));
+    throw UserError(
+        cat("Adam at ", where(loc), ": betas must lie in [0, 1), got (", beta1, ", ", beta2, ")"));
 }
 
 RT Adam::next(size_t, const nn::Parameter& p, const RT& g, const RT& lr, Loc loc) {

@@ -47,8 +47,7 @@ std::vector<RT> clip_grad_norm(const std::vector<RT>& grads, double max_norm,
 
 class Optimizer {
  public:
-  explicit Optimizer(std::vector<nn::Parameter> params, LearningRate lr,
-                     Loc loc = Loc::current());
+  explicit Optimizer(std::vector<nn::Parameter> params, LearningRate lr, Loc loc = Loc::current());
   virtual ~Optimizer() = default;
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;

@@ -38,7 +38,8 @@ TEST(Safetensors, LayoutIsTheStandardOne) {
   HostTensor b = HostTensor::from(std::vector<int64_t>{7}, {1});
   std::string bytes = nn::safetensors_encode({{"a", a}, {"b", b}});
   uint64_t len = 0;
-  for (int k = 0; k < 8; ++k) len |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[k])) << (8 * k);
+  for (int k = 0; k < 8; ++k)
+    len |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[k])) << (8 * k);
   EXPECT_EQ(len % 8, 0u);
   std::string header = bytes.substr(8, len);
   EXPECT_EQ(header.substr(0, header.find_last_not_of(' ') + 1),
@@ -82,8 +83,8 @@ TEST(Safetensors, MissingAndCorruptFilesAreUserErrors) {
   expect_error(dir / "missing.safetensors", "no such file");
   write_all(dir / "short.safetensors", "abc");
   expect_error(dir / "short.safetensors", "too short");
-  std::string good = nn::safetensors_encode(
-      {{"w", HostTensor::from(std::vector<float>{1, 2, 3, 4}, {4})}});
+  std::string good =
+      nn::safetensors_encode({{"w", HostTensor::from(std::vector<float>{1, 2, 3, 4}, {4})}});
   write_all(dir / "truncated.safetensors", good.substr(0, good.size() - 4));
   expect_error(dir / "truncated.safetensors", "outside the data");
   std::string bad_json = good;

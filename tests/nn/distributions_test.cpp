@@ -1,7 +1,8 @@
 // Categorical and Normal: log_prob and entropy against torch's formulas; sample frequencies.
+#include "nn/distributions.h"
+
 #include <cmath>
 
-#include "nn/distributions.h"
 #include "nn/nn_util.h"
 
 namespace tempo {

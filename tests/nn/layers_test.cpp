@@ -21,11 +21,24 @@ TEST(Layers, ParameterNamesAreStable) {
   auto named = mlp.named_parameters();
   std::vector<std::string> names;
   for (auto& [n, p] : named) names.push_back(n);
-  EXPECT_EQ(names, (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias",
-                                             "2.weight", "2.bias"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias", "2.weight",
+                                             "2.bias"}));
   EXPECT_TRUE(named[0].second.trainable());
   EXPECT_EQ(named[0].second.domain().size(), 1u);
   EXPECT_EQ(named[0].second.shape().str(), "(8, 3)");
+}
+
+TEST(Layers, OutputDomainIsTheUnion) {
+  Context ctx;
+  Dim b = ctx.dim("b", "B"), i = ctx.dim("i", "I"), t = ctx.dim("t", "T");
+  nn::MLP mlp(ctx, {4, 8, 2}, i);
+  RT obs = ctx.constant(0.5, {4}, DType::Float32, {b, t});
+  RT y = mlp(obs);
+  ASSERT_EQ(y.domain().size(), 3u);
+  EXPECT_EQ(y.domain()[0].name(), "b");
+  EXPECT_EQ(y.domain()[1].name(), "i");
+  EXPECT_EQ(y.domain()[2].name(), "t");
+  EXPECT_EQ(y.shape().str(), "(2)");
 }
 
 TEST(Layers, LinearMatchesTorchOverIterations) {
@@ -49,9 +62,12 @@ TEST(Layers, MlpMatchesTorch) {
   torch::Tensor x = torch::randn({7, 4});
   Context ctx;
   nn::MLP mlp(ctx, {4, 16, 16, 3}, std::nullopt, nn::relu, nn::tanh);
-  mlp.init_from({{"0.weight", host(l0->weight)}, {"0.bias", host(l0->bias)},
-                 {"1.weight", host(l1->weight)}, {"1.bias", host(l1->bias)},
-                 {"2.weight", host(l2->weight)}, {"2.bias", host(l2->bias)}});
+  mlp.init_from({{"0.weight", host(l0->weight)},
+                 {"0.bias", host(l0->bias)},
+                 {"1.weight", host(l1->weight)},
+                 {"1.bias", host(l1->bias)},
+                 {"2.weight", host(l2->weight)},
+                 {"2.bias", host(l2->bias)}});
   RT y = mlp(ctx.tensor(host(x))).retain();
   Executable exe = ctx.compile({});
   exe.run();
@@ -89,8 +105,7 @@ TEST(Layers, EmbeddingAndConvMatchTorch) {
   emb.init_from({{"weight", host(table)}});
   nn::Conv2d c(ctx, 2, 3, 3, std::nullopt, 1, 1);
   c.init_from({{"weight", host(conv->weight)}, {"bias", host(conv->bias)}});
-  RT e = emb(ctx.tensor(HostTensor::from(std::vector<int64_t>{1, 7, 3, 0, 9, 1}, {2, 3})))
-             .retain();
+  RT e = emb(ctx.tensor(HostTensor::from(std::vector<int64_t>{1, 7, 3, 0, 9, 1}, {2, 3}))).retain();
   RT y = c(ctx.tensor(host(img))).retain();
   Executable exe = ctx.compile({});
   exe.run();

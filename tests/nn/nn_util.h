@@ -29,7 +29,9 @@ inline void expect_close(const torch::Tensor& actual, const torch::Tensor& expec
                          const std::string& what, double tol = 1e-4) {
   ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
   EXPECT_TRUE(torch::allclose(actual, expected.to(actual.dtype()), tol, tol))
-      << what << "\nactual:\n" << actual << "\nexpected:\n" << expected;
+      << what << "\nactual:\n"
+      << actual << "\nexpected:\n"
+      << expected;
 }
 
 }  // namespace tempo::nntest

@@ -1,11 +1,12 @@
 // Optimizers as recurrences over iterations against torch::optim on a fixed quadratic loss;
 // learning-rate schedules; gradient clipping.
+#include "optim/optim.h"
+
 #include <cmath>
 
 #include "api/autodiff.h"
 #include "nn/module.h"
 #include "nn/nn_util.h"
-#include "optim/optim.h"
 #include "util/error.h"
 
 namespace tempo {
@@ -31,7 +32,9 @@ const torch::Tensor& coeff() {
 }
 
 // loss(w) = sum(c * (w - target)^2)
-torch::Tensor eager_loss(const torch::Tensor& w) { return (coeff() * (w - target()).pow(2)).sum(); }
+torch::Tensor eager_loss(const torch::Tensor& w) {
+  return (coeff() * (w - target()).pow(2)).sum();
+}
 
 // The torch trajectory w_0 .. w_kSteps; set_lr(k) is called before step k.
 template <typename Opt>
@@ -97,8 +100,8 @@ TEST_P(OptimTest, SgdMatchesTorch) {
 
 TEST_P(OptimTest, SgdMomentumNesterovWeightDecayMatchesTorch) {
   torch::Tensor w = w_init().clone().requires_grad_(true);
-  torch::optim::SGD ref({w},
-                        torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.1));
+  torch::optim::SGD ref(
+      {w}, torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.1));
   auto want = torch_trajectory(ref, w);
   auto got = tempo_trajectory(
       [](Context&, const Dim&, std::vector<nn::Parameter> ps) {

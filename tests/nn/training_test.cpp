@@ -78,8 +78,7 @@ TEST(Training, CategoricalPolicyGradientMatchesTorch) {
   torch::Tensor act = torch::tensor({0, 2, 1, 1, 0, 2}, torch::kInt64);
   torch::Tensor adv = torch::randn({6});
   torch::nn::Linear pi(4, 3);
-  std::map<std::string, HostTensor> init = {{"weight", host(pi->weight)},
-                                            {"bias", host(pi->bias)}};
+  std::map<std::string, HostTensor> init = {{"weight", host(pi->weight)}, {"bias", host(pi->bias)}};
   torch::Tensor logp = torch::log_softmax(pi(obs), -1).gather(-1, act.unsqueeze(-1)).squeeze(-1);
   torch::Tensor loss = -(logp * adv).mean();
   loss.backward();
