@@ -8,9 +8,9 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 
 #include "api/tempo.h"
@@ -135,7 +135,8 @@ int main(int argc, char** argv) {
     rows.push_back(measure("map (symbol, cast, mul, add)", ctx, {{t.bound, T}}, eager, 4 * T));
   }
 
-  std::printf("T = %lld, LibTorch CPU, 1 thread; thread CPU time, best of 5 runs\n", static_cast<long long>(T));
+  std::printf("T = %lld, LibTorch CPU, 1 thread; thread CPU time, best of 5 runs\n",
+              static_cast<long long>(T));
   std::printf("%-30s %10s %14s %14s %14s %14s\n", "program", "launches", "tempo ns/op",
               "executor ns/op", "eager ns/call", "overhead ns/op");
   for (const Row& r : rows) {

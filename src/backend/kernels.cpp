@@ -89,7 +89,9 @@ std::unique_ptr<Kernel> compare(const std::string& who, Op f) {
   });
 }
 
-bool integral(torch::ScalarType st) { return st != torch::kFloat32 && st != torch::kFloat64; }
+bool integral(torch::ScalarType st) {
+  return st != torch::kFloat32 && st != torch::kFloat64;
+}
 
 std::unique_ptr<Kernel> udf_kernel(const ir::Graph& g, const ir::OpNode& op,
                                    const sym::SymbolLayout& layout, TorchState& state) {
@@ -115,8 +117,8 @@ std::unique_ptr<Kernel> udf_kernel(const ir::Graph& g, const ir::OpNode& op,
     std::vector<ir::HostTensor> res = udf->fn(inputs, point);
     const std::string name = cat("UDF '", udf->name, "' (", who, ")");
     if (res.size() != shapes.size())
-      throw UserError(cat(name, " returned ", res.size(), " tensors but declares ",
-                          shapes.size(), " outputs"));
+      throw UserError(
+          cat(name, " returned ", res.size(), " tensors but declares ", shapes.size(), " outputs"));
     for (size_t k = 0; k < res.size(); ++k) {
       Sizes want = shapes[k].eval(env);
       bool same = res[k].shape.size() == want.size();
@@ -127,13 +129,15 @@ std::unique_ptr<Kernel> udf_kernel(const ir::Graph& g, const ir::OpNode& op,
           got += (i ? ", " : "") + std::to_string(res[k].shape[i]);
         std::string exp = ir::dtype_name(dtypes[k]) + std::string("(");
         for (size_t i = 0; i < want.size(); ++i) exp += (i ? ", " : "") + std::to_string(want[i]);
-        throw UserError(cat(name, " output ", k, " is ", got, ") but was declared ", exp,
-                            ") at point (", [&] {
-                              std::string p;
-                              for (size_t i = 0; i < point.size(); ++i)
-                                p += (i ? ", " : "") + std::to_string(point[i]);
-                              return p;
-                            }(), ")"));
+        throw UserError(cat(
+            name, " output ", k, " is ", got, ") but was declared ", exp, ") at point (",
+            [&] {
+              std::string p;
+              for (size_t i = 0; i < point.size(); ++i)
+                p += (i ? ", " : "") + std::to_string(point[i]);
+              return p;
+            }(),
+            ")"));
       }
       out[k] = wrap(host_to_torch(res[k], st->device));
     }
@@ -175,10 +179,10 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
           out[0] = cached;
         });
       }
-      return kernel(who, [shape, v, opts](const ValuePtr*, size_t, const int64_t* env,
-                                          ValuePtr* out) {
-        out[0] = wrap(torch::full(shape.eval(env), v, opts));
-      });
+      return kernel(who,
+                    [shape, v, opts](const ValuePtr*, size_t, const int64_t* env, ValuePtr* out) {
+                      out[0] = wrap(torch::full(shape.eval(env), v, opts));
+                    });
     }
     case ir::OpKind::RandUniform:
     case ir::OpKind::RandNormal: {
@@ -213,9 +217,8 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
       internal_error(cat("make_kernel called for the Merge ", who));
     case ir::OpKind::Identity:
     case ir::OpKind::Detach:
-      return kernel(who, [](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
-        out[0] = in[0];
-      });
+      return kernel(
+          who, [](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) { out[0] = in[0]; });
 
     // ---- elementwise unary ----
     case ir::OpKind::Neg:
@@ -245,9 +248,8 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
         return integral(x.scalar_type()) ? x : x.floor();
       });
     case ir::OpKind::Ceil:
-      return unary(who, st, [](const torch::Tensor& x) {
-        return integral(x.scalar_type()) ? x : x.ceil();
-      });
+      return unary(who, st,
+                   [](const torch::Tensor& x) { return integral(x.scalar_type()) ? x : x.ceil(); });
     case ir::OpKind::Not:
       return unary(who, st, [](const torch::Tensor& x) { return x.logical_not(); });
     case ir::OpKind::Cast:
@@ -263,9 +265,8 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
     case ir::OpKind::Div:
       return arith(who, st, [](const torch::Tensor& x, const torch::Tensor& y) { return x / y; });
     case ir::OpKind::Pow:
-      return arith(who, st, [](const torch::Tensor& x, const torch::Tensor& y) {
-        return x.pow(y);
-      });
+      return arith(who, st,
+                   [](const torch::Tensor& x, const torch::Tensor& y) { return x.pow(y); });
     case ir::OpKind::Maximum:
       return arith(who, st, [](const torch::Tensor& x, const torch::Tensor& y) {
         return torch::maximum(x, y);
@@ -287,13 +288,11 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
     case ir::OpKind::Ge:
       return compare(who, [](const torch::Tensor& x, const torch::Tensor& y) { return x.ge(y); });
     case ir::OpKind::And:
-      return compare(who, [](const torch::Tensor& x, const torch::Tensor& y) {
-        return x.logical_and(y);
-      });
+      return compare(
+          who, [](const torch::Tensor& x, const torch::Tensor& y) { return x.logical_and(y); });
     case ir::OpKind::Or:
-      return compare(who, [](const torch::Tensor& x, const torch::Tensor& y) {
-        return x.logical_or(y);
-      });
+      return compare(
+          who, [](const torch::Tensor& x, const torch::Tensor& y) { return x.logical_or(y); });
     case ir::OpKind::Where:
       return kernel(who, [st](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
         out[0] = wrap(torch::where(as(tensor_of(in[0]), torch::kBool), as(tensor_of(in[1]), st),
@@ -304,21 +303,21 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
     case ir::OpKind::Sum: {
       std::vector<int64_t> dims = a.ints;
       const bool keep = a.keepdim;
-      return kernel(who, [dims, keep, st](const ValuePtr* in, size_t, const int64_t*,
-                                          ValuePtr* out) {
-        const torch::Tensor& x = tensor_of(in[0]);
-        torch::Tensor r;
-        if (!dims.empty()) {
-          r = x.sum(dims, keep);
-        } else if (keep) {
-          std::vector<int64_t> all(x.dim());
-          for (int64_t i = 0; i < x.dim(); ++i) all[i] = i;
-          r = x.dim() ? x.sum(all, true) : x.sum();
-        } else {
-          r = x.sum();
-        }
-        out[0] = wrap(as(r, st));
-      });
+      return kernel(who,
+                    [dims, keep, st](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+                      const torch::Tensor& x = tensor_of(in[0]);
+                      torch::Tensor r;
+                      if (!dims.empty()) {
+                        r = x.sum(dims, keep);
+                      } else if (keep) {
+                        std::vector<int64_t> all(x.dim());
+                        for (int64_t i = 0; i < x.dim(); ++i) all[i] = i;
+                        r = x.dim() ? x.sum(all, true) : x.sum();
+                      } else {
+                        r = x.sum();
+                      }
+                      out[0] = wrap(as(r, st));
+                    });
     }
     case ir::OpKind::ReduceMax: {
       const int64_t d = int_attr(0);
@@ -342,12 +341,12 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
       // The inferred output shape has -1 sizes resolved.
       SymShape shape = out_shape();
       const bool expand = op.kind == ir::OpKind::Expand;
-      return kernel(who, [shape, expand](const ValuePtr* in, size_t, const int64_t* env,
-                                         ValuePtr* out) {
-        const torch::Tensor& x = tensor_of(in[0]);
-        Sizes s = shape.eval(env);
-        out[0] = wrap(expand ? x.expand(s) : x.reshape(s));
-      });
+      return kernel(who,
+                    [shape, expand](const ValuePtr* in, size_t, const int64_t* env, ValuePtr* out) {
+                      const torch::Tensor& x = tensor_of(in[0]);
+                      Sizes s = shape.eval(env);
+                      out[0] = wrap(expand ? x.expand(s) : x.reshape(s));
+                    });
     }
     case ir::OpKind::Permute: {
       std::vector<int64_t> perm = a.ints;
@@ -370,10 +369,10 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
     case ir::OpKind::Slice: {
       const int64_t d = int_attr(0);
       sym::CompiledExpr start = expr_attr(0), stop = expr_attr(1);
-      return kernel(who, [d, start, stop](const ValuePtr* in, size_t, const int64_t* env,
-                                          ValuePtr* out) {
-        out[0] = wrap(tensor_of(in[0]).slice(d, start.eval(env), stop.eval(env)));
-      });
+      return kernel(
+          who, [d, start, stop](const ValuePtr* in, size_t, const int64_t* env, ValuePtr* out) {
+            out[0] = wrap(tensor_of(in[0]).slice(d, start.eval(env), stop.eval(env)));
+          });
     }
     case ir::OpKind::Pad: {
       const int64_t d = int_attr(0);
@@ -410,8 +409,7 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
     case ir::OpKind::Index: {
       const int64_t d = int_attr(0);
       sym::CompiledExpr pos = expr_attr(0);
-      return kernel(who, [d, pos](const ValuePtr* in, size_t, const int64_t* env,
-                                  ValuePtr* out) {
+      return kernel(who, [d, pos](const ValuePtr* in, size_t, const int64_t* env, ValuePtr* out) {
         out[0] = wrap(tensor_of(in[0]).select(d, pos.eval(env)));
       });
     }
@@ -431,13 +429,13 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
     case ir::OpKind::IndexAdd: {
       const int64_t d = int_attr(0);
       const bool scatter = op.kind == ir::OpKind::ScatterAdd;
-      return kernel(who, [d, st, scatter](const ValuePtr* in, size_t, const int64_t*,
-                                          ValuePtr* out) {
-        torch::Tensor self = as(tensor_of(in[0]), st);
-        torch::Tensor idx = as(tensor_of(in[1]), torch::kInt64);
-        torch::Tensor src = as(tensor_of(in[2]), st);
-        out[0] = wrap(scatter ? self.scatter_add(d, idx, src) : self.index_add(d, idx, src));
-      });
+      return kernel(
+          who, [d, st, scatter](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+            torch::Tensor self = as(tensor_of(in[0]), st);
+            torch::Tensor idx = as(tensor_of(in[1]), torch::kInt64);
+            torch::Tensor src = as(tensor_of(in[2]), st);
+            out[0] = wrap(scatter ? self.scatter_add(d, idx, src) : self.index_add(d, idx, src));
+          });
     }
 
     // ---- linear algebra ----
@@ -448,11 +446,11 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
     case ir::OpKind::Conv2d: {
       const int64_t stride = a.ints.size() > 0 ? a.ints[0] : 1;
       const int64_t padding = a.ints.size() > 1 ? a.ints[1] : 0;
-      return kernel(who, [st, stride, padding](const ValuePtr* in, size_t, const int64_t*,
-                                               ValuePtr* out) {
-        out[0] = wrap(torch::conv2d(as(tensor_of(in[0]), st), as(tensor_of(in[1]), st), {},
-                                    stride, padding));
-      });
+      return kernel(
+          who, [st, stride, padding](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+            out[0] = wrap(torch::conv2d(as(tensor_of(in[0]), st), as(tensor_of(in[1]), st), {},
+                                        stride, padding));
+          });
     }
   }
   internal_error(cat("no LibTorch lowering for ", who));

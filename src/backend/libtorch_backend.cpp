@@ -10,23 +10,34 @@ namespace tempo::backend {
 
 torch::ScalarType to_torch(ir::DType d) {
   switch (d) {
-    case ir::DType::Bool: return torch::kBool;
-    case ir::DType::Int32: return torch::kInt32;
-    case ir::DType::Int64: return torch::kInt64;
-    case ir::DType::Float32: return torch::kFloat32;
-    case ir::DType::Float64: return torch::kFloat64;
+    case ir::DType::Bool:
+      return torch::kBool;
+    case ir::DType::Int32:
+      return torch::kInt32;
+    case ir::DType::Int64:
+      return torch::kInt64;
+    case ir::DType::Float32:
+      return torch::kFloat32;
+    case ir::DType::Float64:
+      return torch::kFloat64;
   }
   internal_error("unknown dtype");
 }
 
 ir::DType from_torch(torch::ScalarType s) {
   switch (s) {
-    case torch::kBool: return ir::DType::Bool;
-    case torch::kInt32: return ir::DType::Int32;
-    case torch::kInt64: return ir::DType::Int64;
-    case torch::kFloat32: return ir::DType::Float32;
-    case torch::kFloat64: return ir::DType::Float64;
-    default: break;
+    case torch::kBool:
+      return ir::DType::Bool;
+    case torch::kInt32:
+      return ir::DType::Int32;
+    case torch::kInt64:
+      return ir::DType::Int64;
+    case torch::kFloat32:
+      return ir::DType::Float32;
+    case torch::kFloat64:
+      return ir::DType::Float64;
+    default:
+      break;
   }
   throw UserError(cat("tensor type ", c10::toString(s), " is not supported by Tempo"));
 }
@@ -75,9 +86,8 @@ class LibTorchBackend final : public runtime::Backend {
     if (n == 0) {
       std::vector<int64_t> shape{0};
       shape.insert(shape.end(), element_shape.begin(), element_shape.end());
-      return wrap(torch::empty(shape, torch::TensorOptions()
-                                          .dtype(to_torch(dtype))
-                                          .device(state_.device)));
+      return wrap(
+          torch::empty(shape, torch::TensorOptions().dtype(to_torch(dtype)).device(state_.device)));
     }
     std::vector<torch::Tensor> ts;
     ts.reserve(n);
@@ -85,8 +95,7 @@ class LibTorchBackend final : public runtime::Backend {
     try {
       return wrap(torch::stack(ts));
     } catch (const c10::Error& e) {
-      throw UserError(cat("cannot stack the points of a slice read: ",
-                          e.what_without_backtrace()));
+      throw UserError(cat("cannot stack the points of a slice read: ", e.what_without_backtrace()));
     }
   }
 

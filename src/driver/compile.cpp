@@ -48,12 +48,12 @@ void check_bounds(const ir::Graph& g, const Bounds& bounds, const Loc& loc) {
       throw UserError(cat("compile at ", where(loc), ": `", b.defined() ? b.str() : "<undefined>",
                           "` is not a bound symbol; pass bounds such as {{T, 100}}"));
     if (v < 1)
-      throw UserError(cat("compile at ", where(loc), ": bound ", b.str(), " = ", v,
-                          " must be at least 1"));
+      throw UserError(
+          cat("compile at ", where(loc), ": bound ", b.str(), " = ", v, " must be at least 1"));
   }
   for (const Expr& b : used_bounds(g)) {
-    bool given = std::any_of(bounds.begin(), bounds.end(),
-                             [&](const auto& p) { return p.first.same(b); });
+    bool given =
+        std::any_of(bounds.begin(), bounds.end(), [&](const auto& p) { return p.first.same(b); });
     if (!given)
       throw UserError(cat("bound ", b.str(), " has no value; pass it to compile({{", b.str(),
                           ", ...}}) (compile at ", where(loc), ")"));
@@ -65,8 +65,7 @@ void check_bounds(const ir::Graph& g, const Bounds& bounds, const Loc& loc) {
 Executable Context::compile(const Bounds& bounds, const CompileOptions& options, Loc loc) {
   const auto t_start = Clock::now();
   auto log = [&](const char* phase, Clock::time_point t0) {
-    if (options.verbose)
-      std::cerr << "[tempo] " << phase << ": " << ms_since(t0) << " ms\n";
+    if (options.verbose) std::cerr << "[tempo] " << phase << ": " << ms_since(t0) << " ms\n";
   };
   auto impl = std::make_unique<Executable::Impl>();
   impl->ctx = this;
@@ -98,12 +97,12 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   t0 = Clock::now();
   impl->backend = backend::make_libtorch_backend(backend::default_device());
   impl->backend->seed(options.seed);
-  impl->executor = std::make_unique<runtime::Executor>(impl->graph, impl->schedule,
-                                                       *impl->backend, impl->dims);
+  impl->executor =
+      std::make_unique<runtime::Executor>(impl->graph, impl->schedule, *impl->backend, impl->dims);
   log("executor", t0);
   if (options.verbose)
-    std::cerr << "[tempo] compiled for " << impl->backend->device() << " in "
-              << ms_since(t_start) << " ms\n";
+    std::cerr << "[tempo] compiled for " << impl->backend->device() << " in " << ms_since(t_start)
+              << " ms\n";
   return Executable(std::move(impl));
 }
 
@@ -142,8 +141,12 @@ MemoryStats Executable::memory() const {
   return MemoryStats{m.live_bytes, m.peak_bytes};
 }
 
-std::string Executable::schedule_str() const { return impl_->schedule.str(impl_->graph); }
+std::string Executable::schedule_str() const {
+  return impl_->schedule.str(impl_->graph);
+}
 
-int64_t Executable::ops_executed() const { return impl_->executor->ops_executed(); }
+int64_t Executable::ops_executed() const {
+  return impl_->executor->ops_executed();
+}
 
 }  // namespace tempo

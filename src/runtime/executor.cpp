@@ -196,9 +196,8 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
           InputRead in;
           in.store = stores_[store_index_[e.source] + e.source_output].get();
           in.phi = sym::CompiledSeq(e.phi, layout_);
-          TEMPO_ASSERT(in.phi.size() == src.domain.size(), "edge ", eid, " into ",
-                       op.describe(), " has phi ", e.phi.str(), " for a source domain of ",
-                       src.domain.size());
+          TEMPO_ASSERT(in.phi.size() == src.domain.size(), "edge ", eid, " into ", op.describe(),
+                       " has phi ", e.phi.str(), " for a source domain of ", src.domain.size());
           if (e.phi.is_seq())
             for (const Expr& x : e.phi.args()) in.sliced |= x.is_slice();
           else
@@ -277,8 +276,9 @@ void Executor::run(const std::vector<std::pair<Expr, int64_t>>& bounds) {
     int s = layout_.slot(b);
     if (s < 0) continue;  // a bound this program does not use
     if (static_cast<size_t>(s) < n)
-      throw UserError(cat("`", b.str(), "` is a temporal variable, not a bound; pass bounds such "
-                                        "as {{T, 100}}"));
+      throw UserError(cat("`", b.str(),
+                          "` is a temporal variable, not a bound; pass bounds such "
+                          "as {{T, 100}}"));
     if (v < 1) throw UserError(cat("bound ", b.str(), " must be at least 1, got ", v));
     env_[s] = v;
     given[s] = true;
@@ -286,8 +286,8 @@ void Executor::run(const std::vector<std::pair<Expr, int64_t>>& bounds) {
   for (const Expr& b : required_bounds_) {
     int s = layout_.slot(b);
     if (s < 0 || !given[s])
-      throw UserError(cat("bound ", b.str(), " has no value; pass it to compile({{", b.str(),
-                          ", ...}})"));
+      throw UserError(
+          cat("bound ", b.str(), " has no value; pass it to compile({{", b.str(), ", ...}})"));
   }
   std::vector<int64_t> bvals;
   for (size_t i = 0; i < stores_.size(); ++i) {
@@ -418,16 +418,14 @@ ValuePtr Executor::read(ir::OpId op, int output, const std::vector<int64_t>& poi
   if (!s) internal_error(cat("no store for op ", op, " output ", output));
   const ir::OpNode& node = graph_.op(op);
   if (point.size() != node.domain.size())
-    throw UserError(cat(node.describe(), " has a domain of ", node.domain.size(),
-                        " dimensions (", sym::dims_str(node.domain), "); got point ",
-                        point_str(point)));
+    throw UserError(cat(node.describe(), " has a domain of ", node.domain.size(), " dimensions (",
+                        sym::dims_str(node.domain), "); got point ", point_str(point)));
   if (!has_run_) throw UserError(cat("cannot read ", node.describe(), " before the program ran"));
   for (size_t k = 0; k < point.size(); ++k) {
     int64_t b = env_[layout_.slot(node.domain[k].bound)];
     if (point[k] < 0 || point[k] >= b)
-      throw UserError(cat("point ", point_str(point), " is outside the domain of ",
-                          node.describe(), ": ", node.domain[k].var.str(), " must be in [0, ",
-                          b, ")"));
+      throw UserError(cat("point ", point_str(point), " is outside the domain of ", node.describe(),
+                          ": ", node.domain[k].var.str(), " must be in [0, ", b, ")"));
   }
   if (!s->contains(point.data()))
     throw UserError(cat(node.describe(), " has no value at point ", point_str(point),

@@ -14,7 +14,9 @@ PointStore::PointStore(std::string who, size_t rank, MemoryAccount* memory)
   TEMPO_ASSERT(memory_ != nullptr);
 }
 
-PointStore::~PointStore() { clear(); }
+PointStore::~PointStore() {
+  clear();
+}
 
 void PointStore::clear() {
   for (auto& v : flat_)
@@ -37,8 +39,7 @@ void PointStore::reset(const int64_t* bounds) {
     if (__builtin_mul_overflow(static_cast<int64_t>(total_), bounds[i], &next)) overflow = true;
     total_ = static_cast<size_t>(next);
   }
-  if (overflow)
-    throw UserError(cat("the temporal domain of ", who_, " has more than 2^63 points"));
+  if (overflow) throw UserError(cat("the temporal domain of ", who_, " has more than 2^63 points"));
   flat_mode_ = total_ <= kFlatLimit;
 }
 

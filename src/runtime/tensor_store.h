@@ -47,8 +47,10 @@ class PointStore {
 
   void put(const int64_t* point, ValuePtr v) {
     ValuePtr& slot = slot_for_write(key(point));
-    if (slot) memory_->release(*slot);
-    else ++size_;
+    if (slot)
+      memory_->release(*slot);
+    else
+      ++size_;
     memory_->acquire(*v);
     slot = std::move(v);
   }

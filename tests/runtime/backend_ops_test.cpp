@@ -20,11 +20,16 @@ using runtime::ValuePtr;
 
 DType dtype_of(torch::ScalarType s) {
   switch (s) {
-    case torch::kBool: return DType::Bool;
-    case torch::kInt32: return DType::Int32;
-    case torch::kInt64: return DType::Int64;
-    case torch::kFloat64: return DType::Float64;
-    default: return DType::Float32;
+    case torch::kBool:
+      return DType::Bool;
+    case torch::kInt32:
+      return DType::Int32;
+    case torch::kInt64:
+      return DType::Int64;
+    case torch::kFloat64:
+      return DType::Float64;
+    default:
+      return DType::Float32;
   }
 }
 
@@ -37,11 +42,16 @@ HostTensor host(const torch::Tensor& t) {
 
 torch::ScalarType scalar_type(DType d) {
   switch (d) {
-    case DType::Bool: return torch::kBool;
-    case DType::Int32: return torch::kInt32;
-    case DType::Int64: return torch::kInt64;
-    case DType::Float64: return torch::kFloat64;
-    default: return torch::kFloat32;
+    case DType::Bool:
+      return torch::kBool;
+    case DType::Int32:
+      return torch::kInt32;
+    case DType::Int64:
+      return torch::kInt64;
+    case DType::Float64:
+      return torch::kFloat64;
+    default:
+      return torch::kFloat32;
   }
 }
 
@@ -102,10 +112,13 @@ class OpRunner {
 void expect_same(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
   ASSERT_EQ(got.sizes(), want.sizes()) << what;
   if (got.is_floating_point())
-    EXPECT_TRUE(torch::allclose(got, want.to(got.scalar_type()), 1e-5, 1e-6))
-        << what << "\n" << got << "\n" << want;
+    EXPECT_TRUE(torch::allclose(got, want.to(got.scalar_type()), 1e-5, 1e-6)) << what << "\n"
+                                                                              << got << "\n"
+                                                                              << want;
   else
-    EXPECT_TRUE(torch::equal(got, want.to(got.scalar_type()))) << what << "\n" << got << "\n" << want;
+    EXPECT_TRUE(torch::equal(got, want.to(got.scalar_type()))) << what << "\n"
+                                                               << got << "\n"
+                                                               << want;
 }
 
 Attrs ints(std::vector<int64_t> v, bool keepdim = false) {
@@ -189,9 +202,11 @@ TEST_F(BackendOps, Binary) {
 TEST_F(BackendOps, ReductionsAndScans) {
   torch::Tensor x = torch::randn({3, 4, 5});
   expect_same(run1(OpKind::Sum, ints({1}), {x}), x.sum(1), "Sum dim 1");
-  expect_same(run1(OpKind::Sum, ints({0, 2}, true), {x}), x.sum(std::vector<int64_t>{0, 2}, true), "Sum keepdim");
+  expect_same(run1(OpKind::Sum, ints({0, 2}, true), {x}), x.sum(std::vector<int64_t>{0, 2}, true),
+              "Sum keepdim");
   expect_same(run1(OpKind::Sum, ints({}), {x}), x.sum(), "Sum all");
-  expect_same(run1(OpKind::Sum, ints({}, true), {x}), x.sum(std::vector<int64_t>{0, 1, 2}, true), "Sum all keepdim");
+  expect_same(run1(OpKind::Sum, ints({}, true), {x}), x.sum(std::vector<int64_t>{0, 1, 2}, true),
+              "Sum all keepdim");
   torch::Tensor i = torch::randint(0, 10, {4, 3}, torch::kInt64);
   expect_same(run1(OpKind::Sum, ints({0}), {i > 4}), (i > 4).sum(0), "bool Sum is int64");
   auto mx = run(OpKind::ReduceMax, ints({2}), {x});
@@ -265,8 +280,7 @@ TEST_F(BackendOps, Sources) {
   c.scalar = 1.5;
   expect_same(run1(OpKind::Const, c, {}, true), torch::full({2, 5}, 1.5), "Const");
   c.dtype = DType::Int64;
-  expect_same(run1(OpKind::Const, c, {}, true), torch::full({2, 5}, 1, torch::kInt64),
-              "int Const");
+  expect_same(run1(OpKind::Const, c, {}, true), torch::full({2, 5}, 1, torch::kInt64), "int Const");
   Attrs ar;
   ar.exprs = {t_.bound + 1};
   ar.dtype = DType::Int64;

@@ -1,9 +1,10 @@
 // The executor on hand-built graphs and schedules (no scheduler involved), with the LibTorch
 // backend behind its header-only interface.
+#include "runtime/executor.h"
+
 #include <gtest/gtest.h>
 
 #include "backend/libtorch_backend.h"
-#include "runtime/executor.h"
 #include "util/error.h"
 
 namespace tempo::runtime {
@@ -16,7 +17,9 @@ using schedule::Stmt;
 using schedule::StmtKind;
 using schedule::StmtPtr;
 
-ir::TensorType f32(std::vector<Expr> shape = {}) { return {DType::Float32, ir::Shape(shape)}; }
+ir::TensorType f32(std::vector<Expr> shape = {}) {
+  return {DType::Float32, ir::Shape(shape)};
+}
 
 ir::OpId add_op(ir::Graph& g, OpKind kind, Dims domain, std::vector<ir::TensorType> outs,
                 ir::Attrs attrs = {}, const std::string& name = "") {
@@ -110,7 +113,8 @@ TEST_F(Fixture, AffineMapOverTime) {
                             exec(y, {c0.var}), dealloc(m, {c0.var})})}));
   Executor ex(g, s, *backend, {t});
   ex.run({{t.bound, 5}});
-  for (int64_t i = 0; i < 5; ++i) EXPECT_DOUBLE_EQ(value_at(ex, *backend, y, {i}), 2 * (i + 0.5) + 1);
+  for (int64_t i = 0; i < 5; ++i)
+    EXPECT_DOUBLE_EQ(value_at(ex, *backend, y, {i}), 2 * (i + 0.5) + 1);
   EXPECT_EQ(ex.ops_executed(), 2 + 3 * 5);
   // y's five scalars and the two constants stay; x and m were freed.
   EXPECT_EQ(ex.memory().live_bytes, 4 * 7);

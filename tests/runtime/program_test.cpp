@@ -111,15 +111,14 @@ TEST(Program, DriverErrors) {
   RT y = x + 1.0;
   RT r = y.retain();
   std::string m = error_of([&] { ctx.compile({}); });
-  EXPECT_NE(m.find("bound T has no value; pass it to compile({{T, ...}})"), std::string::npos)
-      << m;
+  EXPECT_NE(m.find("bound T has no value; pass it to compile({{T, ...}})"), std::string::npos) << m;
   EXPECT_NE(error_of([&] { ctx.compile({{t.bound, 0}}); }), "");
   Executable exe = ctx.compile({{t.bound, 4}});
   exe.run();
   m = error_of([&] { exe.get(x, {0}); });
   EXPECT_NE(m.find("retain"), std::string::npos) << m;
-  EXPECT_NE(error_of([&] { exe.get(r, {}); }), "");     // wrong point length
-  EXPECT_NE(error_of([&] { exe.get(r, {4}); }), "");    // outside the domain
+  EXPECT_NE(error_of([&] { exe.get(r, {}); }), "");   // wrong point length
+  EXPECT_NE(error_of([&] { exe.get(r, {4}); }), "");  // outside the domain
   EXPECT_DOUBLE_EQ(exe.get(r, {3}).at(0), 2.0);
   EXPECT_FALSE(exe.schedule_str().empty());
 }

@@ -16,7 +16,9 @@ class FakeValue : public Value {
   int64_t n_;
 };
 
-ValuePtr val(int64_t n) { return std::make_shared<FakeValue>(n); }
+ValuePtr val(int64_t n) {
+  return std::make_shared<FakeValue>(n);
+}
 
 TEST(PointStore, PutGetErase) {
   MemoryAccount mem;
