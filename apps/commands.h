@@ -4,3 +4,4 @@
 
 int run_expr_command(int argc, char** argv);
 int run_show_command(int argc, char** argv);
+int run_train_command(int argc, char** argv);

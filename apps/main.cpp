@@ -18,6 +18,7 @@ struct Command {
 const Command kCommands[] = {
     {"expr", run_expr_command, "inspect symbolic expressions (simplify, invert, isl, equal, eval)"},
     {"show", run_show_command, "print a built-in example's SDG or schedule (tempo show --list)"},
+    {"train", run_train_command, "train a policy with PPO, A2C or REINFORCE (tempo train --help)"},
 };
 
 void usage(FILE* out) {

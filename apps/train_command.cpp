@@ -1,0 +1,179 @@
+// `tempo train <ppo|a2c|reinforce> --env NAME ...`: trains a policy on a classic-control
+// environment with a recurrent-tensor RL program and writes its learning curve.
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "commands.h"
+#include "rl/algorithms/algorithms.h"
+#include "util/error.h"
+
+namespace {
+
+using tempo::UserError;
+using tempo::cat;
+
+const char* kUsage =
+    "usage: tempo train <ppo|a2c|reinforce> [--env NAME] [--seed S] [--iterations I]\n"
+    "                   [--num-envs N] [--steps T] [--lr X] [--out DIR] [--verbose]\n"
+    "  --env         CartPole-v1 (default), Pendulum-v1, Acrobot-v1, MountainCar-v0\n"
+    "  --iterations  rollouts and updates (default 60)\n"
+    "  --num-envs    environments stepped together (default 8)\n"
+    "  --steps       timesteps per rollout (default 64)\n"
+    "  --lr          Adam learning rate (default 2.5e-3)\n"
+    "  --out DIR     writes DIR/curve.csv and DIR/curve.svg at the end\n";
+
+int64_t parse_int(const std::string& flag, const std::string& s) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end || errno) throw UserError(cat(flag, " expects an integer, got '", s, "'"));
+  return v;
+}
+
+double parse_double(const std::string& flag, const std::string& s) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end || errno || !std::isfinite(v))
+    throw UserError(cat(flag, " expects a number, got '", s, "'"));
+  return v;
+}
+
+// Writes `text` to `path` through a temporary file and a rename (never half-written).
+void write_atomic(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw UserError(cat("cannot write ", tmp.string()));
+    f << text;
+    f.flush();
+    if (!f) throw UserError(cat("cannot write ", tmp.string()));
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+std::string fmt(double v, int prec = 2) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(prec);
+  s << v;
+  return s.str();
+}
+
+std::string curve_svg(const std::vector<tempo::rl::CurvePoint>& curve, const std::string& title) {
+  const double W = 640, H = 400, L = 70, R = 20, Tp = 40, B = 50;
+  double xmax = 1, ymin = 0, ymax = 1;
+  for (const auto& p : curve) {
+    xmax = std::max(xmax, static_cast<double>(p.env_steps));
+    if (!std::isnan(p.mean_return)) {
+      ymin = std::min(ymin, p.mean_return);
+      ymax = std::max(ymax, p.mean_return);
+    }
+  }
+  if (ymax - ymin < 1e-9) ymax = ymin + 1;
+  auto X = [&](double x) { return L + (W - L - R) * x / xmax; };
+  auto Y = [&](double y) { return H - B - (H - Tp - B) * (y - ymin) / (ymax - ymin); };
+  std::ostringstream s;
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+    << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << title
+    << "</text>\n";
+  // Axes, ticks and labels.
+  s << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B
+    << "\" stroke=\"black\"/>\n<line x1=\"" << L << "\" y1=\"" << Tp << "\" x2=\"" << L
+    << "\" y2=\"" << H - B << "\" stroke=\"black\"/>\n";
+  for (int k = 0; k <= 4; ++k) {
+    double xv = xmax * k / 4, yv = ymin + (ymax - ymin) * k / 4;
+    s << "<line x1=\"" << fmt(X(xv)) << "\" y1=\"" << H - B << "\" x2=\"" << fmt(X(xv))
+      << "\" y2=\"" << H - B + 5 << "\" stroke=\"black\"/>\n<text x=\"" << fmt(X(xv)) << "\" y=\""
+      << H - B + 18 << "\" text-anchor=\"middle\">" << fmt(xv, 0) << "</text>\n";
+    s << "<line x1=\"" << L - 5 << "\" y1=\"" << fmt(Y(yv)) << "\" x2=\"" << L << "\" y2=\""
+      << fmt(Y(yv)) << "\" stroke=\"black\"/>\n<text x=\"" << L - 8 << "\" y=\"" << fmt(Y(yv) + 4)
+      << "\" text-anchor=\"end\">" << fmt(yv, 1) << "</text>\n";
+  }
+  s << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 12
+    << "\" text-anchor=\"middle\">environment steps</text>\n<text x=\"18\" y=\"" << (Tp + H - B) / 2
+    << "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " << (Tp + H - B) / 2
+    << ")\">mean episodic return</text>\n";
+  s << "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"";
+  for (const auto& p : curve)
+    if (!std::isnan(p.mean_return))
+      s << fmt(X(static_cast<double>(p.env_steps))) << "," << fmt(Y(p.mean_return)) << " ";
+  s << "\"/>\n</svg>\n";
+  return s.str();
+}
+
+}  // namespace
+
+int run_train_command(int argc, char** argv) {
+  tempo::rl::TrainConfig cfg;
+  std::string out;
+  bool have_algo = false;
+  for (int k = 1; k < argc; ++k) {
+    std::string a = argv[k];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a == "--whole-component") {
+      cfg.whole_component = true;
+      continue;
+    }
+    if (a == "--no-clip") {
+      cfg.max_grad_norm = 0;
+      continue;
+    }
+    if (a == "--verbose") {
+      cfg.verbose = true;
+      continue;
+    }
+    if (a.rfind("--", 0) == 0) {
+      if (k + 1 >= argc) throw UserError(cat(a, " expects a value"));
+      std::string v = argv[++k];
+      if (a == "--env") cfg.env = v;
+      else if (a == "--seed") cfg.seed = static_cast<uint64_t>(parse_int(a, v));
+      else if (a == "--iterations") cfg.iterations = parse_int(a, v);
+      else if (a == "--num-envs") cfg.num_envs = parse_int(a, v);
+      else if (a == "--steps") cfg.steps = parse_int(a, v);
+      else if (a == "--lr") cfg.lr = parse_double(a, v);
+      else if (a == "--out") out = v;
+      else if (a == "--optimizer") cfg.optimizer = v;
+      else if (a == "--hidden") cfg.hidden = parse_int(a, v);
+      else throw UserError(cat("unknown option ", a, " (try `tempo train --help`)"));
+      continue;
+    }
+    if (have_algo) throw UserError(cat("unexpected argument '", a, "'"));
+    cfg.algo = a;
+    have_algo = true;
+  }
+  if (!have_algo) throw UserError("missing algorithm (ppo, a2c or reinforce); see `tempo train --help`");
+  tempo::rl::validate(cfg);
+  std::cout << "training " << cfg.algo << " on " << cfg.env << ": " << cfg.iterations
+            << " iterations x " << cfg.num_envs << " envs x " << cfg.steps << " steps, lr "
+            << cfg.lr << ", seed " << cfg.seed << std::endl;
+  tempo::rl::TrainResult res = tempo::rl::train(cfg, &std::cout);
+  std::cout << "compile time: " << fmt(res.compile_seconds) << " s, run time: "
+            << fmt(res.run_seconds) << " s, episodes: " << res.episodes << "\n";
+  if (!out.empty()) {
+    std::filesystem::create_directories(out);
+    std::ostringstream csv;
+    csv << "env_steps,mean_return\n";
+    for (const auto& p : res.curve)
+      if (!std::isnan(p.mean_return)) csv << p.env_steps << "," << fmt(p.mean_return, 4) << "\n";
+    write_atomic(std::filesystem::path(out) / "curve.csv", csv.str());
+    write_atomic(std::filesystem::path(out) / "curve.svg",
+                 curve_svg(res.curve, cat(cfg.algo, " on ", cfg.env)));
+  }
+  std::cout << "final mean return: " << fmt(res.final_mean_return) << std::endl;
+  return 0;
+}

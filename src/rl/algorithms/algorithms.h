@@ -1,0 +1,65 @@
+// Policy-gradient RL algorithms (REINFORCE, A2C, PPO) written as recurrent-tensor programs
+// (TEMPO §3, Alg. 1), over an iteration dimension i and a timestep dimension t; the N
+// environments of a batched env form a leading spatial dimension.
+//
+//   rl::TrainConfig cfg;  cfg.algo = "a2c";  cfg.env = "CartPole-v1";
+//   rl::TrainResult res = rl::train(cfg, &std::cout);
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "api/tempo.h"
+
+namespace tempo::rl {
+
+// Discounted sums within a rollout that respect episode boundaries: at (..., t),
+//   sum_{k >= t} gamma^(k - t) x[..., k] * alive(t, k),  alive(t, k) = no done in [t, k),
+// for x and done of the same shape over a domain containing t (done is 1 where an episode ended
+// after step k). Written with the future slice x[..., t:T] (a dynamic (T - t) dimension).
+RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t,
+                      Loc loc = Loc::current());
+
+struct TrainConfig {
+  std::string algo = "a2c";  // "reinforce", "a2c" or "ppo"
+  std::string env = "CartPole-v1";
+  uint64_t seed = 1;
+  int64_t iterations = 60;
+  int64_t num_envs = 8;
+  int64_t steps = 64;  // timesteps per rollout (T)
+  double lr = 2.5e-3;
+  double gamma = 0.99;
+  double gae_lambda = 0.95;  // PPO; A2C uses 1 (bootstrapped full-rollout returns)
+  double ent_coef = 0.01;
+  double vf_coef = 0.5;
+  double max_grad_norm = 0.5;
+  double clip = 0.2;  // PPO ratio clip
+  int64_t hidden = 64;
+  std::string optimizer = "adam";  // or "sgd" (a much smaller program)
+  bool whole_component = false;  // CompileOptions::whole_component
+  bool verbose = false;  // compile phases on stderr
+};
+
+// Throws UserError on an unknown algorithm or environment or an invalid number.
+void validate(const TrainConfig& cfg);
+
+struct CurvePoint {
+  int64_t env_steps = 0;
+  double mean_return = 0.0;  // episodes finished in that iteration (the last known if none)
+};
+
+struct TrainResult {
+  std::vector<CurvePoint> curve;  // one point per iteration
+  double final_mean_return = 0.0;  // mean over the last iterations' returns
+  double compile_seconds = 0.0;
+  double run_seconds = 0.0;
+  int64_t episodes = 0;
+};
+
+// Builds, compiles and runs the training program; prints one progress line per iteration to
+// `log` (if given).
+TrainResult train(const TrainConfig& cfg, std::ostream* log);
+
+}  // namespace tempo::rl
