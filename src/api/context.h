@@ -19,6 +19,9 @@ struct CompileOptions {
   // isl schedule_whole_component: with deallocations scheduled, clustering (false) keeps memory
   // bounded and interleaves acting with learning; true frees loop-carried state late.
   bool whole_component = false;
+  // Schedule static islands (ops joined by same-point reads over one domain) as one statement
+  // each (TEMPO §4.4): isl's scheduling time grows fast with the number of statements.
+  bool fuse = true;
   uint64_t seed = 0;            // random number generation
   bool verbose = false;         // print compile phases and timings to stderr
 };

@@ -89,6 +89,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   so.whole_component = options.whole_component;
   so.proximity = options.proximity;
   so.deallocate = options.deallocate;
+  so.fuse = options.fuse;
   for (const auto& [b, v] : bounds) so.known_bounds.emplace_back(b.name(), v);
   impl->schedule = schedule::compute_schedule(impl->graph, so);
   log("schedule", t0);

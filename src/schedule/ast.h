@@ -34,6 +34,7 @@ struct Stmt {
 struct Schedule {
   StmtPtr root;
   Dims iterators;
+  int num_statements = 0;  // isl statements scheduled (ops or fused groups, and deallocations)
   std::string str(const ir::Graph& g) const;  // C-like pretty print, e.g. `for (c1 = 0; ...)`
 };
 

@@ -26,6 +26,7 @@ namespace tempo::schedule {
 namespace {
 
 using ir::Edge;
+using ir::EdgeId;
 using ir::Graph;
 using ir::OpId;
 using ir::OpKind;
@@ -44,8 +45,12 @@ struct OwnedCtx {
   OwnedCtx& operator=(const OwnedCtx&) = delete;
 };
 
-std::string stmt_name(OpId id) { return cat("S", id); }
-std::string dealloc_name(OpId id, int out) { return cat("D", id, "_", out); }
+std::string stmt_name(OpId id) {
+  return cat("S", id);
+}
+std::string dealloc_name(OpId id, int out) {
+  return cat("D", id, "_", out);
+}
 
 isl::set with_name(isl::set s, const std::string& name) {
   return isl::manage(isl_set_set_tuple_name(s.release(), name.c_str()));
@@ -53,7 +58,9 @@ isl::set with_name(isl::set s, const std::string& name) {
 isl::map with_range_name(isl::map m, const std::string& name) {
   return isl::manage(isl_map_set_tuple_name(m.release(), isl_dim_out, name.c_str()));
 }
-isl::union_map to_union(const isl::map& m) { return isl::union_map(m); }
+isl::union_map to_union(const isl::map& m) {
+  return isl::union_map(m);
+}
 
 // A set of a statement's points, printed as a condition over the op's variables (t == T - 1), or
 // in isl's notation over them where that fails.
@@ -144,7 +151,18 @@ std::vector<std::vector<OpId>> cyclic_components(const Graph& g) {
   return out;
 }
 
+// Scheduling the fused program failed: schedule it unfused instead.
+struct FuseFailed {};
+
 class Scheduler {
+  // Ops scheduled as one isl statement.
+  struct Group {
+    std::string name;
+    std::vector<OpId> members;  // in execution order
+    isl::set domain;
+    std::vector<std::pair<OpId, int>> local_frees;
+  };
+
  public:
   Scheduler(const Graph& g, const ScheduleOptions& opt, isl::ctx ctx)
       : g_(g), opt_(opt), ctx_(ctx) {}
@@ -152,10 +170,20 @@ class Scheduler {
   Schedule run() {
     build_statements();
     build_dependences();
+    build_groups();
+    add_group_statements();
+    add_group_dependences();
     if (opt_.deallocate) build_deallocations();
     isl::schedule sched = solve(domains_, validity_, proximity_);
-    if (sched.is_null()) report_cycle();
-    return generate(sched);
+    if (sched.is_null()) {
+      // Fusion only adds orderings inside a group; where those make the program unschedulable,
+      // scheduling it unfused finds a schedule or reports the cycle over the RTs.
+      if (opt_.fuse) throw FuseFailed();
+      report_cycle();
+    }
+    Schedule out = generate(sched);
+    out.num_statements = num_statements_;
+    return out;
   }
 
  private:
@@ -174,7 +202,6 @@ class Scheduler {
         dom = dom.intersect(any);
       }
       stmt_domain_.push_back(dom);
-      add_domain(dom);
     }
   }
 
@@ -228,7 +255,6 @@ class Scheduler {
       m = m.intersect_domain(where);
       check_in_domain(e, where, m);
       deps_[e.id] = m;
-      add_dep(m.reverse());
     }
   }
 
@@ -239,7 +265,8 @@ class Scheduler {
         with_name(condition_over(outside_box(e.phi, source.domain), sink.domain, source.domain),
                   stmt_name(sink.id)));
     // Inside the box but where the source does not execute (its cond).
-    isl::map unexecuted = isl::manage(isl_map_subtract_range(m.copy(), stmt_domain_[source.id].copy()));
+    isl::map unexecuted =
+        isl::manage(isl_map_subtract_range(m.copy(), stmt_domain_[source.id].copy()));
     outside = outside.unite(unexecuted.domain());
     if (!opt_.known_bounds.empty()) outside = outside.intersect_params(known_bounds_set());
     if (outside.is_empty()) return;
@@ -260,8 +287,8 @@ class Scheduler {
     isl::set s = sym::condition_to_isl(ctx_, cond, all);
     unsigned extra = static_cast<unsigned>(all.size() - dims.size());
     if (extra == 0) return s;
-    return isl::manage(isl_set_project_out(s.release(), isl_dim_set,
-                                           static_cast<unsigned>(dims.size()), extra));
+    return isl::manage(
+        isl_set_project_out(s.release(), isl_dim_set, static_cast<unsigned>(dims.size()), extra));
   }
 
   // { : T = 10 and I = 3 } over the known bound values.
@@ -293,25 +320,306 @@ class Scheduler {
     proximity_ = proximity_.is_null() ? to_union(upper) : proximity_.unite(to_union(upper));
   }
 
-  // ---- step 3: deallocations (TEMPO §5.2) --------------------------------------------------
+  // ---- step 3: groups of ops scheduled as one statement (TEMPO §4.4) -------------------------
+  // Without fusion every op is its own group, named as its op. With fusion, ops joined by
+  // identity edges over equal statement domains form one group, unless that would order a group
+  // both before and after an op outside it (a new cycle in the graph of groups).
+  void build_groups() {
+    const int n = static_cast<int>(g_.num_ops());
+    group_of_.resize(n);
+    for (OpId id = 0; id < n; ++id) group_of_[id] = id;
+    if (opt_.fuse) fuse_groups();
+    std::vector<int> index(n, -1);
+    groups_.reserve(n);  // Group holds isl objects that must not be copied while null
+    for (OpId id = 0; id < n; ++id) {
+      int root = group_of_[id];
+      if (index[root] < 0) {
+        index[root] = static_cast<int>(groups_.size());
+        groups_.emplace_back();
+      }
+      group_of_[id] = index[root];
+      groups_[index[root]].members.push_back(id);
+    }
+    for (int k = 0; k < static_cast<int>(groups_.size()); ++k) {
+      Group& grp = groups_[k];
+      grp.name = opt_.fuse ? cat("F", k) : stmt_name(grp.members[0]);
+      if (grp.members.size() > 1) order_members(grp);
+      for (size_t pos = 0; pos < grp.members.size(); ++pos) position_[grp.members[pos]] = pos;
+      exec_stmts_[grp.name] = k;
+    }
+  }
+
+  static bool same_dims(const Dims& a, const Dims& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t k = 0; k < a.size(); ++k)
+      if (!a[k].var.same(b[k].var) || !a[k].bound.same(b[k].bound)) return false;
+    return true;
+  }
+
+  // phi reads the source at the sink's own point.
+  bool is_identity(const Edge& e) const {
+    const Dims& src = g_.op(e.source).domain;
+    if (!same_dims(src, g_.op(e.sink).domain) || !e.phi.is_seq() || e.phi.size() != src.size())
+      return false;
+    for (size_t k = 0; k < src.size(); ++k)
+      if (!e.phi.arg(k).same(src[k].var)) return false;
+    return true;
+  }
+
+  // The sink reads an earlier point of a dimension it shares with the source (x[t - 1]) after
+  // reading the same point in every earlier dimension of the source: a loop-carried read.
+  bool is_carried(const Edge& e) const {
+    const Dims& src = g_.op(e.source).domain;
+    const Dims& snk = g_.op(e.sink).domain;
+    if (!e.phi.is_seq() || e.phi.size() != src.size()) return false;
+    for (size_t k = 0; k < src.size(); ++k) {
+      const Expr& v = src[k].var;
+      bool shared =
+          std::any_of(snk.begin(), snk.end(), [&](const Dim& d) { return d.var.same(v); });
+      if (!shared) return false;
+      const Expr& entry = e.phi.arg(k);
+      if (entry.same(v)) continue;
+      if (entry.op() != sym::Op::Add || entry.size() != 2) return false;
+      for (int a = 0; a < 2; ++a)
+        if (entry.arg(a).same(v) && entry.arg(1 - a).is_const() && entry.arg(1 - a).value() < 0)
+          return true;
+      return false;
+    }
+    return false;
+  }
+
+  bool fusible(const Edge& e) {
+    if (e.source == e.sink || e.cond.defined() || !is_identity(e)) return false;
+    const OpNode& a = g_.op(e.source);
+    const OpNode& b = g_.op(e.sink);
+    bool same_cond =
+        a.cond.defined() == b.cond.defined() && (!a.cond.defined() || a.cond.same(b.cond));
+    // Merge ops execute only where a branch is active: compare the statement domains.
+    if (!same_cond && a.kind != OpKind::Merge && b.kind != OpKind::Merge) return false;
+    return with_name(stmt_domain_[a.id], "X").is_equal(with_name(stmt_domain_[b.id], "X"));
+  }
+
+  int find(int x) {
+    while (group_of_[x] != x) x = group_of_[x] = group_of_[group_of_[x]];
+    return x;
+  }
+
+  // Whether a path leaves group `from` and reaches group `to` through ops of neither.
+  bool path_through_others(int from, int to, const std::vector<std::vector<OpId>>& succ) {
+    const int n = static_cast<int>(g_.num_ops());
+    std::vector<char> seen(n, 0);
+    std::vector<OpId> stack;
+    for (OpId v = 0; v < n; ++v) {
+      if (find(v) != from) continue;
+      for (OpId w : succ[v]) {
+        int gw = find(w);
+        if (gw != from && gw != to && !seen[w]) {
+          seen[w] = 1;
+          stack.push_back(w);
+        }
+      }
+    }
+    while (!stack.empty()) {
+      OpId v = stack.back();
+      stack.pop_back();
+      for (OpId w : succ[v]) {
+        int gw = find(w);
+        if (gw == to) return true;
+        if (gw != from && !seen[w]) {
+          seen[w] = 1;
+          stack.push_back(w);
+        }
+      }
+    }
+    return false;
+  }
+
+  // Reads between the two groups become reads inside one statement: only same-point and
+  // loop-carried ones keep it schedulable as one forward loop (a window or a read of the future
+  // inside a group would order its points both ways).
+  bool internal_reads_ok(int a, int b) {
+    for (const Edge& e : g_.edges()) {
+      int s = find(e.source), k = find(e.sink);
+      if (((s == a && k == b) || (s == b && k == a)) && !is_identity(e) && !is_carried(e))
+        return false;
+    }
+    return true;
+  }
+
+  void fuse_groups() {
+    const int n = static_cast<int>(g_.num_ops());
+    // Paths through a loop-carried read cannot bring a group back to the same point, so they
+    // are left out of the search; where that is wrong (a later read of the future cancels the
+    // carry), isl finds no schedule and the program is scheduled unfused.
+    std::vector<std::vector<OpId>> succ(n);
+    for (const Edge& e : g_.edges())
+      if (!is_carried(e)) succ[e.source].push_back(e.sink);
+    std::vector<EdgeId> candidates;
+    for (const Edge& e : g_.edges())
+      if (fusible(e)) candidates.push_back(e.id);
+    // A merge refused because of a path through a third group may become possible once that
+    // group has joined one of the two: repeat until nothing changes.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (EdgeId id : candidates) {
+        const Edge& e = g_.edge(id);
+        int a = find(e.source), b = find(e.sink);
+        if (a == b) continue;
+        if (!internal_reads_ok(a, b)) continue;
+        if (path_through_others(a, b, succ) || path_through_others(b, a, succ)) continue;
+        group_of_[std::max(a, b)] = std::min(a, b);
+        changed = true;
+      }
+    }
+    for (OpId v = 0; v < n; ++v) group_of_[v] = find(v);
+  }
+
+  // Members in a topological order of the identity reads inside the group, ties by op id. Udf
+  // ops keep ascending id order where no data dependence decides, so side effects stay
+  // deterministic.
+  void order_members(Group& grp) {
+    const size_t m = grp.members.size();
+    std::map<OpId, size_t> local;
+    for (size_t k = 0; k < m; ++k) local[grp.members[k]] = k;
+    std::vector<std::set<size_t>> succ(m);
+    for (OpId v : grp.members)
+      for (EdgeId eid : g_.op(v).inputs) {
+        const Edge& e = g_.edge(eid);
+        auto it = local.find(e.source);
+        if (it != local.end() && e.source != e.sink && is_identity(e))
+          succ[it->second].insert(local[v]);
+      }
+    auto reaches = [&](size_t from, size_t to) {
+      std::vector<char> seen(m, 0);
+      std::vector<size_t> stack{from};
+      seen[from] = 1;
+      while (!stack.empty()) {
+        size_t v = stack.back();
+        stack.pop_back();
+        if (v == to) return true;
+        for (size_t w : succ[v])
+          if (!seen[w]) {
+            seen[w] = 1;
+            stack.push_back(w);
+          }
+      }
+      return false;
+    };
+    std::vector<size_t> udfs;
+    for (size_t k = 0; k < m; ++k)
+      if (g_.op(grp.members[k]).kind == OpKind::Udf) udfs.push_back(k);
+    for (size_t x = 0; x < udfs.size(); ++x)
+      for (size_t y = x + 1; y < udfs.size(); ++y)
+        if (!reaches(udfs[y], udfs[x])) succ[udfs[x]].insert(udfs[y]);
+    std::vector<int> indegree(m, 0);
+    for (size_t v = 0; v < m; ++v)
+      for (size_t w : succ[v]) ++indegree[w];
+    std::set<size_t> ready;  // members are in ascending op id, so the smallest index first
+    for (size_t v = 0; v < m; ++v)
+      if (indegree[v] == 0) ready.insert(v);
+    std::vector<OpId> order;
+    while (!ready.empty()) {
+      size_t v = *ready.begin();
+      ready.erase(ready.begin());
+      order.push_back(grp.members[v]);
+      for (size_t w : succ[v])
+        if (--indegree[w] == 0) ready.insert(w);
+    }
+    if (order.size() != m) throw FuseFailed();  // a same-point cycle: reported unfused
+    grp.members = std::move(order);
+  }
+
+  void add_group_statements() {
+    for (Group& grp : groups_) {
+      grp.domain = with_name(stmt_domain_[grp.members[0]], grp.name);
+      add_domain(grp.domain);
+      ++num_statements_;
+    }
+  }
+
+  // A map between op statements, renamed to the statements of their groups.
+  isl::map to_groups(const isl::map& m, OpId in, OpId out) {
+    isl_map* r = isl_map_set_tuple_name(m.copy(), isl_dim_in, groups_[group_of_[in]].name.c_str());
+    r = isl_map_set_tuple_name(r, isl_dim_out, groups_[group_of_[out]].name.c_str());
+    return isl::manage(r);
+  }
+
+  void add_group_dependences() {
+    for (const Edge& e : g_.edges()) {
+      isl::map before_after = deps_[e.id].reverse();
+      if (!opt_.fuse) {
+        add_dep(before_after);
+        continue;
+      }
+      before_after = to_groups(before_after, e.source, e.sink);
+      if (group_of_[e.source] == group_of_[e.sink]) {
+        if (is_identity(e)) continue;  // ordered inside the group
+        // The same-point pairs are ordered inside the group when the source comes first.
+        if (e.source != e.sink && position_[e.source] < position_[e.sink]) {
+          isl::map same = isl::manage(isl_map_identity(
+              isl_space_map_from_set(isl_set_get_space(groups_[group_of_[e.sink]].domain.get()))));
+          before_after = before_after.subtract(same);
+        }
+        if (before_after.is_empty()) continue;
+      }
+      add_dep(before_after);
+    }
+  }
+
+  // ---- step 4: deallocations (TEMPO §5.2) --------------------------------------------------
+  // Outputs read only at the same point inside their own group are freed as the group's last
+  // steps. Others get a Dealloc statement, after the producer and after every reader of the point
+  // through the reversed dependence; outputs of a group whose readers are the same share one.
   void build_deallocations() {
     std::set<std::pair<OpId, int>> retained(opt_.retained.begin(), opt_.retained.end());
-    for (const OpNode& op : g_.ops()) {
-      if (op.kind == OpKind::Udf && op.outputs.empty()) continue;
-      for (int out = 0; out < static_cast<int>(op.outputs.size()); ++out) {
-        if (retained.count({op.id, out})) continue;
-        std::string name = dealloc_name(op.id, out);
-        isl::set dom = with_name(stmt_domain_[op.id], name);
-        add_domain(dom);
-        // After the producer...
-        isl::map produced = with_range_name(stmt_domain_[op.id].identity(), name);
-        add_dealloc_dep(produced);
-        // ...and after every reader of that point.
-        for (ir::EdgeId eid : g_.out_edges(op.id)) {
-          const Edge& e = g_.edge(eid);
-          if (e.source_output != out) continue;
-          add_dealloc_dep(with_range_name(deps_[eid], name));
+    struct Bundle {
+      std::vector<std::pair<OpId, int>> outputs;
+      isl::union_map readers;  // group of the reader -> "R" point of the producer's group
+      std::vector<isl::map> pieces;
+    };
+    for (int k = 0; k < static_cast<int>(groups_.size()); ++k) {
+      Group& grp = groups_[k];
+      std::vector<Bundle> bundles;
+      for (OpId id : grp.members) {
+        const OpNode& op = g_.op(id);
+        if (op.kind == OpKind::Udf && op.outputs.empty()) continue;
+        for (int out = 0; out < static_cast<int>(op.outputs.size()); ++out) {
+          if (retained.count({id, out})) continue;
+          std::vector<isl::map> pieces;
+          bool local = opt_.fuse;
+          for (ir::EdgeId eid : g_.out_edges(id)) {
+            const Edge& e = g_.edge(eid);
+            if (e.source_output != out) continue;
+            local = local && group_of_[e.sink] == k && is_identity(e);
+            pieces.push_back(with_range_name(to_groups(deps_[eid], e.sink, id), "R"));
+          }
+          if (local) {
+            grp.local_frees.emplace_back(id, out);
+            continue;
+          }
+          isl::union_map readers = isl::manage(isl_union_map_empty_ctx(ctx_.get()));
+          for (const auto& p : pieces) readers = readers.unite(to_union(p));
+          Bundle* same = nullptr;
+          if (opt_.fuse)
+            for (Bundle& b : bundles)
+              if (b.readers.is_equal(readers)) same = &b;
+          if (same) {
+            same->outputs.emplace_back(id, out);
+          } else {
+            bundles.push_back(Bundle{{{id, out}}, readers, pieces});
+          }
         }
+      }
+      for (size_t b = 0; b < bundles.size(); ++b) {
+        const auto& [first_op, first_out] = bundles[b].outputs[0];
+        std::string name = opt_.fuse ? cat("E", k, "_", b) : dealloc_name(first_op, first_out);
+        dealloc_stmts_[name] = bundles[b].outputs;
+        add_domain(with_name(grp.domain, name));
+        ++num_statements_;
+        // After the producer...
+        add_dealloc_dep(with_range_name(grp.domain.identity(), name));
+        // ...and after every reader of that point.
+        for (const isl::map& m : bundles[b].pieces) add_dealloc_dep(with_range_name(m, name));
       }
     }
   }
@@ -322,7 +630,7 @@ class Scheduler {
     if (opt_.proximity) proximity_ = proximity_.is_null() ? u : proximity_.unite(u);
   }
 
-  // ---- step 4: isl's scheduler -------------------------------------------------------------
+  // ---- step 5: isl's scheduler -------------------------------------------------------------
   isl::schedule solve(const isl::union_set& domains, const isl::union_map& validity,
                       const isl::union_map& proximity) {
     isl_ctx* raw = ctx_.get();
@@ -390,7 +698,7 @@ class Scheduler {
     return m ? m : "";
   }
 
-  // ---- step 5: AST -------------------------------------------------------------------------
+  // ---- step 6: AST -------------------------------------------------------------------------
   Schedule generate(const isl::schedule& sched) {
     isl_ctx* raw = ctx_.get();
     isl_ctx_reset_operations(raw);
@@ -409,7 +717,8 @@ class Scheduler {
     isl_ast_node* node = isl_ast_build_node_from_schedule(build, sched.copy());
     isl_ast_build_free(build);
     check_quota("generating the loop nest");
-    if (!node) throw InternalError(cat("schedule: isl AST generation failed: ", isl_last_error_msg()));
+    if (!node)
+      throw InternalError(cat("schedule: isl AST generation failed: ", isl_last_error_msg()));
     isl::ast_node ast = isl::manage(node);
     for (const auto& p : params_) ids_.emplace_back(p, Expr::bound(p));
     Schedule out;
@@ -500,20 +809,28 @@ class Scheduler {
   StmtPtr convert_user(const isl::ast_expr& call) {
     auto op = call.as<isl::ast_expr_op>();
     std::string name = op.arg(0).as<isl::ast_expr_id>().id().name();
-    auto s = std::make_shared<Stmt>();
-    if (name[0] == 'S') {
-      s->kind = StmtKind::Exec;
-      s->op = std::stoi(name.substr(1));
+    std::vector<Expr> point;
+    for (unsigned k = 1; k < op.n_arg(); ++k) point.push_back(to_expr(op.arg(k)));
+    std::vector<StmtPtr> body;
+    auto add = [&](StmtKind kind, OpId id, int out) {
+      TEMPO_ASSERT(point.size() == g_.op(id).domain.size(), "point arity of ", name);
+      auto s = std::make_shared<Stmt>();
+      s->kind = kind;
+      s->op = id;
+      s->output = out;
+      s->point = point;
+      body.push_back(s);
+    };
+    if (auto it = exec_stmts_.find(name); it != exec_stmts_.end()) {
+      const Group& grp = groups_[it->second];
+      for (OpId id : grp.members) add(StmtKind::Exec, id, 0);
+      for (const auto& [id, out] : grp.local_frees) add(StmtKind::Dealloc, id, out);
     } else {
-      TEMPO_ASSERT(name[0] == 'D', "unknown statement ", name);
-      auto us = name.find('_');
-      s->kind = StmtKind::Dealloc;
-      s->op = std::stoi(name.substr(1, us - 1));
-      s->output = std::stoi(name.substr(us + 1));
+      auto d = dealloc_stmts_.find(name);
+      TEMPO_ASSERT(d != dealloc_stmts_.end(), "unknown statement ", name);
+      for (const auto& [id, out] : d->second) add(StmtKind::Dealloc, id, out);
     }
-    for (unsigned k = 1; k < op.n_arg(); ++k) s->point.push_back(to_expr(op.arg(k)));
-    TEMPO_ASSERT(s->point.size() == g_.op(s->op).domain.size(), "point arity of ", name);
-    return s;
+    return make_seq(std::move(body));
   }
 
   const Graph& g_;
@@ -522,15 +839,38 @@ class Scheduler {
   std::vector<std::string> params_;
   std::vector<isl::set> stmt_domain_;
   std::vector<isl::map> deps_;  // per edge: sink point -> source point it reads
+  std::vector<int> group_of_;   // op -> group index
+  std::vector<Group> groups_;
+  std::map<OpId, size_t> position_;        // op -> position among its group's members
+  std::map<std::string, int> exec_stmts_;  // statement name -> group
+  std::map<std::string, std::vector<std::pair<OpId, int>>> dealloc_stmts_;
+  int num_statements_ = 0;
   isl::union_set domains_;
   isl::union_map validity_, proximity_;
   IdMap ids_;
   std::vector<std::string> iterator_names_;
 };
 
+Schedule schedule_with(const Graph& g, const ScheduleOptions& options);
+
 }  // namespace
 
 Schedule compute_schedule(const Graph& g, const ScheduleOptions& options) {
+  if (options.fuse) {
+    try {
+      return schedule_with(g, options);
+    } catch (const FuseFailed&) {
+    }
+    ScheduleOptions unfused = options;
+    unfused.fuse = false;
+    return schedule_with(g, unfused);
+  }
+  return schedule_with(g, options);
+}
+
+namespace {
+
+Schedule schedule_with(const Graph& g, const ScheduleOptions& options) {
   OwnedCtx owned;
   try {
     Scheduler s(g, options, isl::ctx(owned.raw));
@@ -544,5 +884,7 @@ Schedule compute_schedule(const Graph& g, const ScheduleOptions& options) {
     throw InternalError(cat("schedule: isl failed: ", e.what()));
   }
 }
+
+}  // namespace
 
 }  // namespace tempo::schedule

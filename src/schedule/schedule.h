@@ -22,14 +22,22 @@ struct ScheduleOptions {
   // (n-step REINFORCE interleaves; counters free each step); whole-component scheduling (true)
   // splits deallocations of loop-carried state into separate loops (memory grows with I).
   bool whole_component = false;
-  bool proximity = true;          // add proximity constraints (TEMPO §5.1)
-  bool deallocate = true;         // schedule deallocations (TEMPO §5.2)
+  bool proximity = true;   // add proximity constraints (TEMPO §5.1)
+  bool deallocate = true;  // schedule deallocations (TEMPO §5.2)
+  // Schedule static islands as one statement each (TEMPO §4.4): ops joined by identity reads
+  // over the same domain and condition run back to back at each point, in data order, and their
+  // temporaries read only there are freed right after. isl's work grows fast with the number of
+  // statements; this keeps it small. false: one statement per op (and per freed output).
+  bool fuse = true;
   long max_isl_operations = 20'000'000;  // bound on isl work; exceeding it is a clear error
 };
 
 // Builds validity constraints from every edge (source before sink), proximity constraints,
 // a Dealloc statement per stored op output (after its producer and after the last consumer
-// through the reversed dependence), computes the schedule, and generates the AST.
+// through the reversed dependence), computes the schedule, and generates the AST. With `fuse`,
+// statements are groups of ops (expanded into a Seq of Exec, then Dealloc, in the AST) and
+// outputs of a group with the same readers share a deallocation statement; where the fused
+// program has no schedule, the unfused one is scheduled instead.
 // Errors: an edge reading outside its source's domain (UserError naming the sink RT, its line and
 // the offending points), an unsatisfiable dependence cycle (UserError naming the ops involved).
 Schedule compute_schedule(const ir::Graph& g, const ScheduleOptions& options);

@@ -14,12 +14,12 @@ namespace {
 
 using ir::OpId;
 using ir::OpKind;
-using testing::Env;
-using testing::simulate;
-using testing::Trace;
 using sym::min;
 using sym::seq;
 using sym::slice;
+using testing::Env;
+using testing::simulate;
+using testing::Trace;
 
 // Builds SDGs by hand: ops with domains and edges with dependence expressions.
 struct Builder {
@@ -47,7 +47,7 @@ const Expr t = Expr::var("t"), T = Expr::bound("T");
 const Expr i = Expr::var("i"), I = Expr::bound("I");
 
 // Schedules g and simulates the schedule for each bound value in [lo, hi] (all bounds equal).
-Schedule check_all(const ir::Graph& g, int64_t lo, int64_t hi, const ScheduleOptions& opt = {},
+Schedule check_all(const ir::Graph& g, int64_t lo, int64_t hi, const ScheduleOptions& opt,
                    const std::vector<std::string>& bounds = {"T"}) {
   Schedule s = compute_schedule(g, opt);
   for (int64_t n = lo; n <= hi; ++n) {
@@ -59,27 +59,37 @@ Schedule check_all(const ir::Graph& g, int64_t lo, int64_t hi, const ScheduleOpt
   return s;
 }
 
-TEST(Schedule, IdentityChainIsOneLoop) {
+// Every test runs with fusion of static islands on and off.
+class Schedule_ : public ::testing::TestWithParam<bool> {
+ protected:
+  ScheduleOptions base() const {
+    ScheduleOptions opt;
+    opt.fuse = GetParam();
+    return opt;
+  }
+};
+
+TEST_P(Schedule_, IdentityChainIsOneLoop) {
   Builder b;
   OpId x = b.op("x", {t_dim}, OpKind::RandNormal);
   OpId y = b.op("y", {t_dim});
   b.read(y, x, seq({t}));
-  Schedule s = check_all(b.g, 1, 8);
+  Schedule s = check_all(b.g, 1, 8, base());
   std::cout << s.str(b.g);
   ASSERT_EQ(s.root->kind, StmtKind::For);
   // x runs before y in each iteration.
-  Trace tr = simulate(b.g, s, {{"T", 5}});
+  Trace tr = simulate(b.g, s, {{"T", 5}}, base());
   for (int64_t k = 0; k < 5; ++k) EXPECT_LT(tr.when(x, {k}), tr.when(y, {k}));
   // Each point of x is freed right after y reads it: one or two live points.
   EXPECT_LE(tr.max_live, 2u);
 }
 
-TEST(Schedule, WithoutDeallocationOnlyExecs) {
+TEST_P(Schedule_, WithoutDeallocationOnlyExecs) {
   Builder b;
   OpId x = b.op("x", {t_dim}, OpKind::RandNormal);
   OpId y = b.op("y", {t_dim});
   b.read(y, x, seq({t}));
-  ScheduleOptions opt;
+  ScheduleOptions opt = base();
   opt.deallocate = false;
   Schedule s = check_all(b.g, 1, 6, opt);
   EXPECT_EQ(s.str(b.g).find("dealloc"), std::string::npos) << s.str(b.g);
@@ -102,17 +112,17 @@ struct Counter {
   }
 };
 
-TEST(Schedule, RecurrenceWithInitialBranch) {
+TEST_P(Schedule_, RecurrenceWithInitialBranch) {
   Counter k(i_dim);
-  Schedule s = check_all(k.b.g, 1, 8, {}, {"I"});
+  Schedule s = check_all(k.b.g, 1, 8, base(), {"I"});
   std::cout << s.str(k.b.g);
-  Trace tr = simulate(k.b.g, s, {{"I", 4}});
+  Trace tr = simulate(k.b.g, s, {{"I", 4}}, base());
   for (int64_t n = 1; n < 4; ++n) EXPECT_LT(tr.when(k.add, {n - 1}), tr.when(k.c, {n}));
 }
 
-TEST(Schedule, IterativeProgramKeepsBoundedLiveMemory) {
+TEST_P(Schedule_, IterativeProgramKeepsBoundedLiveMemory) {
   Counter k(i_dim);
-  ScheduleOptions opt;
+  ScheduleOptions opt = base();
   Schedule s = compute_schedule(k.b.g, opt);
   Trace small = simulate(k.b.g, s, {{"I", 10}}, opt);
   Trace large = simulate(k.b.g, s, {{"I", 100}}, opt);
@@ -123,38 +133,38 @@ TEST(Schedule, IterativeProgramKeepsBoundedLiveMemory) {
   EXPECT_LE(large.max_live, 4u) << s.str(k.b.g);
 }
 
-TEST(Schedule, RetainedOutputsAreNotFreed) {
+TEST_P(Schedule_, RetainedOutputsAreNotFreed) {
   Counter k(i_dim);
-  ScheduleOptions opt;
+  ScheduleOptions opt = base();
   opt.retained = {{k.c, 0}};
   Schedule s = check_all(k.b.g, 1, 6, opt, {"I"});
   Trace tr = simulate(k.b.g, s, {{"I", 6}}, opt);
   for (const auto& e : tr.events) EXPECT_FALSE(e.dealloc && e.op == k.c);
 }
 
-TEST(Schedule, WindowReadDelaysTheConsumer) {
+TEST_P(Schedule_, WindowReadDelaysTheConsumer) {
   // y[t] = f(x[t:min(t+3,T)]): y at t runs after x at t+2 (TEMPO Fig. 14).
   Builder b;
   OpId x = b.op("x", {t_dim}, OpKind::RandNormal);
   OpId y = b.op("y", {t_dim}, OpKind::Sum);
   b.read(y, x, seq({slice(t, min(t + 3, T))}));
-  Schedule s = check_all(b.g, 1, 8);
+  Schedule s = check_all(b.g, 1, 8, base());
   std::cout << s.str(b.g);
   for (int64_t n = 1; n <= 8; ++n) {
-    Trace tr = simulate(b.g, s, {{"T", n}});
+    Trace tr = simulate(b.g, s, {{"T", n}}, base());
     for (int64_t k = 0; k < n; ++k)
       EXPECT_GT(tr.when(y, {k}), tr.when(x, {std::min(k + 2, n - 1)})) << s.str(b.g);
     EXPECT_LE(tr.max_live, 5u) << "T=" << n << "\n" << s.str(b.g);
   }
 }
 
-TEST(Schedule, FutureOnlyDependences) {
+TEST_P(Schedule_, FutureOnlyDependences) {
   // y[t] = sum(x[t:T]): every y waits for the whole of x.
   Builder b;
   OpId x = b.op("x", {t_dim}, OpKind::RandNormal);
   OpId y = b.op("y", {t_dim}, OpKind::Sum);
   b.read(y, x, seq({slice(t, T)}));
-  Schedule s = check_all(b.g, 1, 8);
+  Schedule s = check_all(b.g, 1, 8, base());
   std::cout << s.str(b.g);
   // A backward recurrence: z[t] = z[t+1] + x[t], z[T-1] = x[T-1].
   Builder c;
@@ -166,18 +176,18 @@ TEST(Schedule, FutureOnlyDependences) {
   c.read(zadd, z, seq({t + 1}), t < T - 1);
   c.read(zadd, xs, seq({t}), t < T - 1);
   c.g.op(zadd).cond = t < T - 1;
-  Schedule s2 = check_all(c.g, 1, 8);
+  Schedule s2 = check_all(c.g, 1, 8, base());
   std::cout << s2.str(c.g);
 }
 
-TEST(Schedule, OutOfDomainReadNamesTheRTAndLine) {
+TEST_P(Schedule_, OutOfDomainReadNamesTheRTAndLine) {
   Builder b;
   b.op("x", {t_dim}, OpKind::RandNormal);
   int line = std::source_location::current().line() + 1;
   OpId y = b.op("y", {t_dim});
   b.read(y, 0, seq({t + 1}));
   try {
-    compute_schedule(b.g, {});
+    compute_schedule(b.g, base());
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
     std::string msg = e.what();
@@ -192,15 +202,15 @@ TEST(Schedule, OutOfDomainReadNamesTheRTAndLine) {
   }
 }
 
-TEST(Schedule, ReadWhereTheSourceDoesNotExecuteIsOutOfDomain) {
+TEST_P(Schedule_, ReadWhereTheSourceDoesNotExecuteIsOutOfDomain) {
   Builder b;
   OpId x = b.op("x", {t_dim}, OpKind::RandNormal, t >= 1);
   OpId y = b.op("y", {t_dim});
   b.read(y, x, seq({t}));
-  EXPECT_THROW(compute_schedule(b.g, {}), UserError);
+  EXPECT_THROW(compute_schedule(b.g, base()), UserError);
 }
 
-TEST(Schedule, UnsatisfiableCycleNamesTheOps) {
+TEST_P(Schedule_, UnsatisfiableCycleNamesTheOps) {
   // x[t] reads y[t + 1] and y[t] reads x[t - 1]: x[t] depends on itself.
   Builder b;
   OpId other = b.op("bystander", {t_dim}, OpKind::RandNormal);
@@ -212,7 +222,7 @@ TEST(Schedule, UnsatisfiableCycleNamesTheOps) {
   b.read(y, x, seq({t - 1}), t >= 1);
   b.read(y, other, seq({t}), t < 1);
   try {
-    Schedule s = compute_schedule(b.g, {});
+    Schedule s = compute_schedule(b.g, base());
     FAIL() << "expected a UserError:\n" << s.str(b.g);
   } catch (const UserError& e) {
     std::string msg = e.what();
@@ -224,13 +234,13 @@ TEST(Schedule, UnsatisfiableCycleNamesTheOps) {
   }
 }
 
-TEST(Schedule, SamePointCycleIsAnError) {
+TEST_P(Schedule_, SamePointCycleIsAnError) {
   Builder b;
   OpId x = b.op("x", {t_dim});
   OpId y = b.op("y", {t_dim});
   b.read(x, y, seq({t}));
   b.read(y, x, seq({t}));
-  EXPECT_THROW(compute_schedule(b.g, {}), UserError);
+  EXPECT_THROW(compute_schedule(b.g, base()), UserError);
 }
 
 // A REINFORCE-shaped program over (b, i, t) (NOTES-isl.md): parameters P[i], observations
@@ -270,21 +280,21 @@ struct Reinforce {
   }
 };
 
-TEST(Schedule, ReinforceMonteCarlo) {
+TEST_P(Schedule_, ReinforceMonteCarlo) {
   Reinforce r(0);
   auto start = std::chrono::steady_clock::now();
-  Schedule s = compute_schedule(r.b.g, {});
+  Schedule s = compute_schedule(r.b.g, base());
   auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
   std::cout << "compute_schedule: " << ms.count() << " ms\n" << s.str(r.b.g);
   for (int64_t n : {1, 2, 3, 5}) {
-    Trace tr = simulate(r.b.g, s, {{"B", 2}, {"I", 3}, {"T", n}});
+    Trace tr = simulate(r.b.g, s, {{"B", 2}, {"I", 3}, {"T", n}}, base());
     EXPECT_TRUE(tr.errors.empty()) << tr.error_text();
   }
 }
 
-TEST(Schedule, ReinforceNStepInterleavesActingAndLearning) {
+TEST_P(Schedule_, ReinforceNStepInterleavesActingAndLearning) {
   Reinforce r(3);
-  ScheduleOptions opt;
+  ScheduleOptions opt = base();
   auto start = std::chrono::steady_clock::now();
   Schedule s = compute_schedule(r.b.g, opt);
   auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
@@ -298,8 +308,8 @@ TEST(Schedule, ReinforceNStepInterleavesActingAndLearning) {
   // The return at t = 0 needs S[0..2]; interleaving computes it long before the episode ends.
   long ret0 = tr.when(r.Ret, {0, 0, 0});
   long last_step = tr.when(r.S, {0, 0, n - 1});
-  std::cout << "Ret[0] at event " << ret0 << ", S[T-1] at event " << last_step
-            << ", max live " << tr.max_live << "\n";
+  std::cout << "Ret[0] at event " << ret0 << ", S[T-1] at event " << last_step << ", max live "
+            << tr.max_live << "\n";
   EXPECT_LT(ret0, last_step) << s.str(r.b.g);
 }
 
@@ -309,9 +319,9 @@ TEST(Schedule, ReinforceNStepInterleavesActingAndLearning) {
 namespace tempo::schedule {
 namespace {
 
-TEST(Schedule, OperationBoundIsAClearError) {
+TEST_P(Schedule_, OperationBoundIsAClearError) {
   Reinforce r(3);
-  ScheduleOptions opt;
+  ScheduleOptions opt = base();
   opt.max_isl_operations = 2000;
   try {
     compute_schedule(r.b.g, opt);
@@ -319,6 +329,109 @@ TEST(Schedule, OperationBoundIsAClearError) {
   } catch (const UserError& e) {
     std::string msg = e.what();
     EXPECT_NE(msg.find("max_isl_operations"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace tempo::schedule
+
+namespace tempo::schedule {
+namespace {
+
+INSTANTIATE_TEST_SUITE_P(Fuse, Schedule_, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "fused" : "unfused"; });
+
+ScheduleOptions with_fuse(bool fuse) {
+  ScheduleOptions opt;
+  opt.fuse = fuse;
+  return opt;
+}
+
+const Dim j_dim("j", "J");
+const Expr j = Expr::var("j");
+
+TEST(ScheduleFuse, ChainIsOneStatementFreeingItsTemporaries) {
+  Builder b;
+  Dims it = {i_dim, t_dim};
+  OpId x = b.op("x", it, OpKind::RandNormal);
+  OpId y = b.op("y", it, OpKind::Exp);
+  OpId z = b.op("z", it, OpKind::Neg);
+  b.read(y, x, seq({i, t}));
+  b.read(z, y, seq({i, t}));
+  Schedule s = check_all(b.g, 1, 5, with_fuse(true), {"I", "T"});
+  std::cout << s.str(b.g);
+  EXPECT_EQ(s.num_statements, 1);
+  EXPECT_EQ(compute_schedule(b.g, with_fuse(false)).num_statements, 6);
+  Trace tr = simulate(b.g, s, {{"I", 3}, {"T", 4}});
+  // Each point runs x, y, z and then frees all three before the next point starts.
+  ASSERT_EQ(tr.events.size(), 3u * 4 * 6);
+  for (size_t k = 0; k < tr.events.size(); k += 6) {
+    const testing::Point& p = tr.events[k].point;
+    for (size_t m = 0; m < 6; ++m) {
+      EXPECT_EQ(tr.events[k + m].dealloc, m >= 3);
+      EXPECT_EQ(tr.events[k + m].op, std::vector<OpId>({x, y, z, x, y, z})[m]);
+      EXPECT_EQ(tr.events[k + m].point, p);
+    }
+  }
+  EXPECT_LE(tr.max_live, 3u);
+}
+
+TEST(ScheduleFuse, SidePathThroughAnotherDomainPreventsFusion) {
+  // a[t] -> b[t] directly, and a[t] -> c[t, j] -> b[t] (b reads all of c[t, 0:J]): a and b in
+  // one statement would have to run both before and after c.
+  Builder b;
+  OpId a = b.op("a", {t_dim}, OpKind::RandNormal);
+  OpId c = b.op("c", {t_dim, j_dim}, OpKind::Exp);
+  OpId d = b.op("b", {t_dim}, OpKind::Add);
+  b.read(c, a, seq({t}));
+  b.read(d, a, seq({t}));
+  b.read(d, c, seq({t, slice(0, Expr::bound("J"))}));
+  Schedule s = check_all(b.g, 1, 4, with_fuse(true), {"T", "J"});
+  std::cout << s.str(b.g);
+  // Three groups (no fallback to the unfused program, which has 6 statements): a and c are read
+  // by other groups (2 deallocation statements); b's output is freed inside its group.
+  EXPECT_EQ(s.num_statements, 5);
+  Trace tr = simulate(b.g, s, {{"T", 3}, {"J", 2}});
+  for (int64_t k = 0; k < 3; ++k) {
+    EXPECT_LT(tr.when(a, {k}), tr.when(c, {k, 1}));
+    EXPECT_LT(tr.when(c, {k, 1}), tr.when(d, {k}));
+  }
+}
+
+TEST(ScheduleFuse, RecurrenceFusesWithItsState) {
+  // The counter's Merge and Add are one group with a loop-carried self-dependence.
+  Counter k(i_dim);
+  Schedule s = check_all(k.b.g, 1, 8, with_fuse(true), {"I"});
+  std::cout << s.str(k.b.g);
+  Schedule unfused = compute_schedule(k.b.g, with_fuse(false));
+  EXPECT_LT(s.num_statements, unfused.num_statements);
+  Trace tr = simulate(k.b.g, s, {{"I", 5}});
+  for (int64_t n = 0; n < 5; ++n) EXPECT_EQ(tr.when(k.add, {n}), tr.when(k.c, {n}) + 1);
+}
+
+TEST(ScheduleFuse, IndependentUdfsKeepAscendingOrder) {
+  Builder b;
+  OpId x = b.op("x", {t_dim}, OpKind::RandNormal);
+  OpId u1 = b.op("u1", {t_dim}, OpKind::Udf);
+  OpId u2 = b.op("u2", {t_dim}, OpKind::Udf);
+  OpId y = b.op("y", {t_dim}, OpKind::Exp);
+  b.read(y, x, seq({t}));
+  b.read(u1, y, seq({t}));
+  b.read(u2, x, seq({t}));
+  Schedule s = check_all(b.g, 1, 4, with_fuse(true));
+  EXPECT_EQ(s.num_statements, 1) << s.str(b.g);
+  Trace tr = simulate(b.g, s, {{"T", 3}});
+  for (int64_t k = 0; k < 3; ++k) EXPECT_LT(tr.when(u1, {k}), tr.when(u2, {k})) << s.str(b.g);
+}
+
+TEST(ScheduleFuse, ReinforceHasFewerStatements) {
+  for (int n_step : {0, 3}) {
+    Reinforce r(n_step);
+    Schedule fused = compute_schedule(r.b.g, with_fuse(true));
+    Schedule unfused = compute_schedule(r.b.g, with_fuse(false));
+    std::cout << "n_step " << n_step << ": " << r.b.g.num_ops() << " ops, statements fused "
+              << fused.num_statements << ", unfused " << unfused.num_statements << "\n";
+    EXPECT_LT(fused.num_statements, unfused.num_statements);
   }
 }
 
