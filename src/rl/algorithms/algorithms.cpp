@@ -246,6 +246,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   co.seed = cfg.seed;
   co.verbose = cfg.verbose;
   co.whole_component = cfg.whole_component;
+  co.proximity = false;
   Clock::time_point c0 = Clock::now();
   Executable exe = ctx.compile({{i.bound, I}, {t.bound, T}}, co);
   TrainResult res;
