@@ -81,22 +81,31 @@ void BM_ComputeSchedule(benchmark::State& state) {
   ir::Graph g = reinforce(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
   schedule::ScheduleOptions opt;
   opt.whole_component = state.range(2) != 0;
+  opt.fuse = state.range(3) != 0;
+  int statements = 0;
   for (auto _ : state) {
     schedule::Schedule s = schedule::compute_schedule(g, opt);
+    statements = s.num_statements;
     benchmark::DoNotOptimize(s.root);
   }
   state.counters["ops"] = static_cast<double>(g.num_ops());
   state.counters["edges"] = static_cast<double>(g.num_edges());
+  state.counters["statements"] = statements;
 }
 
 BENCHMARK(BM_ComputeSchedule)
-    ->ArgNames({"layers", "nstep", "whole"})
-    ->Args({1, 0, 0})
-    ->Args({1, 5, 0})
-    ->Args({4, 5, 0})
-    ->Args({8, 0, 0})
-    ->Args({8, 5, 0})
-    ->Args({8, 5, 1})
+    ->ArgNames({"layers", "nstep", "whole", "fuse"})
+    ->Args({1, 0, 0, 0})
+    ->Args({1, 0, 0, 1})
+    ->Args({1, 5, 0, 0})
+    ->Args({1, 5, 0, 1})
+    ->Args({4, 5, 0, 0})
+    ->Args({4, 5, 0, 1})
+    ->Args({8, 0, 0, 0})
+    ->Args({8, 0, 0, 1})
+    ->Args({8, 5, 0, 0})
+    ->Args({8, 5, 0, 1})
+    ->Args({8, 5, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 
