@@ -61,8 +61,7 @@ TEST(Config, BadInputIsAUserError) {
   EXPECT_NO_THROW(validate(TrainConfig{}));
 }
 
-// Disabled until the scheduler handles the full learning program (isl operation bound exceeded).
-TEST(Train, DISABLED_EveryAlgorithmCompilesAndRuns) {
+TEST(Train, EveryAlgorithmCompilesAndRuns) {
   for (const char* algo : {"reinforce", "a2c", "ppo"}) {
     TrainConfig c;
     c.algo = algo;
@@ -83,7 +82,7 @@ TEST(Train, DISABLED_EveryAlgorithmCompilesAndRuns) {
 }
 
 // A short fixed-seed run clearly improves CartPole's mean return (random play: about 20).
-TEST(Train, DISABLED_A2cLearnsCartPole) {
+TEST(Train, A2cLearnsCartPole) {
   TrainConfig c;
   c.algo = "a2c";
   c.iterations = 60;
