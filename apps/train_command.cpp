@@ -133,6 +133,14 @@ int run_train_command(int argc, char** argv) {
       cfg.max_grad_norm = 0;
       continue;
     }
+    if (a == "--constant-lr") {
+      cfg.lr_decay = false;
+      continue;
+    }
+    if (a == "--default-init") {
+      cfg.orthogonal_init = false;
+      continue;
+    }
     if (a == "--verbose") {
       cfg.verbose = true;
       continue;
@@ -146,6 +154,9 @@ int run_train_command(int argc, char** argv) {
       else if (a == "--num-envs") cfg.num_envs = parse_int(a, v);
       else if (a == "--steps") cfg.steps = parse_int(a, v);
       else if (a == "--lr") cfg.lr = parse_double(a, v);
+      else if (a == "--ent-coef") cfg.ent_coef = parse_double(a, v);
+      else if (a == "--gae-lambda") cfg.gae_lambda = parse_double(a, v);
+      else if (a == "--vf-coef") cfg.vf_coef = parse_double(a, v);
       else if (a == "--out") out = v;
       else if (a == "--optimizer") cfg.optimizer = v;
       else if (a == "--hidden") cfg.hidden = parse_int(a, v);

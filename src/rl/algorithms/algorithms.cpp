@@ -115,7 +115,10 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   RT reset = ctx.udf("reset", reset_fn, {}, {TensorType{DType::Float32, {N, obs_dim}}}, {})[0];
   RT o = ctx.placeholder(TensorType{DType::Float32, {N, obs_dim}}, {i, t}, "obs");
 
-  nn::MLP pi(ctx, {obs_dim, cfg.hidden, cfg.hidden, act_dim}, i, nn::tanh);
+  const nn::Linear::Init init =
+      cfg.orthogonal_init ? nn::Linear::Init::Orthogonal : nn::Linear::Init::Default;
+  nn::MLP pi(ctx, {obs_dim, cfg.hidden, cfg.hidden, act_dim}, i, nn::tanh, nn::identity, true,
+             init);
   std::vector<nn::Parameter> params = pi.parameters();
   nn::Parameter log_std;
   if (!discrete) {
@@ -141,19 +144,27 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
       act[k] = static_cast<float>(v);
     }
     StepResult r = env->step(act);
-    std::vector<float> done(static_cast<size_t>(N));
+    std::vector<float> done(static_cast<size_t>(N)), term(static_cast<size_t>(N));
     for (int64_t n = 0; n < N; ++n) {
       done[n] = (r.terminated[n] || r.truncated[n]) ? 1.0f : 0.0f;
+      term[n] = r.terminated[n] ? 1.0f : 0.0f;
       if (done[n] > 0) stats->returns[p[0]].push_back(r.episode_return[n]);
     }
+    const std::vector<float>& last = r.final_obs.empty() ? r.obs : r.final_obs;
     return std::vector<HostTensor>{HostTensor::from(r.obs, {N, obs_dim}),
-                                   HostTensor::from(r.reward, {N}), HostTensor::from(done, {N})};
+                                   HostTensor::from(r.reward, {N}), HostTensor::from(done, {N}),
+                                   HostTensor::from(term, {N}),
+                                   HostTensor::from(last, {N, obs_dim})};
   };
   std::vector<RT> st = ctx.udf("env_step", step_fn, {a},
                                {TensorType{DType::Float32, {N, obs_dim}},
-                                TensorType{DType::Float32, {N}}, TensorType{DType::Float32, {N}}},
+                                TensorType{DType::Float32, {N}}, TensorType{DType::Float32, {N}},
+                                TensorType{DType::Float32, {N}},
+                                TensorType{DType::Float32, {N, obs_dim}}},
                                {i, t});
-  RT next_obs = st[0], reward = st[1], done = st[2];
+  // done ends an episode (terminated or truncated); only termination stops bootstrapping, from
+  // the episode's own last observation (final_obs) rather than the reset one.
+  RT next_obs = st[0], reward = st[1], done = st[2], terminated = st[3], final_obs = st[4];
   o[{Expr(0), Expr(0)}] = reset;
   o[{i.var, t.var + 1}] = next_obs;
   o[{i.var + 1, Expr(0)}] = next_obs[{i.var, t.bound - 1}];
@@ -161,7 +172,6 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   // ---- learning (per iteration, on the whole rollout) ----
   RT O = rollout(o, t);             // (T, N, obs)
   RT A = rollout(a, t);             // (T, N) or (T, N, act)
-  RT D = rollout(done, t);          // (T, N)
   RT logp, ent;
   if (discrete) {
     nn::Categorical d(pi(O));
@@ -178,13 +188,14 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
     RT G = rollout(discounted_returns(reward, done, cfg.gamma, t), t);
     loss = -(logp * normalized(G).detach()).mean() - cfg.ent_coef * ent.mean();
   } else {
-    nn::MLP vf(ctx, {obs_dim, cfg.hidden, cfg.hidden, 1}, i, nn::tanh);
+    nn::MLP vf(ctx, {obs_dim, cfg.hidden, cfg.hidden, 1}, i, nn::tanh, nn::identity, true, init);
     for (const nn::Parameter& p : vf.parameters()) params.push_back(p);
     RT V = vf(O).squeeze(-1);                                   // (T, N)
-    RT Vn = vf(rollout(next_obs, t)).squeeze(-1).detach();      // (T, N)
+    RT Vn = vf(rollout(final_obs, t)).squeeze(-1).detach();     // (T, N)
     RT R = rollout(reward, t);
-    RT delta = R + cfg.gamma * (1.0 - D) * Vn - V.detach();     // (T, N)
-    double lambda = cfg.algo == "ppo" ? cfg.gae_lambda : 1.0;
+    RT TERM = rollout(terminated, t);
+    RT delta = R + cfg.gamma * (1.0 - TERM) * Vn - V.detach();  // (T, N)
+    double lambda = cfg.gae_lambda;
     // GAE: the per-timestep TD errors discounted by gamma * lambda within episodes.
     RT adv_t = discounted_returns(delta.index(0, t.var), done, cfg.gamma * lambda, t);
     RT adv = rollout(adv_t, t);
@@ -204,11 +215,13 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   }
   loss = loss.named("loss");
 
+  optim::LearningRate lr = cfg.lr;
+  if (cfg.lr_decay) lr = optim::linear_decay(ctx, cfg.lr, 0.0, i.var, i.bound);
   std::unique_ptr<optim::Optimizer> opt;
   if (cfg.optimizer == "sgd")
-    opt = std::make_unique<optim::SGD>(params, cfg.lr);
+    opt = std::make_unique<optim::SGD>(params, lr);
   else
-    opt = std::make_unique<optim::Adam>(params, cfg.lr, 0.9, 0.999, 1e-5);
+    opt = std::make_unique<optim::Adam>(params, lr, 0.9, 0.999, 1e-5);
   optim::minimize(loss, *opt, cfg.max_grad_norm);
   if (cfg.verbose) {
     std::map<std::string, int> kinds;

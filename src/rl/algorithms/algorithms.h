@@ -30,8 +30,10 @@ struct TrainConfig {
   int64_t num_envs = 8;
   int64_t steps = 64;  // timesteps per rollout (T)
   double lr = 2.5e-3;
+  bool lr_decay = true;  // linear decay of lr to 0 over the iterations
+  bool orthogonal_init = true;  // orthogonal weights (gain 1), zero biases
   double gamma = 0.99;
-  double gae_lambda = 0.95;  // PPO; A2C uses 1 (bootstrapped full-rollout returns)
+  double gae_lambda = 0.95;  // advantages of A2C and PPO (1: bootstrapped full-rollout returns)
   double ent_coef = 0.01;
   double vf_coef = 0.5;
   double max_grad_norm = 0.5;
