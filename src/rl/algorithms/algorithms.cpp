@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -28,11 +29,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The reported mean return averages this many latest episodes: with long episodes only one or
+// two end per iteration, so a per-iteration mean would mostly reflect a single episode.
+constexpr size_t kRecentEpisodes = 20;
+
 // Shared between the step UDF (which records finished episodes) and the logging sink.
 struct Stats {
   std::map<int64_t, std::vector<double>> returns;  // by iteration
   Clock::time_point start;
   int64_t envs = 0, steps = 0;
+  std::deque<double> recent;  // the last kRecentEpisodes finished episodes' returns
   std::vector<CurvePoint> curve;
   double last_mean = std::nan("");
   int64_t episodes = 0;
@@ -236,7 +242,10 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
     auto found = stats->returns.find(it);
     if (found != stats->returns.end() && !found->second.empty()) {
       const std::vector<double>& r = found->second;
-      stats->last_mean = std::accumulate(r.begin(), r.end(), 0.0) / static_cast<double>(r.size());
+      stats->recent.insert(stats->recent.end(), r.begin(), r.end());
+      while (stats->recent.size() > kRecentEpisodes) stats->recent.pop_front();
+      stats->last_mean = std::accumulate(stats->recent.begin(), stats->recent.end(), 0.0) /
+                         static_cast<double>(stats->recent.size());
       stats->episodes += static_cast<int64_t>(r.size());
       stats->returns.erase(found);
     }

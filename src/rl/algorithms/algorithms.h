@@ -49,7 +49,7 @@ void validate(const TrainConfig& cfg);
 
 struct CurvePoint {
   int64_t env_steps = 0;
-  double mean_return = 0.0;  // episodes finished in that iteration (the last known if none)
+  double mean_return = 0.0;  // mean over the last 20 episodes finished by that iteration
 };
 
 struct TrainResult {
