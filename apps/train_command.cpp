@@ -24,10 +24,14 @@ const char* kUsage =
     "usage: tempo train <ppo|a2c|reinforce> [--env NAME] [--seed S] [--iterations I]\n"
     "                   [--num-envs N] [--steps T] [--lr X] [--out DIR] [--verbose]\n"
     "  --env         CartPole-v1 (default), Pendulum-v1, Acrobot-v1, MountainCar-v0\n"
-    "  --iterations  rollouts and updates (default 60)\n"
+    "  --iterations  rollouts and updates (default 500)\n"
     "  --num-envs    environments stepped together (default 8)\n"
     "  --steps       timesteps per rollout (default 64)\n"
-    "  --lr          Adam learning rate (default 2.5e-3)\n"
+    "  --lr          Adam learning rate (default 2.5e-3), decayed linearly to 0\n"
+    "  --constant-lr keep the learning rate constant\n"
+    "  --gae-lambda  advantage lambda (default 0.95; 1: full bootstrapped returns)\n"
+    "  --ent-coef    entropy bonus (default 0.01)   --vf-coef  value loss weight (default 0.5)\n"
+    "  --default-init  PyTorch's default init instead of orthogonal weights\n"
     "  --out DIR     writes DIR/curve.csv and DIR/curve.svg at the end\n";
 
 int64_t parse_int(const std::string& flag, const std::string& s) {

@@ -26,7 +26,7 @@ struct TrainConfig {
   std::string algo = "a2c";  // "reinforce", "a2c" or "ppo"
   std::string env = "CartPole-v1";
   uint64_t seed = 1;
-  int64_t iterations = 60;
+  int64_t iterations = 500;
   int64_t num_envs = 8;
   int64_t steps = 64;  // timesteps per rollout (T)
   double lr = 2.5e-3;
