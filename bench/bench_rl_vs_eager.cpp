@@ -338,7 +338,9 @@ std::string mib(int64_t kb) { return kb < 0 ? "n/a" : fmt(static_cast<double>(kb
 // "peak (+growth over the RSS at the start of the run)".
 std::string rss(const RunStats& s) {
   if (s.peak_rss_kb < 0 || s.start_rss_kb < 0) return mib(s.peak_rss_kb);
-  return mib(s.peak_rss_kb) + " (+" + mib(s.peak_rss_kb - s.start_rss_kb) + ")";
+  // VmRSS may fall between the reset and the read, so the growth can come out negative.
+  return mib(s.peak_rss_kb) + " (+" + mib(std::max<int64_t>(0, s.peak_rss_kb - s.start_rss_kb)) +
+         ")";
 }
 
 int main_impl(int argc, char** argv) {
