@@ -69,9 +69,7 @@ struct MLPImpl : torch::nn::Module {
       : l0(register_module("0", torch::nn::Linear(in, hidden))),
         l1(register_module("1", torch::nn::Linear(hidden, hidden))),
         l2(register_module("2", torch::nn::Linear(hidden, out))) {}
-  torch::Tensor forward(const torch::Tensor& x) {
-    return l2(torch::tanh(l1(torch::tanh(l0(x)))));
-  }
+  torch::Tensor forward(const torch::Tensor& x) { return l2(torch::tanh(l1(torch::tanh(l0(x))))); }
   torch::nn::Linear l0, l1, l2;
 };
 TORCH_MODULE(MLP);
@@ -142,7 +140,8 @@ RunStats run_eager(const TrainConfig& cfg, int64_t warmup) {
 
   // Rollout buffer: T + 1 observations (the last one bootstraps and starts the next rollout).
   torch::Tensor obs_buf = torch::empty({T + 1, N, obs_dim});
-  torch::Tensor act_buf = discrete ? torch::empty({T, N}, torch::kLong) : torch::empty({T, N, act_dim});
+  torch::Tensor act_buf =
+      discrete ? torch::empty({T, N}, torch::kLong) : torch::empty({T, N, act_dim});
   torch::Tensor rew_buf = torch::empty({T, N});
   torch::Tensor done_buf = torch::empty({T, N});
   const size_t obs_bytes = static_cast<size_t>(N * obs_dim) * sizeof(float);
@@ -333,7 +332,9 @@ std::string fmt(double v, int prec) {
   return s.str();
 }
 
-std::string mib(int64_t kb) { return kb < 0 ? "n/a" : fmt(static_cast<double>(kb) / 1024.0, 0); }
+std::string mib(int64_t kb) {
+  return kb < 0 ? "n/a" : fmt(static_cast<double>(kb) / 1024.0, 0);
+}
 
 // "peak (+growth over the RSS at the start of the run)".
 std::string rss(const RunStats& s) {
@@ -351,21 +352,27 @@ int main_impl(int argc, char** argv) {
       if (k + 1 >= argc) throw std::runtime_error("missing value after " + a);
       return argv[++k];
     };
-    if (a == "--quick") o.quick = true;
-    else if (a == "--out") o.out = next();
-    else if (a == "--algos") o.algos = split(next());
-    else if (a == "--iterations") o.iterations = std::stoll(next());
-    else if (a == "--warmup") o.warmup = std::stoll(next());
-    else if (a == "--threads") o.threads = std::stoi(next());
-    else if (a == "--env") o.env = next();
+    if (a == "--quick")
+      o.quick = true;
+    else if (a == "--out")
+      o.out = next();
+    else if (a == "--algos")
+      o.algos = split(next());
+    else if (a == "--iterations")
+      o.iterations = std::stoll(next());
+    else if (a == "--warmup")
+      o.warmup = std::stoll(next());
+    else if (a == "--threads")
+      o.threads = std::stoi(next());
+    else if (a == "--env")
+      o.env = next();
     else {
       std::cerr << "usage: bench_rl_vs_eager [--quick] [--out FILE] [--algos a2c,ppo,reinforce]"
                    " [--iterations N] [--warmup W] [--threads K] [--env NAME]\n";
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
-  if (o.algos.empty())
-    o.algos = {"reinforce", "a2c", "ppo"};
+  if (o.algos.empty()) o.algos = {"reinforce", "a2c", "ppo"};
   if (o.warmup <= 0) o.warmup = 2;
   if (o.iterations <= 0) o.iterations = o.quick ? 7 : 10;
   if (o.iterations - o.warmup < 5)
@@ -377,8 +384,8 @@ int main_impl(int argc, char** argv) {
   std::ostringstream md;
   md << "Tempo vs eager LibTorch (" << o.env << ", " << o.iterations << " iterations, first "
      << o.warmup << " not measured, " << o.threads << " intra-op thread(s))\n\n"
-     << "Peak RSS: VmHWM of the whole process (it includes LibTorch and the "
-     << mib(base_rss) << " MiB resident before the first run, and what earlier runs left resident: the growth in "
+     << "Peak RSS: VmHWM of the whole process (it includes LibTorch and the " << mib(base_rss)
+     << " MiB resident before the first run, and what earlier runs left resident: the growth in "
         "parentheses is peak minus VmRSS at the start of the run); "
      << (hwm_reset ? "reset before each run via /proc/self/clear_refs."
                    : "could NOT be reset, so it is the monotone process peak so far.")
@@ -417,10 +424,10 @@ int main_impl(int argc, char** argv) {
     const double steps = static_cast<double>(cfg.num_envs * cfg.steps);
     std::ostringstream row;
     row << "| " << cfg.algo << " | " << cfg.num_envs << " | " << cfg.steps << " | " << cfg.hidden
-        << " | " << fmt(ts, 4) << (tempo_s.mean_only ? "*" : "") << " | " << fmt(es, 4) << " | " << fmt(ts / es, 2) << " | "
-        << fmt(steps / ts, 0) << " | " << fmt(steps / es, 0) << " | "
-        << fmt(tempo_s.compile_seconds, 2) << " | " << rss(tempo_s) << " | " << rss(eager_s) << " | " << fmt(tempo_s.final_return, 1) << " / "
-        << fmt(eager_s.final_return, 1) << " |\n";
+        << " | " << fmt(ts, 4) << (tempo_s.mean_only ? "*" : "") << " | " << fmt(es, 4) << " | "
+        << fmt(ts / es, 2) << " | " << fmt(steps / ts, 0) << " | " << fmt(steps / es, 0) << " | "
+        << fmt(tempo_s.compile_seconds, 2) << " | " << rss(tempo_s) << " | " << rss(eager_s)
+        << " | " << fmt(tempo_s.final_return, 1) << " / " << fmt(eager_s.final_return, 1) << " |\n";
     std::cout << row.str() << std::flush;
     md << row.str();
   }
