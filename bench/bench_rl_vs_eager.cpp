@@ -12,9 +12,10 @@
 //
 // Per configuration it prints the median seconds per iteration over iterations W..N-1 (Tempo:
 // the time between consecutive per-iteration progress lines, compile time reported apart), env
-// steps per second derived from it, peak RSS of the process during that run (VmHWM, reset before
-// each run through /proc/self/clear_refs when the kernel allows it) and Tempo/eager ratios.
+// steps per second derived from it, peak RSS (VmHWM) of the run, each run being a fresh process
+// (this executable with --child), and Tempo/eager ratios.
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -50,16 +51,6 @@ int64_t proc_status_kb(const char* key) {
   while (std::getline(f, line))
     if (line.compare(0, n, key) == 0) return std::stoll(line.substr(n + 1));
   return -1;
-}
-
-// Resets VmHWM to the current RSS ("5" in clear_refs, Linux >= 4.0). False if not permitted,
-// in which case VmHWM stays the process-lifetime peak (monotone).
-bool reset_peak_rss() {
-  std::ofstream f("/proc/self/clear_refs");
-  if (!f) return false;
-  f << "5";
-  f.flush();
-  return static_cast<bool>(f);
 }
 
 // ---- eager baseline -----------------------------------------------------------------------------
@@ -294,6 +285,10 @@ struct Options {
   int64_t iterations = 0, warmup = 0;
   int threads = 1;
   std::string env = "CartPole-v1";
+  // Internal: run one system on one configuration in this process and print a RESULT line.
+  std::string child;  // "tempo" or "eager"
+  std::string algo;
+  int64_t envs = 0, steps = 0, hidden = 0;
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -344,6 +339,34 @@ std::string rss(const RunStats& s) {
          ")";
 }
 
+// Runs one measurement in a fresh process, so that peak RSS belongs to that run alone.
+RunStats run_child(const std::string& cmd) {
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error("cannot start " + cmd);
+  std::string text;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) text.append(buf, n);
+  const int rc = pclose(p);
+  const size_t at = text.rfind("RESULT ");
+  if (rc != 0 || at == std::string::npos)
+    throw std::runtime_error("child run failed (" + cmd + "):\n" + text);
+  std::istringstream in(text.substr(at + 7));
+  RunStats s;
+  double med = 0, fin = 0;
+  int mean_only = 0;
+  std::string fin_s;
+  in >> med >> mean_only >> s.compile_seconds >> s.peak_rss_kb >> s.start_rss_kb >> fin_s;
+  s.iter_seconds = {med};
+  s.mean_only = mean_only != 0;
+  try {
+    fin = std::stod(fin_s);
+  } catch (...) {
+    fin = std::nan("");
+  }
+  s.final_return = fin;
+  return s;
+}
+
 int main_impl(int argc, char** argv) {
   Options o;
   for (int k = 1; k < argc; ++k) {
@@ -366,6 +389,16 @@ int main_impl(int argc, char** argv) {
       o.threads = std::stoi(next());
     else if (a == "--env")
       o.env = next();
+    else if (a == "--child")
+      o.child = next();
+    else if (a == "--algo")
+      o.algo = next();
+    else if (a == "--envs")
+      o.envs = std::stoll(next());
+    else if (a == "--steps")
+      o.steps = std::stoll(next());
+    else if (a == "--hidden")
+      o.hidden = std::stoll(next());
     else {
       std::cerr << "usage: bench_rl_vs_eager [--quick] [--out FILE] [--algos a2c,ppo,reinforce]"
                    " [--iterations N] [--warmup W] [--threads K] [--env NAME]\n";
@@ -379,16 +412,31 @@ int main_impl(int argc, char** argv) {
     throw std::runtime_error("need at least 5 measured iterations (iterations - warmup >= 5)");
   torch::set_num_threads(o.threads);
 
-  const bool hwm_reset = reset_peak_rss();
-  const int64_t base_rss = proc_status_kb("VmRSS:");
+  if (!o.child.empty()) {
+    TrainConfig cfg;
+    cfg.algo = o.algo;
+    cfg.env = o.env;
+    cfg.num_envs = o.envs;
+    cfg.steps = o.steps;
+    cfg.hidden = o.hidden;
+    cfg.iterations = o.iterations;
+    cfg.seed = 1;
+    const int64_t before = proc_status_kb("VmRSS:");
+    RunStats r = o.child == "tempo" ? run_tempo(cfg, o.warmup) : run_eager(cfg, o.warmup);
+    std::cout << std::setprecision(9) << "RESULT " << median(r.iter_seconds) << " "
+              << (r.mean_only ? 1 : 0) << " " << r.compile_seconds << " "
+              << proc_status_kb("VmHWM:") << " " << before << " " << r.final_return << "\n";
+    return 0;
+  }
+
+  const int64_t base_rss = proc_status_kb("VmRSS:");  // as a child's at its start
   std::ostringstream md;
   md << "Tempo vs eager LibTorch (" << o.env << ", " << o.iterations << " iterations, first "
      << o.warmup << " not measured, " << o.threads << " intra-op thread(s))\n\n"
-     << "Peak RSS: VmHWM of the whole process (it includes LibTorch and the " << mib(base_rss)
-     << " MiB resident before the first run, and what earlier runs left resident: the growth in "
-        "parentheses is peak minus VmRSS at the start of the run); "
-     << (hwm_reset ? "reset before each run via /proc/self/clear_refs."
-                   : "could NOT be reset, so it is the monotone process peak so far.")
+     << "Every run is a fresh process (this executable with --child). Peak RSS: VmHWM of that "
+        "process, LibTorch included (about "
+     << mib(base_rss)
+     << " MiB at its start); the growth in parentheses is peak minus VmRSS before the run."
      << " Tempo's tracked tensor-store peak (Executable::memory()) is not reachable through "
         "rl::train and is not reported.\n\n"
      << "| algo | envs | T | hidden | Tempo s/iter | eager s/iter | Tempo/eager | "
@@ -409,12 +457,12 @@ int main_impl(int argc, char** argv) {
     cfg.seed = 1;
     RunStats tempo_s, eager_s;
     auto measure = [&](bool tempo_run) {
-      reset_peak_rss();
-      const int64_t before = proc_status_kb("VmRSS:");
-      RunStats s = tempo_run ? run_tempo(cfg, o.warmup) : run_eager(cfg, o.warmup);
-      s.peak_rss_kb = proc_status_kb("VmHWM:");
-      s.start_rss_kb = before;
-      (tempo_run ? tempo_s : eager_s) = s;
+      std::ostringstream cmd;
+      cmd << "/proc/" << getpid() << "/exe --child " << (tempo_run ? "tempo" : "eager")
+          << " --algo " << cfg.algo << " --env " << cfg.env << " --envs " << cfg.num_envs
+          << " --steps " << cfg.steps << " --hidden " << cfg.hidden << " --iterations "
+          << o.iterations << " --warmup " << o.warmup << " --threads " << o.threads;
+      (tempo_run ? tempo_s : eager_s) = run_child(cmd.str());
     };
     // Alternate which system runs first, so that neither always sees a warm (or cold) process.
     const bool tempo_first = c % 2 == 0;
