@@ -36,6 +36,8 @@ constexpr size_t kRecentEpisodes = 20;
 // Shared between the step UDF (which records finished episodes) and the logging sink.
 struct Stats {
   std::map<int64_t, std::vector<double>> returns;  // by iteration
+  // When each iteration's last env step ran: the progress sink may be scheduled late.
+  std::map<int64_t, Clock::time_point> stepped;
   Clock::time_point start;
   int64_t envs = 0, steps = 0;
   std::deque<double> recent;  // the last kRecentEpisodes finished episodes' returns
@@ -150,6 +152,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
       act[k] = static_cast<float>(v);
     }
     StepResult r = env->step(act);
+    stats->stepped[p[0]] = Clock::now();
     std::vector<float> done(static_cast<size_t>(N)), term(static_cast<size_t>(N));
     for (int64_t n = 0; n < N; ++n) {
       done[n] = (r.terminated[n] || r.truncated[n]) ? 1.0f : 0.0f;
@@ -250,7 +253,10 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
       stats->returns.erase(found);
     }
     int64_t env_steps = (it + 1) * stats->envs * stats->steps;
-    double secs = std::chrono::duration<double>(Clock::now() - stats->start).count();
+    auto when = stats->stepped.find(it);
+    Clock::time_point now = when != stats->stepped.end() ? when->second : Clock::now();
+    if (when != stats->stepped.end()) stats->stepped.erase(when);
+    double secs = std::chrono::duration<double>(now - stats->start).count();
     stats->curve.push_back({env_steps, stats->last_mean});
     if (stats->log) {
       std::ostringstream line;
