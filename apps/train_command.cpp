@@ -17,8 +17,8 @@
 
 namespace {
 
-using tempo::UserError;
 using tempo::cat;
+using tempo::UserError;
 
 const char* kUsage =
     "usage: tempo train <ppo|a2c|reinforce> [--env NAME] [--seed S] [--iterations I]\n"
@@ -152,33 +152,47 @@ int run_train_command(int argc, char** argv) {
     if (a.rfind("--", 0) == 0) {
       if (k + 1 >= argc) throw UserError(cat(a, " expects a value"));
       std::string v = argv[++k];
-      if (a == "--env") cfg.env = v;
-      else if (a == "--seed") cfg.seed = static_cast<uint64_t>(parse_int(a, v));
-      else if (a == "--iterations") cfg.iterations = parse_int(a, v);
-      else if (a == "--num-envs") cfg.num_envs = parse_int(a, v);
-      else if (a == "--steps") cfg.steps = parse_int(a, v);
-      else if (a == "--lr") cfg.lr = parse_double(a, v);
-      else if (a == "--ent-coef") cfg.ent_coef = parse_double(a, v);
-      else if (a == "--gae-lambda") cfg.gae_lambda = parse_double(a, v);
-      else if (a == "--vf-coef") cfg.vf_coef = parse_double(a, v);
-      else if (a == "--out") out = v;
-      else if (a == "--optimizer") cfg.optimizer = v;
-      else if (a == "--hidden") cfg.hidden = parse_int(a, v);
-      else throw UserError(cat("unknown option ", a, " (try `tempo train --help`)"));
+      if (a == "--env")
+        cfg.env = v;
+      else if (a == "--seed")
+        cfg.seed = static_cast<uint64_t>(parse_int(a, v));
+      else if (a == "--iterations")
+        cfg.iterations = parse_int(a, v);
+      else if (a == "--num-envs")
+        cfg.num_envs = parse_int(a, v);
+      else if (a == "--steps")
+        cfg.steps = parse_int(a, v);
+      else if (a == "--lr")
+        cfg.lr = parse_double(a, v);
+      else if (a == "--ent-coef")
+        cfg.ent_coef = parse_double(a, v);
+      else if (a == "--gae-lambda")
+        cfg.gae_lambda = parse_double(a, v);
+      else if (a == "--vf-coef")
+        cfg.vf_coef = parse_double(a, v);
+      else if (a == "--out")
+        out = v;
+      else if (a == "--optimizer")
+        cfg.optimizer = v;
+      else if (a == "--hidden")
+        cfg.hidden = parse_int(a, v);
+      else
+        throw UserError(cat("unknown option ", a, " (try `tempo train --help`)"));
       continue;
     }
     if (have_algo) throw UserError(cat("unexpected argument '", a, "'"));
     cfg.algo = a;
     have_algo = true;
   }
-  if (!have_algo) throw UserError("missing algorithm (ppo, a2c or reinforce); see `tempo train --help`");
+  if (!have_algo)
+    throw UserError("missing algorithm (ppo, a2c or reinforce); see `tempo train --help`");
   tempo::rl::validate(cfg);
   std::cout << "training " << cfg.algo << " on " << cfg.env << ": " << cfg.iterations
             << " iterations x " << cfg.num_envs << " envs x " << cfg.steps << " steps, lr "
             << cfg.lr << ", seed " << cfg.seed << std::endl;
   tempo::rl::TrainResult res = tempo::rl::train(cfg, &std::cout);
-  std::cout << "compile time: " << fmt(res.compile_seconds) << " s, run time: "
-            << fmt(res.run_seconds) << " s, episodes: " << res.episodes << "\n";
+  std::cout << "compile time: " << fmt(res.compile_seconds)
+            << " s, run time: " << fmt(res.run_seconds) << " s, episodes: " << res.episodes << "\n";
   if (!out.empty()) {
     std::filesystem::create_directories(out);
     std::ostringstream csv;

@@ -54,7 +54,9 @@ Expr index_with(const RT& x, const Dim& t, const Expr& entry) {
   return e.size() == 1 ? e[0] : seq(e);
 }
 
-RT rollout(const RT& x, const Dim& t) { return x[index_with(x, t, slice(0, t.bound))]; }
+RT rollout(const RT& x, const Dim& t) {
+  return x[index_with(x, t, slice(0, t.bound))];
+}
 
 // Normalizes over all elements (per point of the domain).
 RT normalized(const RT& x) {
@@ -93,7 +95,8 @@ void validate(const TrainConfig& c) {
   positive("--steps", static_cast<double>(c.steps));
   positive("--lr", c.lr);
   if (c.steps < 2) throw UserError(cat("--steps must be at least 2, got ", c.steps));
-  if (!(c.gamma > 0 && c.gamma <= 1)) throw UserError(cat("gamma must be in (0, 1], got ", c.gamma));
+  if (!(c.gamma > 0 && c.gamma <= 1))
+    throw UserError(cat("gamma must be in (0, 1], got ", c.gamma));
 }
 
 TrainResult train(const TrainConfig& cfg, std::ostream* log) {
@@ -165,12 +168,12 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
                                    HostTensor::from(term, {N}),
                                    HostTensor::from(last, {N, obs_dim})};
   };
-  std::vector<RT> st = ctx.udf("env_step", step_fn, {a},
-                               {TensorType{DType::Float32, {N, obs_dim}},
-                                TensorType{DType::Float32, {N}}, TensorType{DType::Float32, {N}},
-                                TensorType{DType::Float32, {N}},
-                                TensorType{DType::Float32, {N, obs_dim}}},
-                               {i, t});
+  std::vector<RT> st =
+      ctx.udf("env_step", step_fn, {a},
+              {TensorType{DType::Float32, {N, obs_dim}}, TensorType{DType::Float32, {N}},
+               TensorType{DType::Float32, {N}}, TensorType{DType::Float32, {N}},
+               TensorType{DType::Float32, {N, obs_dim}}},
+              {i, t});
   // done ends an episode (terminated or truncated); only termination stops bootstrapping, from
   // the episode's own last observation (final_obs) rather than the reset one.
   RT next_obs = st[0], reward = st[1], done = st[2], terminated = st[3], final_obs = st[4];
@@ -179,8 +182,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   o[{i.var + 1, Expr(0)}] = next_obs[{i.var, t.bound - 1}];
 
   // ---- learning (per iteration, on the whole rollout) ----
-  RT O = rollout(o, t);             // (T, N, obs)
-  RT A = rollout(a, t);             // (T, N) or (T, N, act)
+  RT O = rollout(o, t);  // (T, N, obs)
+  RT A = rollout(a, t);  // (T, N) or (T, N, act)
   RT logp, ent;
   if (discrete) {
     nn::Categorical d(pi(O));
@@ -199,8 +202,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   } else {
     nn::MLP vf(ctx, {obs_dim, cfg.hidden, cfg.hidden, 1}, i, nn::tanh, nn::identity, true, init);
     for (const nn::Parameter& p : vf.parameters()) params.push_back(p);
-    RT V = vf(O).squeeze(-1);                                   // (T, N)
-    RT Vn = vf(rollout(final_obs, t)).squeeze(-1).detach();     // (T, N)
+    RT V = vf(O).squeeze(-1);                                // (T, N)
+    RT Vn = vf(rollout(final_obs, t)).squeeze(-1).detach();  // (T, N)
     RT R = rollout(reward, t);
     RT TERM = rollout(terminated, t);
     RT delta = R + cfg.gamma * (1.0 - TERM) * Vn - V.detach();  // (T, N)
@@ -234,8 +237,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   optim::minimize(loss, *opt, cfg.max_grad_norm);
   if (cfg.verbose) {
     std::map<std::string, int> kinds;
-    for (const ir::OpNode& op : ctx.graph().ops())
-      ++kinds[ir::op_kind_name(op.kind)];
+    for (const ir::OpNode& op : ctx.graph().ops()) ++kinds[ir::op_kind_name(op.kind)];
     for (auto& [k, n] : kinds) std::cerr << k << " " << n << "\n";
   }
 

@@ -30,7 +30,7 @@ struct TrainConfig {
   int64_t num_envs = 8;
   int64_t steps = 64;  // timesteps per rollout (T)
   double lr = 2.5e-3;
-  bool lr_decay = true;  // linear decay of lr to 0 over the iterations
+  bool lr_decay = true;         // linear decay of lr to 0 over the iterations
   bool orthogonal_init = true;  // orthogonal weights (gain 1), zero biases
   double gamma = 0.99;
   double gae_lambda = 0.95;  // advantages of A2C and PPO (1: bootstrapped full-rollout returns)
@@ -40,8 +40,8 @@ struct TrainConfig {
   double clip = 0.2;  // PPO ratio clip
   int64_t hidden = 64;
   std::string optimizer = "adam";  // or "sgd" (a much smaller program)
-  bool whole_component = false;  // CompileOptions::whole_component
-  bool verbose = false;  // compile phases on stderr
+  bool whole_component = false;    // CompileOptions::whole_component
+  bool verbose = false;            // compile phases on stderr
 };
 
 // Throws UserError on an unknown algorithm or environment or an invalid number.
@@ -53,7 +53,7 @@ struct CurvePoint {
 };
 
 struct TrainResult {
-  std::vector<CurvePoint> curve;  // one point per iteration
+  std::vector<CurvePoint> curve;   // one point per iteration
   double final_mean_return = 0.0;  // mean over the last iterations' returns
   double compile_seconds = 0.0;
   double run_seconds = 0.0;
