@@ -497,10 +497,6 @@ int main_impl(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Bench executables link tempo_driver before tempo_rl (static libraries are scanned in order):
-  // referencing the driver here loads its objects before tempo_rl asks for Context::compile.
-  void (tempo::Executable::*volatile keep_driver)() = &tempo::Executable::run;
-  (void)keep_driver;
   try {
     return main_impl(argc, argv);
   } catch (const std::exception& e) {
