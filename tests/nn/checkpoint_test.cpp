@@ -23,11 +23,6 @@ fs::path temp_dir(const std::string& name) {
   return d;
 }
 
-std::string read_all(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 void write_all(const fs::path& p, const std::string& s) {
   std::ofstream f(p, std::ios::binary);
   f << s;
