@@ -10,6 +10,8 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "commands.h"
 #include "rl/algorithms/algorithms.h"
@@ -24,11 +26,14 @@ const char* kUsage =
     "usage: tempo train <ppo|a2c|reinforce> [--env NAME] [--seed S] [--iterations I]\n"
     "                   [--num-envs N] [--steps T] [--lr X] [--out DIR] [--verbose]\n"
     "  --env         CartPole-v1 (default), Pendulum-v1, Acrobot-v1, MountainCar-v0\n"
-    "  --iterations  rollouts and updates (default 500)\n"
-    "  --num-envs    environments stepped together (default 8)\n"
-    "  --steps       timesteps per rollout (default 64)\n"
-    "  --lr          Adam learning rate (default 2.5e-3), decayed linearly to 0\n"
-    "  --constant-lr keep the learning rate constant\n"
+    "  --iterations  rollouts (default: ppo 976, a2c and reinforce 500)\n"
+    "  --num-envs    environments stepped together (default: ppo 4, others 8)\n"
+    "  --steps       timesteps per rollout (default: ppo 128, others 64)\n"
+    "  --lr          Adam learning rate (default: ppo 2.5e-4, others 2.5e-3), decayed\n"
+    "                linearly to 0; --constant-lr keeps it constant\n"
+    "  --epochs, --minibatches  PPO updates per rollout (default 4 x 4)\n"
+    "  --n-step N    reinforce: n-step instead of Monte-Carlo returns\n"
+    "  --hidden, --layers  hidden width and hidden layers (default 64 x 2, tanh)\n"
     "  --gae-lambda  advantage lambda (default 0.95; 1: full bootstrapped returns)\n"
     "  --ent-coef    entropy bonus (default 0.01)   --vf-coef  value loss weight (default 0.5)\n"
     "  --default-init  PyTorch's default init instead of orthogonal weights\n"
@@ -120,76 +125,82 @@ std::string curve_svg(const std::vector<tempo::rl::CurvePoint>& curve, const std
 }  // namespace
 
 int run_train_command(int argc, char** argv) {
-  tempo::rl::TrainConfig cfg;
-  std::string out;
-  bool have_algo = false;
+  // The algorithm picks the defaults, so options are applied once it is known.
+  std::string algo, out;
+  std::vector<std::pair<std::string, std::string>> options;
   for (int k = 1; k < argc; ++k) {
     std::string a = argv[k];
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if (a == "--whole-component") {
-      cfg.whole_component = true;
-      continue;
-    }
-    if (a == "--no-clip") {
-      cfg.max_grad_norm = 0;
-      continue;
-    }
-    if (a == "--constant-lr") {
-      cfg.lr_decay = false;
-      continue;
-    }
-    if (a == "--default-init") {
-      cfg.orthogonal_init = false;
-      continue;
-    }
-    if (a == "--verbose") {
-      cfg.verbose = true;
-      continue;
-    }
-    if (a.rfind("--", 0) == 0) {
+    if (a == "--whole-component" || a == "--no-clip" || a == "--constant-lr" ||
+        a == "--default-init" || a == "--verbose") {
+      options.emplace_back(a, "");
+    } else if (a.rfind("--", 0) == 0) {
       if (k + 1 >= argc) throw UserError(cat(a, " expects a value"));
-      std::string v = argv[++k];
-      if (a == "--env")
-        cfg.env = v;
-      else if (a == "--seed")
-        cfg.seed = static_cast<uint64_t>(parse_int(a, v));
-      else if (a == "--iterations")
-        cfg.iterations = parse_int(a, v);
-      else if (a == "--num-envs")
-        cfg.num_envs = parse_int(a, v);
-      else if (a == "--steps")
-        cfg.steps = parse_int(a, v);
-      else if (a == "--lr")
-        cfg.lr = parse_double(a, v);
-      else if (a == "--ent-coef")
-        cfg.ent_coef = parse_double(a, v);
-      else if (a == "--gae-lambda")
-        cfg.gae_lambda = parse_double(a, v);
-      else if (a == "--vf-coef")
-        cfg.vf_coef = parse_double(a, v);
-      else if (a == "--out")
-        out = v;
-      else if (a == "--optimizer")
-        cfg.optimizer = v;
-      else if (a == "--hidden")
-        cfg.hidden = parse_int(a, v);
-      else
-        throw UserError(cat("unknown option ", a, " (try `tempo train --help`)"));
-      continue;
+      options.emplace_back(a, argv[++k]);
+    } else if (algo.empty()) {
+      algo = a;
+    } else {
+      throw UserError(cat("unexpected argument '", a, "'"));
     }
-    if (have_algo) throw UserError(cat("unexpected argument '", a, "'"));
-    cfg.algo = a;
-    have_algo = true;
   }
-  if (!have_algo)
+  if (algo.empty())
     throw UserError("missing algorithm (ppo, a2c or reinforce); see `tempo train --help`");
+  tempo::rl::TrainConfig cfg = tempo::rl::TrainConfig::defaults(algo);
+  for (const auto& [a, v] : options) {
+    if (a == "--whole-component")
+      cfg.whole_component = true;
+    else if (a == "--no-clip")
+      cfg.max_grad_norm = 0;
+    else if (a == "--constant-lr")
+      cfg.lr_decay = false;
+    else if (a == "--default-init")
+      cfg.orthogonal_init = false;
+    else if (a == "--verbose")
+      cfg.verbose = true;
+    else if (a == "--env")
+      cfg.env = v;
+    else if (a == "--seed")
+      cfg.seed = static_cast<uint64_t>(parse_int(a, v));
+    else if (a == "--iterations")
+      cfg.iterations = parse_int(a, v);
+    else if (a == "--num-envs")
+      cfg.num_envs = parse_int(a, v);
+    else if (a == "--steps")
+      cfg.steps = parse_int(a, v);
+    else if (a == "--epochs")
+      cfg.epochs = parse_int(a, v);
+    else if (a == "--minibatches")
+      cfg.minibatches = parse_int(a, v);
+    else if (a == "--n-step")
+      cfg.n_step = parse_int(a, v);
+    else if (a == "--lr")
+      cfg.lr = parse_double(a, v);
+    else if (a == "--ent-coef")
+      cfg.ent_coef = parse_double(a, v);
+    else if (a == "--gae-lambda")
+      cfg.gae_lambda = parse_double(a, v);
+    else if (a == "--vf-coef")
+      cfg.vf_coef = parse_double(a, v);
+    else if (a == "--out")
+      out = v;
+    else if (a == "--optimizer")
+      cfg.optimizer = v;
+    else if (a == "--hidden")
+      cfg.hidden = parse_int(a, v);
+    else if (a == "--layers")
+      cfg.layers = parse_int(a, v);
+    else
+      throw UserError(cat("unknown option ", a, " (try `tempo train --help`)"));
+  }
   tempo::rl::validate(cfg);
   std::cout << "training " << cfg.algo << " on " << cfg.env << ": " << cfg.iterations
-            << " iterations x " << cfg.num_envs << " envs x " << cfg.steps << " steps, lr "
-            << cfg.lr << ", seed " << cfg.seed << std::endl;
+            << " iterations x " << cfg.num_envs << " envs x " << cfg.steps << " steps";
+  if (cfg.algo == "ppo") std::cout << ", " << cfg.epochs << " epochs x " << cfg.minibatches
+                                   << " minibatches";
+  std::cout << ", lr " << cfg.lr << ", seed " << cfg.seed << std::endl;
   tempo::rl::TrainResult res = tempo::rl::train(cfg, &std::cout);
   std::cout << "compile time: " << fmt(res.compile_seconds)
             << " s, run time: " << fmt(res.run_seconds) << " s, episodes: " << res.episodes << "\n";

@@ -56,8 +56,37 @@ Dims Context::domain_union(const Dims& a, const Dims& b) const {
   return ordered(all);
 }
 
-std::vector<RT> Context::add_op(ir::OpKind kind, ir::Attrs attrs, const std::vector<RT>& inputs,
-                                Loc loc, Dims extra_domain) {
+ReadSubstitution::ReadSubstitution(Context& ctx, std::vector<std::pair<RT, RT>> pairs)
+    : ctx_(&ctx), count_(pairs.size()) {
+  for (auto& [from, to] : pairs) {
+    if (!from.defined() || !to.defined())
+      throw UserError("read substitution of or by an undefined RT");
+    if (&from.ctx() != &ctx || &to.ctx() != &ctx)
+      throw UserError("read substitution across Contexts");
+    if (!(from.dtype() == to.dtype()) || from.shape().str() != to.shape().str())
+      throw UserError(cat("read substitution: ", ctx.graph().op(to.op()).describe(), " of type ",
+                          TensorType{to.dtype(), to.shape()}.str(), " cannot replace ",
+                          ctx.graph().op(from.op()).describe(), " of type ",
+                          TensorType{from.dtype(), from.shape()}.str()));
+    ctx.substitutions_.emplace_back(std::move(from), std::move(to));
+  }
+}
+
+ReadSubstitution::~ReadSubstitution() {
+  ctx_->substitutions_.resize(ctx_->substitutions_.size() - count_);
+}
+
+const RT& Context::substituted(const RT& in) const {
+  if (in.has_pending_index()) return in;
+  for (auto it = substitutions_.rbegin(); it != substitutions_.rend(); ++it)
+    if (it->first.op() == in.op() && it->first.output() == in.output()) return it->second;
+  return in;
+}
+
+std::vector<RT> Context::add_op(ir::OpKind kind, ir::Attrs attrs,
+                                const std::vector<RT>& given_inputs, Loc loc, Dims extra_domain) {
+  std::vector<RT> inputs;
+  for (const RT& in : given_inputs) inputs.push_back(in.defined() ? substituted(in) : in);
   ir::OpNode op;
   op.kind = kind;
   op.name = lower(ir::op_kind_name(kind));

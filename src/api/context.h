@@ -56,6 +56,24 @@ class Executable {
   std::unique_ptr<Impl> impl_;
 };
 
+class Context;
+
+// While alive, ops built in the context read `to` wherever they would read `from` at the current
+// point (no pending index of its own). This runs a forward pass with its parameters read at
+// another point, e.g. an acting policy with the parameters of the start of the iteration
+// (nn::Module::forward_at). Guards nest; the innermost wins.
+class ReadSubstitution {
+ public:
+  ReadSubstitution(Context& ctx, std::vector<std::pair<RT, RT>> pairs);
+  ~ReadSubstitution();
+  ReadSubstitution(const ReadSubstitution&) = delete;
+  ReadSubstitution& operator=(const ReadSubstitution&) = delete;
+
+ private:
+  Context* ctx_;
+  size_t count_;
+};
+
 class Context {
  public:
   Context() = default;
@@ -112,8 +130,13 @@ class Context {
   void mark_retained(ir::OpId op, int output) { retained_.emplace_back(op, output); }
 
  private:
+  friend class ReadSubstitution;
+  // The reads an op input is replaced by (see ReadSubstitution), innermost last.
+  const RT& substituted(const RT& in) const;
+
   Dims dims_;
   ir::Graph graph_;
+  std::vector<std::pair<RT, RT>> substitutions_;
   std::vector<std::pair<ir::OpId, int>> retained_;
 };
 

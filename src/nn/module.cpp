@@ -1,6 +1,7 @@
 // Parameters as merge cycles over the iteration dimension, modules, layers and checkpoints.
 #include "nn/module.h"
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 
@@ -10,10 +11,78 @@
 
 namespace tempo::nn {
 
+// ---- Steps -----------------------------------------------------------------------------------
+
+Steps::Steps(const std::optional<Dim>& d) {
+  if (d) dims_.push_back(*d);
+}
+
+bool Steps::contains(const Dim& d) const {
+  return std::find(dims_.begin(), dims_.end(), d) != dims_.end();
+}
+
+std::string Steps::str() const {
+  return dims_str(dims_);
+}
+
+Expr Steps::count() const {
+  Expr n(0);
+  for (const Dim& d : dims_) n = n * d.bound + d.var;
+  return n;
+}
+
+namespace {
+// An index over `dims`: entries[k], as one expression for a single dim.
+Expr index_of(std::vector<Expr> entries) {
+  return entries.size() == 1 ? entries[0] : seq(std::move(entries));
+}
+}  // namespace
+
+Expr Steps::start_of(const Dim& outer) const {
+  if (!contains(outer))
+    throw UserError(cat("start_of(", outer.name(), "): not one of the steps ", str()));
+  std::vector<Expr> e;
+  bool inner = false;
+  for (const Dim& d : dims_) {
+    e.push_back(inner ? Expr(0) : d.var);
+    inner = inner || d == outer;
+  }
+  return index_of(e);
+}
+
+RT Steps::state(const RT& first, const std::string& name, Loc loc) const {
+  if (dims_.empty()) throw UserError(cat("state '", name, "' at ", where(loc), " without steps"));
+  RT s = first.ctx().placeholder(TensorType{first.dtype(), first.shape()}, dims_, name, loc);
+  s[index_of(std::vector<Expr>(dims_.size(), Expr(0)))] = first;
+  return s;
+}
+
+void Steps::advance(const RT& s, const RT& value) const {
+  // Level k carries into dim k: (d_0 .. d_k + 1, 0 ..) = value at (d_0 .. d_k, B - 1 ..).
+  RT target = s;
+  for (size_t k = dims_.size(); k-- > 0;) {
+    std::vector<Expr> to, from;
+    for (size_t j = 0; j < dims_.size(); ++j) {
+      if (j < k) {
+        to.push_back(dims_[j].var);
+        from.push_back(dims_[j].var);
+      } else if (j == k) {
+        to.push_back(dims_[j].var + 1);
+        from.push_back(dims_[j].var);
+      } else {
+        to.push_back(Expr(0));
+        from.push_back(dims_[j].bound - 1);
+      }
+    }
+    bool identity = k + 1 == dims_.size();
+    target[index_of(to)] = identity ? value : RT(value[index_of(from)]);
+  }
+}
+
 // ---- Parameter -------------------------------------------------------------------------------
 
 struct Parameter::State {
-  std::optional<Dim> dim;
+  Steps steps;
   TensorType type;
   std::string name;
   Loc loc;
@@ -40,7 +109,7 @@ HostTensor convert(const HostTensor& t, DType dt) {
 
 }  // namespace
 
-Parameter::Parameter(const RT& init, std::optional<Dim> dim, const std::string& name, Loc loc) {
+Parameter::Parameter(const RT& init, Steps steps, const std::string& name, Loc loc) {
   if (!init.defined())
     throw UserError(
         cat("parameter '", name, "' at ", where(loc), ": the initial value is an undefined RT"));
@@ -53,7 +122,7 @@ Parameter::Parameter(const RT& init, std::optional<Dim> dim, const std::string& 
     throw UserError(cat("parameter '", name, "' at ", where(loc), ": shape ", init.shape().str(),
                         " is not static"));
   auto st = std::make_shared<State>();
-  st->dim = dim;
+  st->steps = steps;
   st->type = TensorType{init.dtype(), init.shape()};
   st->name = name;
   st->loc = loc;
@@ -68,10 +137,8 @@ Parameter::Parameter(const RT& init, std::optional<Dim> dim, const std::string& 
     return std::vector<HostTensor>{in[0]};
   };
   RT first = ctx.udf(name + ".init", fn, {init}, {st->type}, {}, loc)[0];
-  if (dim) {
-    RT p = ctx.placeholder(st->type, {*dim}, name, loc);
-    p[0] = first;
-    RT::operator=(p);
+  if (!steps.empty()) {
+    RT::operator=(steps.state(first, name, loc));
   } else {
     RT::operator=(first);
     named(name);
@@ -80,12 +147,12 @@ Parameter::Parameter(const RT& init, std::optional<Dim> dim, const std::string& 
 }
 
 bool Parameter::trainable() const {
-  return st_ && st_->dim.has_value();
+  return st_ && !st_->steps.empty();
 }
 
-const std::optional<Dim>& Parameter::dim() const {
+const Steps& Parameter::steps() const {
   if (!st_) throw UserError("use of an undefined parameter");
-  return st_->dim;
+  return st_->steps;
 }
 
 const TensorType& Parameter::type() const {
@@ -108,15 +175,14 @@ bool Parameter::has_update() const {
 
 void Parameter::set_update(const RT& next, Loc loc) const {
   if (!st_) throw UserError(cat("update at ", where(loc), " of an undefined parameter"));
-  if (!st_->dim)
+  if (st_->steps.empty())
     throw UserError(cat("parameter '", st_->name, "' (created at ", where(st_->loc),
                         ") is constant (no iteration dimension) and cannot be updated at ",
                         where(loc)));
   if (st_->has_update)
     throw UserError(cat("parameter '", st_->name, "' (created at ", where(st_->loc),
                         ") already has an update; a second one at ", where(loc)));
-  RT p = *this;
-  p[st_->dim->var + 1] = next;
+  st_->steps.advance(*this, next);
   st_->has_update = true;
 }
 
@@ -157,11 +223,18 @@ RT Module::forward(const RT& x, Loc loc) const {
   throw UserError(cat("this module has no forward pass (called at ", where(loc), ")"));
 }
 
+RT Module::forward_at(const Expr& index, const RT& x, Loc loc) const {
+  std::vector<std::pair<RT, RT>> reads;
+  for (const Parameter& p : parameters()) reads.emplace_back(p, p[index]);
+  ReadSubstitution at(ctx(), std::move(reads));
+  return forward(x, loc);
+}
+
 Parameter Module::add_parameter(const std::string& name, const RT& init, Loc loc) {
   for (const auto& [n, p] : params_)
     if (n == name)
       throw UserError(cat("parameter name '", name, "' used twice (", where(loc), ")"));
-  Parameter p(init, dim_, name, loc);
+  Parameter p(init, steps_, name, loc);
   params_.emplace_back(name, p);
   return p;
 }
@@ -246,7 +319,7 @@ void check_last(const RT& x, int64_t size, const char* what, Loc loc) {
 
 }  // namespace
 
-Linear::Linear(Context& ctx, int64_t in, int64_t out, std::optional<Dim> dim, bool bias, Init ini,
+Linear::Linear(Context& ctx, int64_t in, int64_t out, Steps dim, bool bias, Init ini,
                double gain, Loc loc)
     : Module(ctx, std::move(dim)), in_(in), out_(out) {
   if (in <= 0 || out <= 0)
@@ -270,7 +343,7 @@ RT Linear::forward(const RT& x, Loc loc) const {
   return y;
 }
 
-MLP::MLP(Context& ctx, std::vector<int64_t> sizes, std::optional<Dim> dim, Activation activation,
+MLP::MLP(Context& ctx, std::vector<int64_t> sizes, Steps dim, Activation activation,
          Activation output_activation, bool bias, Linear::Init init, Loc loc)
     : Module(ctx, dim), act_(std::move(activation)), out_act_(std::move(output_activation)) {
   if (sizes.size() < 2)
@@ -291,7 +364,7 @@ RT MLP::forward(const RT& x, Loc loc) const {
   return h;
 }
 
-LayerNorm::LayerNorm(Context& ctx, int64_t size, std::optional<Dim> dim, double eps, bool affine,
+LayerNorm::LayerNorm(Context& ctx, int64_t size, Steps dim, double eps, bool affine,
                      Loc loc)
     : Module(ctx, std::move(dim)), eps_(eps) {
   if (affine) {
@@ -310,7 +383,7 @@ RT LayerNorm::forward(const RT& x, Loc loc) const {
   return y;
 }
 
-RMSNorm::RMSNorm(Context& ctx, int64_t size, std::optional<Dim> dim, double eps, bool affine,
+RMSNorm::RMSNorm(Context& ctx, int64_t size, Steps dim, double eps, bool affine,
                  Loc loc)
     : Module(ctx, std::move(dim)), eps_(eps) {
   if (affine) weight_ = add_parameter("weight", init::ones(ctx, {size}, loc), loc);
@@ -324,7 +397,7 @@ RT RMSNorm::forward(const RT& x, Loc loc) const {
   return y;
 }
 
-Embedding::Embedding(Context& ctx, int64_t num, int64_t size, std::optional<Dim> dim, Loc loc)
+Embedding::Embedding(Context& ctx, int64_t num, int64_t size, Steps dim, Loc loc)
     : Module(ctx, std::move(dim)), num_(num), size_(size) {
   weight_ = add_parameter("weight", init::normal(ctx, {num, size}, 0.0, 1.0, loc), loc);
 }
@@ -338,7 +411,7 @@ RT Embedding::forward(const RT& indices, Loc loc) const {
 }
 
 Conv2d::Conv2d(Context& ctx, int64_t in_channels, int64_t out_channels, int64_t kernel,
-               std::optional<Dim> dim, int64_t stride, int64_t padding, bool bias, Loc loc)
+               Steps dim, int64_t stride, int64_t padding, bool bias, Loc loc)
     : Module(ctx, std::move(dim)), out_(out_channels), stride_(stride), padding_(padding) {
   const double b = 1.0 / std::sqrt(static_cast<double>(in_channels * kernel * kernel));
   weight_ = add_parameter(

@@ -1,7 +1,9 @@
 // Neural-network modules written as recurrent tensors (TEMPO §3, Fig. 8).
 //
-// A parameter is state over the iteration dimension i: a placeholder p over (i) with
-// p[0] = init and p[i + 1] = update (set by an optimizer), i.e. a merge cycle in the SDG.
+// A parameter is state over its update steps, usually the iteration dimension i: a placeholder
+// p over (i) with p[0] = init and p[i + 1] = update (set by an optimizer), i.e. a merge cycle in
+// the SDG. Nested steps (i, u) update U times per iteration (PPO's epochs and minibatches):
+// p[0, 0] = init, p[i, u + 1] = update[i, u] and p[i + 1, 0] = update[i, U - 1].
 // Forward passes are plain RT expressions: an input over (b, i, t) times a parameter over (i)
 // gives an output over (b, i, t) by domain inference.
 //
@@ -27,23 +29,51 @@ namespace tempo::nn {
 
 // ---- parameters ------------------------------------------------------------------------------
 
+// The points at which parameters are updated, in order: no dimension (constant), one (i) or
+// nested ones (i, u), visited lexicographically.
+class Steps {
+ public:
+  Steps() = default;
+  Steps(std::nullopt_t) {}                                            // NOLINT
+  Steps(const Dim& d) : dims_{d} {}                                   // NOLINT
+  Steps(const std::optional<Dim>& d);                                 // NOLINT
+  Steps(std::initializer_list<Dim> dims) : dims_(dims) {}             // NOLINT
+  explicit Steps(std::vector<Dim> dims) : dims_(std::move(dims)) {}
+
+  const std::vector<Dim>& dims() const { return dims_; }
+  bool empty() const { return dims_.empty(); }
+  bool contains(const Dim& d) const;
+  std::string str() const;  // "(i, u)"
+  // The number of steps before the current one: u + U * i for (i, u).
+  Expr count() const;
+  // The first step within the current point of `outer` (one of the dims): (i, 0) for (i, u).
+  Expr start_of(const Dim& outer) const;
+  // A placeholder s over the steps with s at the first step = `first` (no temporal dims).
+  RT state(const RT& first, const std::string& name, Loc loc = Loc::current()) const;
+  // Defines s at the next step as `value` read at the current one.
+  void advance(const RT& s, const RT& value) const;
+
+ private:
+  std::vector<Dim> dims_;
+};
+
 // A parameter: an RT (the placeholder p, read at the current iteration) plus the handles an
 // optimizer and checkpointing need. Copies share the parameter.
 class Parameter : public RT {
  public:
   Parameter() = default;
-  // p over `dim` with p[0] = init (init must not vary in any temporal dimension). Without a dim
-  // the parameter is a constant: its value is init for the whole program.
-  Parameter(const RT& init, std::optional<Dim> dim, const std::string& name,
-            Loc loc = Loc::current());
+  // p over `steps` with p = init at the first step (init must not vary in any temporal
+  // dimension). Without steps the parameter is a constant: its value is init for the whole
+  // program.
+  Parameter(const RT& init, Steps steps, const std::string& name, Loc loc = Loc::current());
 
-  bool trainable() const;  // has an iteration dimension
-  const std::optional<Dim>& dim() const;
+  bool trainable() const;  // has update steps
+  const Steps& steps() const;
   const TensorType& type() const;
   const std::string& param_name() const;  // the local name ("weight")
   Loc loc() const;
 
-  // Defines p[i + 1] = next (next varies in i or in nothing). Once only.
+  // Defines p at the next step as `next` (which varies in the steps' dims or fewer). Once only.
   void set_update(const RT& next, Loc loc = Loc::current()) const;
   bool has_update() const;
 
@@ -62,12 +92,13 @@ std::vector<RT> as_rts(const std::vector<Parameter>& params);
 
 class Module {
  public:
-  // `dim`: the iteration dimension the parameters vary over; nullopt for constant parameters.
-  Module(Context& ctx, std::optional<Dim> dim) : ctx_(&ctx), dim_(std::move(dim)) {}
+  // `steps`: where the parameters are updated, e.g. the iteration dimension i; nullopt for
+  // constant parameters.
+  Module(Context& ctx, Steps steps) : ctx_(&ctx), steps_(std::move(steps)) {}
   virtual ~Module() = default;
 
   Context& ctx() const { return *ctx_; }
-  const std::optional<Dim>& dim() const { return dim_; }
+  const Steps& steps() const { return steps_; }
 
   // Parameters in a stable order (registration order, depth first) with dotted names such as
   // "0.weight".
@@ -77,6 +108,9 @@ class Module {
   // The forward pass. The default throws (containers such as MLP override it).
   virtual RT forward(const RT& x, Loc loc) const;
   RT operator()(const RT& x, Loc loc = Loc::current()) const { return forward(x, loc); }
+  // The forward pass with every parameter read at `index` instead of the current point, e.g.
+  // acting with the parameters of the start of the iteration: forward_at(steps().start_of(i)).
+  RT forward_at(const Expr& index, const RT& x, Loc loc = Loc::current()) const;
 
   // ---- checkpoints (safetensors) ----
   // Adds a sink that writes every parameter to `path` (safetensors) at each iteration where
@@ -99,7 +133,7 @@ class Module {
 
  private:
   Context* ctx_;
-  std::optional<Dim> dim_;
+  Steps steps_;
   std::vector<std::pair<std::string, Parameter>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };
@@ -121,7 +155,7 @@ RT silu(const RT& x);
 class Linear : public Module {
  public:
   enum class Init { Default, Orthogonal };
-  Linear(Context& ctx, int64_t in, int64_t out, std::optional<Dim> dim, bool bias = true,
+  Linear(Context& ctx, int64_t in, int64_t out, Steps steps, bool bias = true,
          Init init = Init::Default, double gain = 1.0, Loc loc = Loc::current());
   RT forward(const RT& x, Loc loc) const override;
   const Parameter& weight() const { return weight_; }
@@ -138,7 +172,7 @@ class Linear : public Module {
 // after the last.
 class MLP : public Module {
  public:
-  MLP(Context& ctx, std::vector<int64_t> sizes, std::optional<Dim> dim,
+  MLP(Context& ctx, std::vector<int64_t> sizes, Steps steps,
       Activation activation = nn::tanh, Activation output_activation = nn::identity,
       bool bias = true, Linear::Init init = Linear::Init::Default, Loc loc = Loc::current());
   RT forward(const RT& x, Loc loc) const override;
@@ -152,7 +186,7 @@ class MLP : public Module {
 // Normalizes over the last dimension (size `size`): (x - mean) / sqrt(var + eps) * w + b.
 class LayerNorm : public Module {
  public:
-  LayerNorm(Context& ctx, int64_t size, std::optional<Dim> dim, double eps = 1e-5,
+  LayerNorm(Context& ctx, int64_t size, Steps steps, double eps = 1e-5,
             bool affine = true, Loc loc = Loc::current());
   RT forward(const RT& x, Loc loc) const override;
 
@@ -164,7 +198,7 @@ class LayerNorm : public Module {
 // x / sqrt(mean(x^2) + eps) * w over the last dimension.
 class RMSNorm : public Module {
  public:
-  RMSNorm(Context& ctx, int64_t size, std::optional<Dim> dim, double eps = 1e-6, bool affine = true,
+  RMSNorm(Context& ctx, int64_t size, Steps steps, double eps = 1e-6, bool affine = true,
           Loc loc = Loc::current());
   RT forward(const RT& x, Loc loc) const override;
 
@@ -176,7 +210,7 @@ class RMSNorm : public Module {
 // Rows of a (num, size) table, N(0, 1) init; indices of any shape (int64) give (..., size).
 class Embedding : public Module {
  public:
-  Embedding(Context& ctx, int64_t num, int64_t size, std::optional<Dim> dim,
+  Embedding(Context& ctx, int64_t num, int64_t size, Steps steps,
             Loc loc = Loc::current());
   RT forward(const RT& indices, Loc loc) const override;
   const Parameter& weight() const { return weight_; }
@@ -190,7 +224,7 @@ class Embedding : public Module {
 class Conv2d : public Module {
  public:
   Conv2d(Context& ctx, int64_t in_channels, int64_t out_channels, int64_t kernel,
-         std::optional<Dim> dim, int64_t stride = 1, int64_t padding = 0, bool bias = true,
+         Steps steps, int64_t stride = 1, int64_t padding = 0, bool bias = true,
          Loc loc = Loc::current());
   RT forward(const RT& x, Loc loc) const override;
   const Parameter& weight() const { return weight_; }

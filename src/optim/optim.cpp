@@ -74,17 +74,16 @@ Optimizer::Optimizer(std::vector<nn::Parameter> params, LearningRate lr, Loc loc
 
 RT Optimizer::state(const nn::Parameter& p, const std::string& name, Loc loc) {
   Context& ctx = p.ctx();
-  RT s = ctx.placeholder(p.type(), {*p.dim()}, p.param_name() + "." + name, loc);
-  s[0] = ctx.constant(0.0, p.type().shape, p.type().dtype, {}, loc);
-  return s;
+  return p.steps().state(ctx.constant(0.0, p.type().shape, p.type().dtype, {}, loc),
+                         p.param_name() + "." + name, loc);
 }
 
 void Optimizer::set_state(const nn::Parameter& p, RT s, const RT& value) {
-  s[p.dim()->var + 1] = value;
+  p.steps().advance(s, value);
 }
 
 RT Optimizer::step_count(const nn::Parameter& p, Loc loc) {
-  return p.ctx().symbol(p.dim()->var + 1, loc).cast(DType::Float64, loc);
+  return p.ctx().symbol(p.steps().count() + 1, loc).cast(DType::Float64, loc);
 }
 
 void Optimizer::step(const std::vector<RT>& grads, Loc loc) {
@@ -110,15 +109,15 @@ void Optimizer::step(const std::vector<RT>& grads, Loc loc) {
                           g.shape().str(), " but parameter '", p.param_name(), "' has shape ",
                           p.type().shape.str()));
     for (const Dim& d : g.domain())
-      if (!(d == *p.dim()))
+      if (!p.steps().contains(d))
         throw UserError(cat("step at ", where(loc), ": gradient ", describe(g), " of '",
                             p.param_name(), "' varies in ", d.name(),
-                            ", not only in the parameter's dimension ", p.dim()->name(),
+                            ", not only in the parameter's steps ", p.steps().str(),
                             " (reduce it first, e.g. with mean)"));
     for (const Dim& d : lr.domain())
-      if (!(d == *p.dim()))
+      if (!p.steps().contains(d))
         throw UserError(cat("learning rate ", describe(lr_.rt()), " varies in ", d.name(),
-                            "; it may vary only in ", p.dim()->name()));
+                            "; it may vary only in the steps ", p.steps().str()));
     RT gg = g.dtype() == p.dtype() ? g : g.cast(p.dtype(), loc);
     p.set_update(next(k, p, gg, lr, loc), loc);
   }

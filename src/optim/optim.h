@@ -1,6 +1,7 @@
-// Optimizers as recurrences over the iteration dimension (TEMPO §3, Fig. 8): each optimizer
-// state (momentum, Adam's moments) is a placeholder m over (i) with m[0] = zeros and
-// m[i + 1] = f(m[i], grad[i]); step() defines each parameter's p[i + 1] = p[i] - update.
+// Optimizers as recurrences over the parameters' steps (TEMPO §3, Fig. 8), usually the iteration
+// dimension: each optimizer state (momentum, Adam's moments) is a placeholder m over (i) with
+// m[0] = zeros and m[i + 1] = f(m[i], grad[i]); step() defines each parameter's
+// p[i + 1] = p[i] - update. Nested steps (i, u) work the same way (nn::Steps).
 //
 //   RT lr = optim::exponential_decay(ctx, 1e-3, 0.99, i.var);   // 1e-3 * 0.99^i
 //   optim::Adam opt(model.parameters(), lr);
@@ -62,11 +63,11 @@ class Optimizer {
   // The next value of p given its gradient g (both at iteration i) and the learning rate
   // (float64 scalar RT).
   virtual RT next(size_t k, const nn::Parameter& p, const RT& g, const RT& lr, Loc loc) = 0;
-  // A state placeholder s over p's dimension with s[0] = zeros of p's type.
+  // A state placeholder s over p's steps, zeros of p's type at the first step.
   RT state(const nn::Parameter& p, const std::string& name, Loc loc);
-  // Defines s[i + 1] = value.
+  // Defines s at the next step as value.
   void set_state(const nn::Parameter& p, RT s, const RT& value);
-  // A float64 scalar RT of the step count i + 1 (1 at the first update).
+  // A float64 scalar RT of the step count (1 at the first update).
   RT step_count(const nn::Parameter& p, Loc loc);
 
  private:

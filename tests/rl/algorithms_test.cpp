@@ -58,7 +58,15 @@ TEST(Config, BadInputIsAUserError) {
   bad([](TrainConfig& c) { c.iterations = 0; });
   bad([](TrainConfig& c) { c.num_envs = 0; });
   bad([](TrainConfig& c) { c.steps = 0; });
+  bad([](TrainConfig& c) { c.layers = 0; });
+  bad([](TrainConfig& c) { c.optimizer = "lbfgs"; });
+  bad([](TrainConfig& c) { c.n_step = 8; });  // a2c uses GAE
+  bad([](TrainConfig& c) {
+    c = TrainConfig::defaults("ppo");
+    c.minibatches = 3;  // does not divide 4 x 128
+  });
   EXPECT_NO_THROW(validate(TrainConfig{}));
+  EXPECT_NO_THROW(validate(TrainConfig::defaults("ppo")));
 }
 
 TEST(Train, EveryAlgorithmCompilesAndRuns) {
@@ -79,6 +87,36 @@ TEST(Train, EveryAlgorithmCompilesAndRuns) {
   c.num_envs = 2;
   c.steps = 8;
   EXPECT_EQ(train(c, nullptr).curve.size(), 2u);
+  c = TrainConfig::defaults("ppo");
+  c.env = "Pendulum-v1";
+  c.iterations = 2;
+  c.steps = 8;
+  EXPECT_EQ(train(c, nullptr).curve.size(), 2u);
+  // n-step REINFORCE on image observations, with one hidden layer.
+  c = TrainConfig::defaults("reinforce");
+  c.env = "synthetic";
+  c.env_options.obs_shape = {3, 8, 8};
+  c.n_step = 4;
+  c.layers = 1;
+  c.iterations = 3;
+  c.num_envs = 2;
+  c.steps = 8;
+  TrainResult res = train(c, nullptr);
+  EXPECT_EQ(res.curve.size(), 3u);
+  EXPECT_EQ(res.iteration_seconds.size(), 2u);
+  EXPECT_GT(res.peak_tracked_bytes, 0);
+}
+
+// PPO with CleanRL's CartPole settings: 4 epochs x 4 minibatches per rollout of 4 x 128 steps,
+// parameters as state over (iteration, update).
+TEST(Train, PpoLearnsCartPole) {
+  TrainConfig c = TrainConfig::defaults("ppo");
+  c.iterations = 40;
+  std::ostringstream log;
+  TrainResult res = train(c, &log);
+  ASSERT_EQ(res.curve.size(), 40u);
+  EXPECT_LT(res.curve.front().mean_return, 40) << log.str();
+  EXPECT_GT(res.final_mean_return, 120) << log.str();
 }
 
 // A short fixed-seed run clearly improves CartPole's mean return (random play: about 20).

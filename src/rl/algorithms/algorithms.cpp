@@ -3,7 +3,9 @@
 // Acting runs per (i, t): o[0, 0] = reset(), o[i, t + 1] = step(a[i, t]) and o[i + 1, 0] = the
 // last observation of iteration i, so every env call is ordered by data dependences. Learning
 // runs per iteration i on the whole rollout read as constant-range slices x[i, 0:T] (batched
-// forward passes), except the returns, which read the future x[i, t:T] per timestep.
+// forward passes), except the returns, which read the future x[i, t:T] per timestep. PPO's
+// updates run per (i, u) on minibatches of that rollout, with parameters over (i, u); acting
+// reads them at (i, 0).
 #include "rl/algorithms/algorithms.h"
 
 #include <algorithm>
@@ -15,6 +17,8 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
+#include <random>
 #include <sstream>
 
 #include "nn/distributions.h"
@@ -38,6 +42,8 @@ struct Stats {
   std::map<int64_t, std::vector<double>> returns;  // by iteration
   // When each iteration's last env step ran: the progress sink may be scheduled late.
   std::map<int64_t, Clock::time_point> stepped;
+  std::optional<Clock::time_point> last_step_of_iteration;
+  std::vector<double> iteration_seconds;
   Clock::time_point start;
   int64_t envs = 0, steps = 0;
   std::deque<double> recent;  // the last kRecentEpisodes finished episodes' returns
@@ -67,8 +73,9 @@ RT normalized(const RT& x) {
 
 }  // namespace
 
-RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t, Loc loc) {
-  Expr future = slice(t.var, t.bound);
+RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t, int64_t n,
+                      Loc loc) {
+  Expr future = n > 0 ? slice(t.var, tempo::min(t.var + n, t.bound)) : slice(t.var, t.bound);
   RT xw = x[index_with(x, t, future)];
   RT dw = done[index_with(done, t, future)];
   // Dones in [t, k): an exclusive cumulative sum along the window.
@@ -76,14 +83,25 @@ RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t, L
   return where(before < 0.5, xw, 0.0, loc).discounted_sum(gamma, 0, loc);
 }
 
+TrainConfig TrainConfig::defaults(const std::string& algo) {
+  TrainConfig c;
+  c.algo = algo;
+  if (algo == "ppo") {
+    c.num_envs = 4;
+    c.steps = 128;
+    c.iterations = 976;  // 500k env steps
+    c.lr = 2.5e-4;
+  }
+  return c;
+}
+
 void validate(const TrainConfig& c) {
   if (c.algo != "reinforce" && c.algo != "a2c" && c.algo != "ppo")
     throw UserError(cat("unknown algorithm '", c.algo, "' (expected ppo, a2c or reinforce)"));
   std::vector<std::string> envs = env_names();
-  if (std::find(envs.begin(), envs.end(), c.env) == envs.end() || c.env == "synthetic") {
+  if (std::find(envs.begin(), envs.end(), c.env) == envs.end()) {
     std::string names;
-    for (const std::string& e : envs)
-      if (e != "synthetic") names += (names.empty() ? "" : ", ") + e;
+    for (const std::string& e : envs) names += (names.empty() ? "" : ", ") + e;
     throw UserError(cat("unknown environment '", c.env, "' (expected one of ", names, ")"));
   }
   auto positive = [](const char* what, double v) {
@@ -94,15 +112,52 @@ void validate(const TrainConfig& c) {
   positive("--num-envs", static_cast<double>(c.num_envs));
   positive("--steps", static_cast<double>(c.steps));
   positive("--lr", c.lr);
+  positive("--hidden", static_cast<double>(c.hidden));
+  positive("--layers", static_cast<double>(c.layers));
+  positive("--epochs", static_cast<double>(c.epochs));
+  positive("--minibatches", static_cast<double>(c.minibatches));
   if (c.steps < 2) throw UserError(cat("--steps must be at least 2, got ", c.steps));
   if (!(c.gamma > 0 && c.gamma <= 1))
     throw UserError(cat("gamma must be in (0, 1], got ", c.gamma));
+  if (c.n_step < 0) throw UserError(cat("--n-step must be 0 (Monte-Carlo) or positive"));
+  if (c.n_step > 0 && c.algo != "reinforce")
+    throw UserError("--n-step applies to reinforce (A2C and PPO use GAE, see --gae-lambda)");
+  if (c.algo == "ppo" && (c.num_envs * c.steps) % c.minibatches != 0)
+    throw UserError(cat("--minibatches ", c.minibatches, " must divide num_envs x steps = ",
+                        c.num_envs * c.steps));
+  if (c.optimizer != "adam" && c.optimizer != "sgd")
+    throw UserError(cat("unknown optimizer '", c.optimizer, "' (expected adam or sgd)"));
 }
+
+namespace {
+
+// log pi(actions) and the entropy of the policy whose network output is `out`.
+std::pair<RT, RT> log_prob_entropy(bool discrete, const RT& out, const RT& log_std,
+                                   const RT& actions) {
+  if (discrete) {
+    nn::Categorical d(out);
+    return {d.log_prob(actions), d.entropy()};
+  }
+  nn::Normal d(out, log_std);
+  return {d.log_prob(actions), d.entropy()};
+}
+
+// (T, N, ...) -> (T * N, ...).
+RT flat(const RT& x) {
+  std::vector<Expr> dims = x.shape().dims;
+  dims[1] = dims[0] * dims[1];
+  dims.erase(dims.begin());
+  return x.reshape(Shape(dims));
+}
+
+}  // namespace
 
 TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   validate(cfg);
   const int64_t N = cfg.num_envs, T = cfg.steps, I = cfg.iterations;
-  std::shared_ptr<BatchedEnv> env = make_env(cfg.env, N);
+  const bool ppo = cfg.algo == "ppo";
+  const int64_t U = ppo ? cfg.epochs * cfg.minibatches : 1;
+  std::shared_ptr<BatchedEnv> env = make_env(cfg.env, N, cfg.env_options);
   const Space& aspace = env->action_space();
   const bool discrete = aspace.discrete;
   const int64_t obs_dim = env->obs_numel();
@@ -116,6 +171,11 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   Context ctx;
   Dim i = ctx.dim("i", "I");
   Dim t = ctx.dim("t", "T");
+  // PPO's parameters change U times per iteration: state over (i, u).
+  std::optional<Dim> u;
+  if (ppo) u = ctx.dim("u", "U");
+  const nn::Steps steps = u ? nn::Steps{i, *u} : nn::Steps{i};
+  const Expr start = steps.start_of(i);  // the parameters that act in iteration i
 
   // ---- acting ----
   const uint64_t seed = cfg.seed;
@@ -128,20 +188,22 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
 
   const nn::Linear::Init init =
       cfg.orthogonal_init ? nn::Linear::Init::Orthogonal : nn::Linear::Init::Default;
-  nn::MLP pi(ctx, {obs_dim, cfg.hidden, cfg.hidden, act_dim}, i, nn::tanh, nn::identity, true,
-             init);
+  auto mlp_sizes = [&](int64_t out) {
+    std::vector<int64_t> sizes{obs_dim};
+    for (int64_t k = 0; k < cfg.layers; ++k) sizes.push_back(cfg.hidden);
+    sizes.push_back(out);
+    return sizes;
+  };
+  nn::MLP pi(ctx, mlp_sizes(act_dim), steps, nn::tanh, nn::identity, true, init);
   std::vector<nn::Parameter> params = pi.parameters();
   nn::Parameter log_std;
   if (!discrete) {
-    log_std = nn::Parameter(ctx.zeros({act_dim}), i, "log_std");
+    log_std = nn::Parameter(ctx.zeros({act_dim}), steps, "log_std");
     params.push_back(log_std);
   }
-  RT a;
-  if (discrete) {
-    a = nn::Categorical(pi(o)).sample();
-  } else {
-    a = nn::Normal(pi(o), log_std).sample();
-  }
+  RT act_out = pi.forward_at(start, o);
+  RT act_log_std = discrete ? RT() : RT(log_std[start]);
+  RT a = discrete ? nn::Categorical(act_out).sample() : nn::Normal(act_out, act_log_std).sample();
 
   auto step_fn = [env, stats, discrete, N, obs_dim, act_dim, aspace](
                      const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
@@ -155,7 +217,12 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
       act[k] = static_cast<float>(v);
     }
     StepResult r = env->step(act);
-    stats->stepped[p[0]] = Clock::now();
+    Clock::time_point now = Clock::now();
+    if (p[0] > 0 && p[1] + 1 == stats->steps && stats->last_step_of_iteration)
+      stats->iteration_seconds.push_back(
+          std::chrono::duration<double>(now - *stats->last_step_of_iteration).count());
+    if (p[1] + 1 == stats->steps) stats->last_step_of_iteration = now;
+    stats->stepped[p[0]] = now;
     std::vector<float> done(static_cast<size_t>(N)), term(static_cast<size_t>(N));
     for (int64_t n = 0; n < N; ++n) {
       done[n] = (r.terminated[n] || r.truncated[n]) ? 1.0f : 0.0f;
@@ -181,49 +248,61 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   o[{i.var, t.var + 1}] = next_obs;
   o[{i.var + 1, Expr(0)}] = next_obs[{i.var, t.bound - 1}];
 
-  // ---- learning (per iteration, on the whole rollout) ----
+  // ---- learning, on the whole rollout (batched forward passes) ----
   RT O = rollout(o, t);  // (T, N, obs)
   RT A = rollout(a, t);  // (T, N) or (T, N, act)
-  RT logp, ent;
-  if (discrete) {
-    nn::Categorical d(pi(O));
-    logp = d.log_prob(A);
-    ent = d.entropy();
-  } else {
-    nn::Normal d(pi(O), log_std);
-    logp = d.log_prob(A);
-    ent = d.entropy();
-  }
-
   RT loss;
   if (!use_value) {
-    RT G = rollout(discounted_returns(reward, done, cfg.gamma, t), t);
+    auto [logp, ent] = log_prob_entropy(discrete, pi(O), log_std, A);
+    RT G = rollout(discounted_returns(reward, done, cfg.gamma, t, cfg.n_step), t);
     loss = -(logp * normalized(G).detach()).mean() - cfg.ent_coef * ent.mean();
   } else {
-    nn::MLP vf(ctx, {obs_dim, cfg.hidden, cfg.hidden, 1}, i, nn::tanh, nn::identity, true, init);
+    nn::MLP vf(ctx, mlp_sizes(1), steps, nn::tanh, nn::identity, true, init);
     for (const nn::Parameter& p : vf.parameters()) params.push_back(p);
-    RT V = vf(O).squeeze(-1);                                // (T, N)
-    RT Vn = vf(rollout(final_obs, t)).squeeze(-1).detach();  // (T, N)
+    // Advantages with the acting parameters (computed once per rollout, as CleanRL does).
+    RT V0 = vf.forward_at(start, O).squeeze(-1).detach();                       // (T, N)
+    RT Vn = vf.forward_at(start, rollout(final_obs, t)).squeeze(-1).detach();  // (T, N)
     RT R = rollout(reward, t);
     RT TERM = rollout(terminated, t);
-    RT delta = R + cfg.gamma * (1.0 - TERM) * Vn - V.detach();  // (T, N)
-    double lambda = cfg.gae_lambda;
+    RT delta = R + cfg.gamma * (1.0 - TERM) * Vn - V0;  // (T, N)
     // GAE: the per-timestep TD errors discounted by gamma * lambda within episodes.
-    RT adv_t = discounted_returns(delta.index(0, t.var), done, cfg.gamma * lambda, t);
-    RT adv = rollout(adv_t, t);
-    RT ret = (adv + V.detach()).detach();
-    RT nadv = normalized(adv).detach();
-    RT pg;
-    if (cfg.algo == "ppo") {
-      // One clipped-objective step per rollout: the ratio is against the acting policy's
-      // log-probs (equal parameters, so ratio = 1 at this single step).
-      RT ratio = (logp - logp.detach()).exp();
-      pg = -((ratio * nadv).minimum(ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * nadv)).mean();
+    RT adv_t = discounted_returns(delta.index(0, t.var), done, cfg.gamma * cfg.gae_lambda, t);
+    RT ADV = rollout(adv_t, t).detach();
+    RT RET = ADV + V0;
+    if (!ppo) {
+      auto [logp, ent] = log_prob_entropy(discrete, pi(O), log_std, A);
+      RT V = vf(O).squeeze(-1);
+      RT vloss = 0.5 * (V - RET).square().mean();
+      loss = -(logp * normalized(ADV)).mean() + cfg.vf_coef * vloss - cfg.ent_coef * ent.mean();
     } else {
-      pg = -(logp * nadv).mean();
+      // Minibatch u % M of epoch u / M: rows of the flattened rollout in a random order drawn
+      // once per (iteration, epoch).
+      const int64_t rows = T * N, M = cfg.minibatches, B = rows / M;
+      auto batch_fn = [seed, rows, M, B](const std::vector<HostTensor>&,
+                                         const std::vector<int64_t>& p) {
+        std::vector<int64_t> perm(static_cast<size_t>(rows));
+        std::iota(perm.begin(), perm.end(), 0);
+        std::mt19937_64 rng(seed * 1000003 + static_cast<uint64_t>(p[0]) * 7919 +
+                            static_cast<uint64_t>(p[1] / M));
+        std::shuffle(perm.begin(), perm.end(), rng);
+        HostTensor idx(DType::Int64, {B});
+        for (int64_t k = 0; k < B; ++k) idx.set(k, static_cast<double>(perm[(p[1] % M) * B + k]));
+        return std::vector<HostTensor>{idx};
+      };
+      RT idx = ctx.udf("minibatch", batch_fn, {}, {TensorType{DType::Int64, {B}}}, {i, *u})[0];
+      auto mb = [&](const RT& x) { return flat(x).index_select(0, idx); };
+      // The acting policy's log-probabilities, fixed during the updates.
+      RT old_logp = rollout(log_prob_entropy(discrete, act_out, act_log_std, a).first, t).detach();
+      RT Ob = mb(O);
+      auto [logp, ent] = log_prob_entropy(discrete, pi(Ob), log_std, mb(A));
+      RT ratio = (logp - mb(old_logp)).exp();
+      RT nadv = normalized(mb(ADV));
+      RT pg = -((ratio * nadv).minimum(ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * nadv)).mean();
+      RT V = vf(Ob).squeeze(-1), V0b = mb(V0), RETb = mb(RET);
+      RT Vclipped = V0b + (V - V0b).clamp(-cfg.clip, cfg.clip);
+      RT vloss = 0.5 * (V - RETb).square().maximum((Vclipped - RETb).square()).mean();
+      loss = pg + cfg.vf_coef * vloss - cfg.ent_coef * ent.mean();
     }
-    RT vloss = 0.5 * (V - ret).square().mean();
-    loss = pg + cfg.vf_coef * vloss - cfg.ent_coef * ent.mean();
   }
   loss = loss.named("loss");
 
@@ -235,11 +314,6 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   else
     opt = std::make_unique<optim::Adam>(params, lr, 0.9, 0.999, 1e-5);
   optim::minimize(loss, *opt, cfg.max_grad_norm);
-  if (cfg.verbose) {
-    std::map<std::string, int> kinds;
-    for (const ir::OpNode& op : ctx.graph().ops()) ++kinds[ir::op_kind_name(op.kind)];
-    for (auto& [k, n] : kinds) std::cerr << k << " " << n << "\n";
-  }
 
   // ---- progress: a sink per iteration ----
   auto log_fn = [stats](const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
@@ -270,7 +344,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
     }
     return std::vector<HostTensor>{};
   };
-  ctx.udf("progress", log_fn, {loss}, {}, {i});
+  ctx.udf("progress", log_fn, {ppo ? RT(loss[{i.var, u->bound - 1}]) : loss}, {}, {i});
 
   CompileOptions co;
   co.seed = cfg.seed;
@@ -278,13 +352,17 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   co.whole_component = cfg.whole_component;
   co.proximity = false;
   Clock::time_point c0 = Clock::now();
-  Executable exe = ctx.compile({{i.bound, I}, {t.bound, T}}, co);
+  Bounds bounds{{i.bound, I}, {t.bound, T}};
+  if (u) bounds.emplace_back(u->bound, U);
+  Executable exe = ctx.compile(bounds, co);
   TrainResult res;
   res.compile_seconds = std::chrono::duration<double>(Clock::now() - c0).count();
   stats->start = Clock::now();
   exe.run();
   res.run_seconds = std::chrono::duration<double>(Clock::now() - stats->start).count();
   res.curve = stats->curve;
+  res.iteration_seconds = stats->iteration_seconds;
+  res.peak_tracked_bytes = exe.memory().peak_bytes;
   res.episodes = stats->episodes;
   // The final return: the mean over the last (up to) 10% of iterations that saw an episode end.
   size_t tail = std::max<size_t>(1, res.curve.size() / 10);

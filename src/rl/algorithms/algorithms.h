@@ -1,8 +1,9 @@
 // Policy-gradient RL algorithms (REINFORCE, A2C, PPO) written as recurrent-tensor programs
 // (TEMPO §3, Alg. 1), over an iteration dimension i and a timestep dimension t; the N
-// environments of a batched env form a leading spatial dimension.
+// environments of a batched env form a leading spatial dimension. PPO adds an update dimension
+// u (epochs x minibatches): its parameters are state over (i, u).
 //
-//   rl::TrainConfig cfg;  cfg.algo = "a2c";  cfg.env = "CartPole-v1";
+//   rl::TrainConfig cfg = rl::TrainConfig::defaults("ppo");  cfg.env = "CartPole-v1";
 //   rl::TrainResult res = rl::train(cfg, &std::cout);
 #pragma once
 
@@ -12,19 +13,27 @@
 #include <vector>
 
 #include "api/tempo.h"
+#include "rl/envs/env.h"
 
 namespace tempo::rl {
 
 // Discounted sums within a rollout that respect episode boundaries: at (..., t),
 //   sum_{k >= t} gamma^(k - t) x[..., k] * alive(t, k),  alive(t, k) = no done in [t, k),
 // for x and done of the same shape over a domain containing t (done is 1 where an episode ended
-// after step k). Written with the future slice x[..., t:T] (a dynamic (T - t) dimension).
-RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t,
+// after step k). Written with the future slice x[..., t:T] (a dynamic (T - t) dimension), or
+// with the window x[..., t:min(t + n, T)] for n-step returns (n > 0).
+RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t, int64_t n = 0,
                       Loc loc = Loc::current());
 
 struct TrainConfig {
+  // The defaults of `algo` ("reinforce", "a2c" or "ppo"): CleanRL's for PPO on CartPole (4 envs
+  // x 128 steps, 4 epochs x 4 minibatches, lr 2.5e-4, 500k env steps); for A2C and REINFORCE,
+  // 8 envs x 64 steps and lr 2.5e-3 over 500 iterations.
+  static TrainConfig defaults(const std::string& algo);
+
   std::string algo = "a2c";  // "reinforce", "a2c" or "ppo"
   std::string env = "CartPole-v1";
+  EnvOptions env_options;    // the synthetic environment's observation shape and episode length
   uint64_t seed = 1;
   int64_t iterations = 500;
   int64_t num_envs = 8;
@@ -37,8 +46,12 @@ struct TrainConfig {
   double ent_coef = 0.01;
   double vf_coef = 0.5;
   double max_grad_norm = 0.5;
-  double clip = 0.2;  // PPO ratio clip
+  double clip = 0.2;  // PPO ratio clip (and value clip)
+  int64_t epochs = 4;        // PPO: passes over each rollout
+  int64_t minibatches = 4;   // PPO: minibatches per epoch (must divide num_envs * steps)
+  int64_t n_step = 0;        // REINFORCE: 0 for Monte-Carlo returns, n for n-step returns
   int64_t hidden = 64;
+  int64_t layers = 2;        // hidden layers of the policy and value networks
   std::string optimizer = "adam";  // or "sgd" (a much smaller program)
   bool whole_component = false;    // CompileOptions::whole_component
   bool verbose = false;            // compile phases on stderr
@@ -54,6 +67,10 @@ struct CurvePoint {
 
 struct TrainResult {
   std::vector<CurvePoint> curve;   // one point per iteration
+  // Wall seconds between the last env steps of consecutive iterations (a full iteration of
+  // acting and learning in steady state); iterations - 1 entries.
+  std::vector<double> iteration_seconds;
+  int64_t peak_tracked_bytes = 0;  // the runtime's peak tensor-store memory
   double final_mean_return = 0.0;  // mean over the last iterations' returns
   double compile_seconds = 0.0;
   double run_seconds = 0.0;
