@@ -34,6 +34,7 @@ const char* kUsage =
     "  --epochs, --minibatches  PPO updates per rollout (default 4 x 4)\n"
     "  --n-step N    reinforce: n-step instead of Monte-Carlo returns\n"
     "  --hidden, --layers  hidden width and hidden layers (default 64 x 2, tanh)\n"
+    "  --proximity   schedule with proximity constraints (slower to compile)\n"
     "  --gae-lambda  advantage lambda (default 0.95; 1: full bootstrapped returns)\n"
     "  --ent-coef    entropy bonus (default 0.01)   --vf-coef  value loss weight (default 0.5)\n"
     "  --default-init  PyTorch's default init instead of orthogonal weights\n"
@@ -134,7 +135,7 @@ int run_train_command(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if (a == "--whole-component" || a == "--no-clip" || a == "--constant-lr" ||
+    if (a == "--whole-component" || a == "--proximity" || a == "--no-clip" || a == "--constant-lr" ||
         a == "--default-init" || a == "--verbose") {
       options.emplace_back(a, "");
     } else if (a.rfind("--", 0) == 0) {
@@ -152,6 +153,8 @@ int run_train_command(int argc, char** argv) {
   for (const auto& [a, v] : options) {
     if (a == "--whole-component")
       cfg.whole_component = true;
+    else if (a == "--proximity")
+      cfg.proximity = true;
     else if (a == "--no-clip")
       cfg.max_grad_norm = 0;
     else if (a == "--constant-lr")

@@ -93,6 +93,9 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   for (const auto& [b, v] : bounds) so.known_bounds.emplace_back(b.name(), v);
   impl->schedule = schedule::compute_schedule(impl->graph, so);
   log("schedule", t0);
+  if (options.verbose)
+    std::cerr << "[tempo] isl statements: " << impl->schedule.num_statements
+              << (impl->schedule.fused ? " (fused)" : " (unfused)") << "\n";
   if (options.verbose) std::cerr << impl->schedule.str(impl->graph);
 
   t0 = Clock::now();

@@ -35,6 +35,7 @@ struct Schedule {
   StmtPtr root;
   Dims iterators;
   int num_statements = 0;  // isl statements scheduled (ops or fused groups, and deallocations)
+  bool fused = false;      // static islands were scheduled as one statement each
   std::string str(const ir::Graph& g) const;  // C-like pretty print, e.g. `for (c1 = 0; ...)`
 };
 

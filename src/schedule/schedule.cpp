@@ -164,8 +164,13 @@ class Scheduler {
   };
 
  public:
-  Scheduler(const Graph& g, const ScheduleOptions& opt, isl::ctx ctx)
-      : g_(g), opt_(opt), ctx_(ctx) {}
+  // Fusion searches cycles between groups either optimistically (every loop-carried read ends
+  // a path) or exactly enough for rollouts (only reads carried in the groups' own dimensions
+  // do, see path_through_others).
+  enum class CycleSearch { Optimistic, Careful };
+
+  Scheduler(const Graph& g, const ScheduleOptions& opt, isl::ctx ctx, CycleSearch search)
+      : g_(g), opt_(opt), ctx_(ctx), search_(search) {}
 
   Schedule run() {
     build_statements();
@@ -183,6 +188,7 @@ class Scheduler {
     }
     Schedule out = generate(sched);
     out.num_statements = num_statements_;
+    out.fused = opt_.fuse;
     return out;
   }
 
@@ -367,26 +373,28 @@ class Scheduler {
   }
 
   // The sink reads an earlier point of a dimension it shares with the source (x[t - 1]) after
-  // reading the same point in every earlier dimension of the source: a loop-carried read.
-  bool is_carried(const Edge& e) const {
+  // reading the same point in every earlier dimension of the source: a loop-carried read. Returns
+  // that dimension's variable (undefined if the read is not loop-carried).
+  Expr carried_dim(const Edge& e) const {
     const Dims& src = g_.op(e.source).domain;
     const Dims& snk = g_.op(e.sink).domain;
-    if (!e.phi.is_seq() || e.phi.size() != src.size()) return false;
+    if (!e.phi.is_seq() || e.phi.size() != src.size()) return Expr();
     for (size_t k = 0; k < src.size(); ++k) {
       const Expr& v = src[k].var;
       bool shared =
           std::any_of(snk.begin(), snk.end(), [&](const Dim& d) { return d.var.same(v); });
-      if (!shared) return false;
+      if (!shared) return Expr();
       const Expr& entry = e.phi.arg(k);
       if (entry.same(v)) continue;
-      if (entry.op() != sym::Op::Add || entry.size() != 2) return false;
+      if (entry.op() != sym::Op::Add || entry.size() != 2) return Expr();
       for (int a = 0; a < 2; ++a)
         if (entry.arg(a).same(v) && entry.arg(1 - a).is_const() && entry.arg(1 - a).value() < 0)
-          return true;
-      return false;
+          return v;
+      return Expr();
     }
-    return false;
+    return Expr();
   }
+  bool is_carried(const Edge& e) const { return carried_dim(e).defined(); }
 
   bool fusible(const Edge& e) {
     if (e.source == e.sink || e.cond.defined() || !is_identity(e)) return false;
@@ -404,25 +412,43 @@ class Scheduler {
     return x;
   }
 
-  // Whether a path leaves group `from` and reaches group `to` through ops of neither.
-  bool path_through_others(int from, int to, const std::vector<std::vector<OpId>>& succ) {
+  // A successor in the op graph, with the dimension its read is carried in (if any).
+  struct Succ {
+    OpId op;
+    Expr carried;
+  };
+
+  // Whether a path leaves group `from` and reaches group `to` through ops of neither. Reads
+  // carried in one of `dims` (the groups' own dimensions) move to an earlier point of the groups
+  // and cannot close a same-point cycle; reads carried in other dimensions can (x[t - 1] of a
+  // rollout, then read whole as x[i, 0:T]).
+  bool path_through_others(int from, int to, const std::vector<std::vector<Succ>>& succ,
+                           const Dims& dims) {
+    auto followed = [&](const Succ& s) {
+      if (!s.carried.defined()) return true;
+      if (search_ == CycleSearch::Optimistic) return false;
+      return std::none_of(dims.begin(), dims.end(),
+                          [&](const Dim& d) { return d.var.same(s.carried); });
+    };
     const int n = static_cast<int>(g_.num_ops());
     std::vector<char> seen(n, 0);
     std::vector<OpId> stack;
     for (OpId v = 0; v < n; ++v) {
       if (find(v) != from) continue;
-      for (OpId w : succ[v]) {
-        int gw = find(w);
-        if (gw != from && gw != to && !seen[w]) {
-          seen[w] = 1;
-          stack.push_back(w);
+      for (const Succ& s : succ[v]) {
+        int gw = find(s.op);
+        if (followed(s) && gw != from && gw != to && !seen[s.op]) {
+          seen[s.op] = 1;
+          stack.push_back(s.op);
         }
       }
     }
     while (!stack.empty()) {
       OpId v = stack.back();
       stack.pop_back();
-      for (OpId w : succ[v]) {
+      for (const Succ& s : succ[v]) {
+        if (!followed(s)) continue;
+        const OpId w = s.op;
         int gw = find(w);
         if (gw == to) return true;
         if (gw != from && !seen[w]) {
@@ -448,12 +474,11 @@ class Scheduler {
 
   void fuse_groups() {
     const int n = static_cast<int>(g_.num_ops());
-    // Paths through a loop-carried read cannot bring a group back to the same point, so they
-    // are left out of the search; where that is wrong (a later read of the future cancels the
-    // carry), isl finds no schedule and the program is scheduled unfused.
-    std::vector<std::vector<OpId>> succ(n);
-    for (const Edge& e : g_.edges())
-      if (!is_carried(e)) succ[e.source].push_back(e.sink);
+    // Paths through a read carried in the groups' own dimensions cannot bring a group back to
+    // the same point, so the search leaves them out; where that is wrong (a later read of the
+    // future cancels the carry), isl finds no schedule and the program is scheduled unfused.
+    std::vector<std::vector<Succ>> succ(n);
+    for (const Edge& e : g_.edges()) succ[e.source].push_back({e.sink, carried_dim(e)});
     std::vector<EdgeId> candidates;
     for (const Edge& e : g_.edges())
       if (fusible(e)) candidates.push_back(e.id);
@@ -466,7 +491,9 @@ class Scheduler {
         int a = find(e.source), b = find(e.sink);
         if (a == b) continue;
         if (!internal_reads_ok(a, b)) continue;
-        if (path_through_others(a, b, succ) || path_through_others(b, a, succ)) continue;
+        const Dims& dims = g_.op(e.source).domain;  // fused ops share their domain
+        if (path_through_others(a, b, succ, dims) || path_through_others(b, a, succ, dims))
+          continue;
         group_of_[std::max(a, b)] = std::min(a, b);
         changed = true;
       }
@@ -845,21 +872,27 @@ class Scheduler {
   std::map<std::string, int> exec_stmts_;  // statement name -> group
   std::map<std::string, std::vector<std::pair<OpId, int>>> dealloc_stmts_;
   int num_statements_ = 0;
+  CycleSearch search_;
   isl::union_set domains_;
   isl::union_map validity_, proximity_;
   IdMap ids_;
   std::vector<std::string> iterator_names_;
 };
 
-Schedule schedule_with(const Graph& g, const ScheduleOptions& options);
+Schedule schedule_with(const Graph& g, const ScheduleOptions& options,
+                       Scheduler::CycleSearch search = Scheduler::CycleSearch::Careful);
 
 }  // namespace
 
 Schedule compute_schedule(const Graph& g, const ScheduleOptions& options) {
   if (options.fuse) {
-    try {
-      return schedule_with(g, options);
-    } catch (const FuseFailed&) {
+    // The optimistic search fuses more (smaller, faster schedules) but may create a cycle, e.g.
+    // through a rollout read whole after a step-to-step carry; the careful one rarely does.
+    for (auto search : {Scheduler::CycleSearch::Optimistic, Scheduler::CycleSearch::Careful}) {
+      try {
+        return schedule_with(g, options, search);
+      } catch (const FuseFailed&) {
+      }
     }
     ScheduleOptions unfused = options;
     unfused.fuse = false;
@@ -870,10 +903,11 @@ Schedule compute_schedule(const Graph& g, const ScheduleOptions& options) {
 
 namespace {
 
-Schedule schedule_with(const Graph& g, const ScheduleOptions& options) {
+Schedule schedule_with(const Graph& g, const ScheduleOptions& options,
+                       Scheduler::CycleSearch search) {
   OwnedCtx owned;
   try {
-    Scheduler s(g, options, isl::ctx(owned.raw));
+    Scheduler s(g, options, isl::ctx(owned.raw), search);
     return s.run();
   } catch (const isl::exception& e) {
     if (dynamic_cast<const isl::exception_quota*>(&e) ||

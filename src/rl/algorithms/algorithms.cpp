@@ -350,7 +350,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   co.seed = cfg.seed;
   co.verbose = cfg.verbose;
   co.whole_component = cfg.whole_component;
-  co.proximity = false;
+  co.proximity = cfg.proximity;
   Clock::time_point c0 = Clock::now();
   Bounds bounds{{i.bound, I}, {t.bound, T}};
   if (u) bounds.emplace_back(u->bound, U);

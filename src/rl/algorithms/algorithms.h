@@ -54,6 +54,9 @@ struct TrainConfig {
   int64_t layers = 2;        // hidden layers of the policy and value networks
   std::string optimizer = "adam";  // or "sgd" (a much smaller program)
   bool whole_component = false;    // CompileOptions::whole_component
+  // CompileOptions::proximity: interleaves learning with acting (e.g. n-step returns free
+  // observations early) at a much higher compile time; PPO exceeds isl's operation bound.
+  bool proximity = false;
   bool verbose = false;            // compile phases on stderr
 };
 
