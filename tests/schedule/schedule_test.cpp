@@ -398,6 +398,45 @@ TEST(ScheduleFuse, SidePathThroughAnotherDomainPreventsFusion) {
   }
 }
 
+TEST(ScheduleFuse, RolloutCarryReadWholeDoesNotCloseACycle) {
+  // The shape of an RL program: state p[i] (p[i + 1] = upd[i]) is read by acting over (i, t),
+  // whose observations carry in t (x[i, t + 1] = act[i, t]); learning l[i] reads the whole
+  // rollout x[i, 0:T] and feeds the update. p, l and upd are joined by same-point reads over (i), but l
+  // must wait for the rollout that p starts: the path p -> x[t] -> x[t + 1] -> l goes through a
+  // read carried in t, a dimension the (i) groups do not have. The scheduler must keep p apart
+  // from l and still fuse (no fallback to the unfused program).
+  Builder b;
+  Dims it = {i_dim, t_dim};
+  OpId init = b.op("init", {}, OpKind::Const);
+  OpId p = b.op("p", {i_dim}, OpKind::Merge);
+  OpId x = b.op("x", it, OpKind::Merge);
+  OpId act = b.op("act", it, OpKind::Add);
+  OpId l = b.op("l", {i_dim}, OpKind::Sum);
+  OpId g = b.op("g", {i_dim}, OpKind::Neg);
+  OpId upd = b.op("upd", {i_dim}, OpKind::Add);
+  b.read(p, init, seq({}), i == 0);
+  b.read(p, upd, seq({i - 1}), i > 0);
+  b.read(x, init, seq({}), t == 0);
+  b.read(x, act, seq({i, t - 1}), t > 0);
+  b.read(act, x, seq({i, t}));
+  b.read(act, p, seq({i}));
+  b.read(l, x, seq({i, slice(0, T)}));
+  b.read(l, p, seq({i}));
+  b.read(g, l, seq({i}));
+  b.read(upd, g, seq({i}));
+  b.read(upd, p, seq({i}));
+  Schedule s = check_all(b.g, 1, 4, with_fuse(true), {"I", "T"});
+  std::cout << s.str(b.g);
+  EXPECT_TRUE(s.fused);
+  EXPECT_LT(s.num_statements, compute_schedule(b.g, with_fuse(false)).num_statements);
+  Trace tr = simulate(b.g, s, {{"I", 3}, {"T", 4}});
+  for (int64_t n = 0; n < 3; ++n) {
+    EXPECT_LT(tr.when(p, {n}), tr.when(act, {n, 0}));
+    EXPECT_LT(tr.when(x, {n, 3}), tr.when(l, {n}));
+    if (n > 0) EXPECT_LT(tr.when(upd, {n - 1}), tr.when(p, {n}));
+  }
+}
+
 TEST(ScheduleFuse, RecurrenceFusesWithItsState) {
   // The counter's Merge and Add are one group with a loop-carried self-dependence.
   Counter k(i_dim);
