@@ -1,19 +1,15 @@
-// Tempo's RL training programs (rl::train) against an eager LibTorch actor-learner baseline with
-// the same environments, networks, losses, hyperparameters and seeds, side by side.
+// Tempo's RL training programs (rl::train) against an eager LibTorch actor-learner baseline
+// (bench/eager_rl.h: CleanRL-style REINFORCE / A2C / PPO with the same environments, networks,
+// initialization, losses, hyperparameters and seeds), side by side, over the configurations of
+// TEMPO §7.3, plus Monte-Carlo against n-step REINFORCE at a large observation (§7.4).
 //
-// The baseline is written the way a careful CleanRL port to C++ would be: an acting loop that
-// runs the policy under NoGradGuard and fills a preallocated rollout buffer, then a learner that
-// recomputes the forward pass over the whole rollout (T x N) and takes one Adam step with
-// global-norm gradient clipping. Returns / advantages use the same episode-boundary rules as
-// rl::discounted_returns (a backward recursion here).
+//   bench_rl_vs_eager [--quick] [--only sweep|nstep|profile] [--out FILE.md] [--plot FILE.svg]
+//                     [--algos reinforce,ppo] [--iterations N] [--warmup W] [--threads K]
 //
-//   bench_rl_vs_eager [--quick] [--out FILE] [--algos a2c,ppo,reinforce] [--iterations N]
-//                     [--warmup W] [--threads K] [--env NAME]
-//
-// Per configuration it prints the median seconds per iteration over iterations W..N-1 (Tempo:
-// the time between consecutive per-iteration progress lines, compile time reported apart), env
-// steps per second derived from it, peak RSS (VmHWM) of the run, each run being a fresh process
-// (this executable with --child), and Tempo/eager ratios.
+// Every run is a fresh process (this executable with --child), so that its peak RSS is its own;
+// the two systems alternate which runs first. Per run: median seconds per iteration over the
+// iterations after warm-up, env steps per second, Tempo's tracked tensor-store peak, the eager
+// baseline's sampled heap peak, peak RSS (VmHWM), Tempo's compile time and the final return.
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -25,24 +21,20 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
-#include <streambuf>
 #include <string>
 #include <vector>
 
+#include "eager_rl.h"
 #include "rl/algorithms/algorithms.h"
 #include "rl/envs/env.h"
+#include "sampling_profiler.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using tempo::rl::TrainConfig;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// ---- process memory -----------------------------------------------------------------------------
 
 int64_t proc_status_kb(const char* key) {
   std::ifstream f("/proc/self/status");
@@ -53,51 +45,6 @@ int64_t proc_status_kb(const char* key) {
   return -1;
 }
 
-// ---- eager baseline -----------------------------------------------------------------------------
-
-struct MLPImpl : torch::nn::Module {
-  MLPImpl(int64_t in, int64_t hidden, int64_t out)
-      : l0(register_module("0", torch::nn::Linear(in, hidden))),
-        l1(register_module("1", torch::nn::Linear(hidden, hidden))),
-        l2(register_module("2", torch::nn::Linear(hidden, out))) {}
-  torch::Tensor forward(const torch::Tensor& x) { return l2(torch::tanh(l1(torch::tanh(l0(x))))); }
-  torch::nn::Linear l0, l1, l2;
-};
-TORCH_MODULE(MLP);
-
-// As Tempo's normalized(): over all elements, population variance, eps inside the sqrt.
-torch::Tensor normalized(const torch::Tensor& x) {
-  torch::Tensor c = x - x.mean();
-  return c / (c.square().mean() + 1e-8).sqrt();
-}
-
-// out[t] = x[t] + g * (1 - done[t]) * out[t + 1], out[T] = 0: discounted sums that stop at
-// episode ends, for [T, N] float tensors (contiguous).
-torch::Tensor discounted_returns(const torch::Tensor& x, const torch::Tensor& done, double g) {
-  const int64_t T = x.size(0), N = x.size(1);
-  torch::Tensor out = torch::empty_like(x);
-  const float* px = x.data_ptr<float>();
-  const float* pd = done.data_ptr<float>();
-  float* po = out.data_ptr<float>();
-  for (int64_t n = 0; n < N; ++n) {
-    double acc = 0;
-    for (int64_t t = T - 1; t >= 0; --t) {
-      acc = px[t * N + n] + g * (1.0 - pd[t * N + n]) * acc;
-      po[t * N + n] = static_cast<float>(acc);
-    }
-  }
-  return out;
-}
-
-struct RunStats {
-  std::vector<double> iter_seconds;  // measured iterations only
-  double compile_seconds = 0;
-  int64_t peak_rss_kb = -1;
-  int64_t start_rss_kb = -1;  // VmRSS just before the run (memory kept from earlier runs)
-  double final_return = std::nan("");
-  bool mean_only = false;  // iter_seconds holds one mean over all iterations (warm-up included)
-};
-
 double median(std::vector<double> v) {
   if (v.empty()) return std::nan("");
   std::sort(v.begin(), v.end());
@@ -105,218 +52,12 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
-RunStats run_eager(const TrainConfig& cfg, int64_t warmup) {
-  torch::manual_seed(cfg.seed);
-  const int64_t N = cfg.num_envs, T = cfg.steps;
-  auto env = tempo::rl::make_env(cfg.env, N);
-  const tempo::rl::Space& aspace = env->action_space();
-  const bool discrete = aspace.discrete;
-  const int64_t obs_dim = env->obs_numel();
-  const int64_t act_dim = discrete ? aspace.n : aspace.numel();
-  const bool use_value = cfg.algo != "reinforce";
-
-  MLP pi(obs_dim, cfg.hidden, act_dim);
-  std::vector<torch::Tensor> params = pi->parameters();
-  MLP vf(nullptr);
-  if (use_value) {
-    vf = MLP(obs_dim, cfg.hidden, 1);
-    for (const torch::Tensor& p : vf->parameters()) params.push_back(p);
-  }
-  torch::Tensor log_std;
-  if (!discrete) {
-    log_std = torch::zeros({act_dim}, torch::requires_grad());
-    params.push_back(log_std);
-  }
-  torch::optim::Adam opt(params, torch::optim::AdamOptions(cfg.lr).betas({0.9, 0.999}).eps(1e-5));
-
-  // Rollout buffer: T + 1 observations (the last one bootstraps and starts the next rollout).
-  torch::Tensor obs_buf = torch::empty({T + 1, N, obs_dim});
-  torch::Tensor act_buf =
-      discrete ? torch::empty({T, N}, torch::kLong) : torch::empty({T, N, act_dim});
-  torch::Tensor rew_buf = torch::empty({T, N});
-  torch::Tensor done_buf = torch::empty({T, N});
-  const size_t obs_bytes = static_cast<size_t>(N * obs_dim) * sizeof(float);
-  {
-    std::vector<float> o = env->reset(cfg.seed);
-    std::memcpy(obs_buf[0].data_ptr<float>(), o.data(), obs_bytes);
-  }
-  std::vector<float> act(static_cast<size_t>(N * (discrete ? 1 : act_dim)));
-  tempo::rl::StepResult sr;
-  std::vector<double> recent;
-  RunStats stats;
-  const double half_log_2pi = 0.5 * std::log(2 * M_PI);
-
-  for (int64_t it = 0; it < cfg.iterations; ++it) {
-    const Clock::time_point t0 = Clock::now();
-    std::vector<double> finished;
-    {  // acting
-      torch::NoGradGuard no_grad;
-      for (int64_t t = 0; t < T; ++t) {
-        torch::Tensor out = pi(obs_buf[t]);
-        if (discrete) {
-          torch::Tensor a = torch::multinomial(torch::softmax(out, -1), 1).squeeze(-1);
-          act_buf[t].copy_(a);
-          const int64_t* pa = a.data_ptr<int64_t>();
-          for (int64_t n = 0; n < N; ++n) act[n] = static_cast<float>(pa[n]);
-        } else {
-          torch::Tensor a = out + log_std.exp() * torch::randn_like(out);
-          act_buf[t].copy_(a);
-          const float* pa = a.data_ptr<float>();
-          for (int64_t k = 0; k < N * act_dim; ++k)
-            act[k] = std::clamp(pa[k], aspace.low[k % act_dim], aspace.high[k % act_dim]);
-        }
-        env->step_into(act, sr);
-        std::memcpy(obs_buf[t + 1].data_ptr<float>(), sr.obs.data(), obs_bytes);
-        std::memcpy(rew_buf[t].data_ptr<float>(), sr.reward.data(), N * sizeof(float));
-        float* pd = done_buf[t].data_ptr<float>();
-        for (int64_t n = 0; n < N; ++n) {
-          const bool d = sr.terminated[n] || sr.truncated[n];
-          pd[n] = d ? 1.0f : 0.0f;
-          if (d) finished.push_back(sr.episode_return[n]);
-        }
-      }
-    }
-    // learning: one forward pass over the whole rollout, one Adam step
-    torch::Tensor O = obs_buf.slice(0, 0, T);
-    torch::Tensor out = pi(O);
-    torch::Tensor logp, ent;
-    if (discrete) {
-      torch::Tensor lp = torch::log_softmax(out, -1);
-      logp = lp.gather(-1, act_buf.unsqueeze(-1)).squeeze(-1);
-      ent = -(lp.exp() * lp).sum(-1);
-    } else {
-      torch::Tensor z = (act_buf - out) * (-log_std).exp();
-      logp = -0.5 * z.square() - log_std - half_log_2pi;
-      ent = (0.5 + half_log_2pi + log_std).expand_as(out);
-    }
-    torch::Tensor loss;
-    if (!use_value) {
-      torch::Tensor G = discounted_returns(rew_buf, done_buf, cfg.gamma);
-      torch::Tensor w = normalized(G);
-      if (!discrete) w = w.unsqueeze(-1);
-      loss = -(logp * w).mean() - cfg.ent_coef * ent.mean();
-    } else {
-      torch::Tensor Vall = vf(obs_buf).squeeze(-1);  // [T + 1, N]
-      torch::Tensor V = Vall.slice(0, 0, T);
-      torch::Tensor Vn = Vall.slice(0, 1, T + 1).detach();
-      torch::Tensor delta = (rew_buf + cfg.gamma * (1.0 - done_buf) * Vn - V.detach()).contiguous();
-      const double lambda = cfg.algo == "ppo" ? cfg.gae_lambda : 1.0;
-      torch::Tensor adv = discounted_returns(delta, done_buf, cfg.gamma * lambda);
-      torch::Tensor ret = adv + V.detach();
-      torch::Tensor nadv = normalized(adv);
-      if (!discrete) nadv = nadv.unsqueeze(-1);
-      torch::Tensor pg;
-      if (cfg.algo == "ppo") {
-        torch::Tensor ratio = (logp - logp.detach()).exp();
-        pg = -torch::min(ratio * nadv, ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * nadv).mean();
-      } else {
-        pg = -(logp * nadv).mean();
-      }
-      torch::Tensor vloss = 0.5 * (V - ret).square().mean();
-      loss = pg + cfg.vf_coef * vloss - cfg.ent_coef * ent.mean();
-    }
-    opt.zero_grad();
-    loss.backward();
-    if (cfg.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params, cfg.max_grad_norm);
-    opt.step();
-    // Next rollout starts where this one ended.
-    obs_buf[0].copy_(obs_buf[T]);
-    const double dt = seconds_since(t0);
-    if (it >= warmup) stats.iter_seconds.push_back(dt);
-    if (!finished.empty()) {
-      double s = 0;
-      for (double r : finished) s += r;
-      recent.push_back(s / static_cast<double>(finished.size()));
-    }
-  }
-  if (!recent.empty()) stats.final_return = recent.back();
-  return stats;
-}
-
-// ---- Tempo --------------------------------------------------------------------------------------
-
-// Records the time at which each progress line (one per iteration) is written.
-class LineClock : public std::streambuf {
- public:
-  std::vector<Clock::time_point> times;
-
- protected:
-  int_type overflow(int_type c) override {
-    if (c == '\n') times.push_back(Clock::now());
-    return traits_type::not_eof(c);
-  }
-  std::streamsize xsputn(const char* s, std::streamsize n) override {
-    for (std::streamsize k = 0; k < n; ++k)
-      if (s[k] == '\n') times.push_back(Clock::now());
-    return n;
-  }
-};
-
-RunStats run_tempo(const TrainConfig& cfg, int64_t warmup) {
-  LineClock clock;
-  std::ostream log(&clock);
-  tempo::rl::TrainResult r = tempo::rl::train(cfg, &log);
-  RunStats stats;
-  stats.compile_seconds = r.compile_seconds;
-  // Line k is written at the end of iteration k; the gap to line k - 1 is iteration k's time.
-  for (size_t k = std::max<int64_t>(warmup, 1); k < clock.times.size(); ++k)
-    stats.iter_seconds.push_back(
-        std::chrono::duration<double>(clock.times[k] - clock.times[k - 1]).count());
-  // If the schedule runs the progress sink late (all lines at the end of the run), the gaps say
-  // nothing: fall back to the mean over all iterations of the run time.
-  double gaps = 0;
-  for (double g : stats.iter_seconds) gaps += g;
-  const double expected = r.run_seconds * static_cast<double>(stats.iter_seconds.size()) /
-                          static_cast<double>(cfg.iterations);
-  if (stats.iter_seconds.empty() || gaps < 0.5 * expected) {
-    stats.iter_seconds.assign(1, r.run_seconds / static_cast<double>(cfg.iterations));
-    stats.mean_only = true;
-  }
-  if (!r.curve.empty()) stats.final_return = r.curve.back().mean_return;
-  return stats;
-}
-
-// ---- driver -------------------------------------------------------------------------------------
-
-struct Options {
-  bool quick = false;
-  std::string out;
-  std::vector<std::string> algos;
-  int64_t iterations = 0, warmup = 0;
-  int threads = 1;
-  std::string env = "CartPole-v1";
-  // Internal: run one system on one configuration in this process and print a RESULT line.
-  std::string child;  // "tempo" or "eager"
-  std::string algo;
-  int64_t envs = 0, steps = 0, hidden = 0;
-};
-
-std::vector<std::string> split(const std::string& s) {
+std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> v;
   std::stringstream ss(s);
   std::string x;
-  while (std::getline(ss, x, ','))
+  while (std::getline(ss, x, sep))
     if (!x.empty()) v.push_back(x);
-  return v;
-}
-
-struct Case {
-  std::string algo;
-  int64_t envs, steps, hidden;
-};
-
-std::vector<Case> cases(const Options& o) {
-  std::vector<Case> v;
-  for (const std::string& a : o.algos) {
-    if (o.quick) {
-      v.push_back({a, 16, 128, 64});
-      continue;
-    }
-    // One axis at a time around (128 envs, 128 steps, 64 hidden).
-    for (int64_t n : {16, 128, 512}) v.push_back({a, n, 128, 64});
-    for (int64_t t : {250, 500}) v.push_back({a, 128, t, 64});
-    for (int64_t h : {16, 256}) v.push_back({a, 128, 128, h});
-  }
   return v;
 }
 
@@ -327,45 +68,333 @@ std::string fmt(double v, int prec) {
   return s.str();
 }
 
-std::string mib(int64_t kb) {
-  return kb < 0 ? "n/a" : fmt(static_cast<double>(kb) / 1024.0, 0);
+std::string mib(double bytes) {
+  if (bytes < 0) return "n/a";
+  const double m = bytes / (1024.0 * 1024.0);
+  return fmt(m, m < 10 ? 1 : 0);
 }
 
-// "peak (+growth over the RSS at the start of the run)".
-std::string rss(const RunStats& s) {
-  if (s.peak_rss_kb < 0 || s.start_rss_kb < 0) return mib(s.peak_rss_kb);
-  // VmRSS may fall between the reset and the read, so the growth can come out negative.
-  return mib(s.peak_rss_kb) + " (+" + mib(std::max<int64_t>(0, s.peak_rss_kb - s.start_rss_kb)) +
-         ")";
+// ---- one configuration ----------------------------------------------------------------------
+
+struct Case {
+  std::string algo = "reinforce";
+  std::string axis = "base";  // the swept axis, for the table and the plot
+  std::string env = "CartPole-v1";
+  std::string obs;            // synthetic env: "3x64x64"
+  int64_t envs = 16, steps = 128, hidden = 64, layers = 2, n_step = 0;
+  bool proximity = false;
+
+  std::string env_label() const { return obs.empty() ? env : env + " " + obs; }
+};
+
+TrainConfig config_of(const Case& c, int64_t iterations) {
+  TrainConfig cfg = TrainConfig::defaults(c.algo);  // PPO: CleanRL's hyperparameters
+  cfg.env = c.env;
+  if (!c.obs.empty()) {
+    cfg.env_options.obs_shape.clear();
+    for (const std::string& d : split(c.obs, 'x')) cfg.env_options.obs_shape.push_back(std::stoll(d));
+  }
+  cfg.num_envs = c.envs;
+  cfg.steps = c.steps;
+  cfg.hidden = c.hidden;
+  cfg.layers = c.layers;
+  cfg.n_step = c.n_step;
+  cfg.proximity = c.proximity;
+  cfg.iterations = iterations;
+  cfg.seed = 1;
+  return cfg;
 }
 
-// Runs one measurement in a fresh process, so that peak RSS belongs to that run alone.
+struct RunStats {
+  bool ok = false;
+  std::string error;
+  double sec_per_iter = std::nan("");
+  int64_t measured = 0;
+  double compile_seconds = std::nan("");
+  double mem_bytes = -1;  // Tempo: tracked tensor-store peak; eager: sampled heap peak
+  int64_t peak_rss_kb = -1, start_rss_kb = -1;
+  double final_return = std::nan("");
+};
+
+// In the child: runs one system on one configuration and prints a RESULT line.
+int child_main(const std::string& system, const Case& c, int64_t iterations, int64_t warmup,
+               bool profile) {
+  TrainConfig cfg = config_of(c, iterations);
+  std::optional<bench::SamplingProfiler> prof;
+  if (profile) {
+    cfg.verbose = system == "tempo";
+    prof.emplace();
+    prof->start();
+  }
+  const int64_t before = proc_status_kb("VmRSS:");
+  std::vector<double> secs;
+  double compile = std::nan(""), mem = -1, fin = std::nan("");
+  const Clock::time_point t0 = Clock::now();
+  if (system == "tempo") {
+    tempo::rl::TrainResult r = tempo::rl::train(cfg, nullptr);
+    // iteration_seconds[k] is the period that ends with iteration k + 1's last env step
+    // (learning of iteration k, acting of iteration k + 1).
+    for (size_t k = 0; k < r.iteration_seconds.size(); ++k)
+      if (static_cast<int64_t>(k) + 1 >= warmup) secs.push_back(r.iteration_seconds[k]);
+    compile = r.compile_seconds;
+    mem = static_cast<double>(r.peak_tracked_bytes);
+    fin = r.final_mean_return;
+  } else {
+    bench::EagerResult r = bench::run_eager(cfg);
+    for (size_t k = 0; k < r.iteration_seconds.size(); ++k)
+      if (static_cast<int64_t>(k) >= warmup) secs.push_back(r.iteration_seconds[k]);
+    mem = static_cast<double>(r.heap_peak_bytes);
+    fin = r.final_mean_return;
+  }
+  if (prof) {
+    prof->stop();
+    std::cerr << "[profile] " << system << " total "
+              << std::chrono::duration<double>(Clock::now() - t0).count() << " s wall\n";
+    prof->report(std::cerr, 40);
+  }
+  std::cout << std::setprecision(9) << "RESULT " << median(secs) << " " << secs.size() << " "
+            << compile << " " << mem << " " << proc_status_kb("VmHWM:") << " " << before << " "
+            << fin << "\n";
+  return 0;
+}
+
+std::string child_command(const std::string& system, const Case& c, int64_t iterations,
+                          int64_t warmup, int threads, bool profile) {
+  std::ostringstream cmd;
+  cmd << "/proc/" << getpid() << "/exe --child " << system << " --algo " << c.algo << " --env "
+      << c.env << " --envs " << c.envs << " --steps " << c.steps << " --hidden " << c.hidden
+      << " --layers " << c.layers << " --n-step " << c.n_step << " --iterations " << iterations
+      << " --warmup " << warmup << " --threads " << threads;
+  if (!c.obs.empty()) cmd << " --obs " << c.obs;
+  if (c.proximity) cmd << " --proximity";
+  if (profile) cmd << " --profile";
+  cmd << (profile ? "" : " 2>&1");
+  return cmd.str();
+}
+
+double parse_double(const std::string& s) {
+  try {
+    return std::stod(s);
+  } catch (...) {
+    return std::nan("");
+  }
+}
+
 RunStats run_child(const std::string& cmd) {
+  RunStats s;
   FILE* p = popen(cmd.c_str(), "r");
-  if (!p) throw std::runtime_error("cannot start " + cmd);
+  if (!p) {
+    s.error = "cannot start " + cmd;
+    return s;
+  }
   std::string text;
   char buf[4096];
   while (size_t n = std::fread(buf, 1, sizeof buf, p)) text.append(buf, n);
   const int rc = pclose(p);
   const size_t at = text.rfind("RESULT ");
-  if (rc != 0 || at == std::string::npos)
-    throw std::runtime_error("child run failed (" + cmd + "):\n" + text);
-  std::istringstream in(text.substr(at + 7));
-  RunStats s;
-  double med = 0, fin = 0;
-  int mean_only = 0;
-  std::string fin_s;
-  in >> med >> mean_only >> s.compile_seconds >> s.peak_rss_kb >> s.start_rss_kb >> fin_s;
-  s.iter_seconds = {med};
-  s.mean_only = mean_only != 0;
-  try {
-    fin = std::stod(fin_s);
-  } catch (...) {
-    fin = std::nan("");
+  if (rc != 0 || at == std::string::npos) {
+    s.error = text.size() > 600 ? text.substr(text.size() - 600) : text;
+    return s;
   }
-  s.final_return = fin;
+  std::istringstream in(text.substr(at + 7));
+  std::string med, n, comp, mem, hwm, before, fin;
+  in >> med >> n >> comp >> mem >> hwm >> before >> fin;
+  s.ok = true;
+  s.sec_per_iter = parse_double(med);
+  s.measured = std::stoll(n);
+  s.compile_seconds = parse_double(comp);
+  s.mem_bytes = parse_double(mem);
+  s.peak_rss_kb = std::stoll(hwm);
+  s.start_rss_kb = std::stoll(before);
+  s.final_return = parse_double(fin);
   return s;
 }
+
+// ---- the sets of configurations -------------------------------------------------------------
+
+// One axis at a time around the base (16 envs, T = 128, 2 x 64 hidden, CartPole-v1); everything
+// else from TrainConfig::defaults(algo).
+std::vector<Case> sweep_cases(const std::vector<std::string>& algos, bool quick) {
+  std::vector<Case> v;
+  for (const std::string& a : algos) {
+    Case base;
+    base.algo = a;
+    v.push_back(base);
+    if (quick) continue;
+    for (int64_t n : {128, 512}) {
+      Case c = base;
+      c.axis = "envs";
+      c.envs = n;
+      v.push_back(c);
+    }
+    for (int64_t t : {250, 500}) {
+      Case c = base;
+      c.axis = "T";
+      c.steps = t;
+      v.push_back(c);
+    }
+    for (int64_t h : {16, 256}) {
+      Case c = base;
+      c.axis = "hidden";
+      c.hidden = h;
+      v.push_back(c);
+    }
+    for (int64_t l : {1, 4}) {
+      Case c = base;
+      c.axis = "layers";
+      c.layers = l;
+      v.push_back(c);
+    }
+    for (const char* o : {"3x4x4", "3x16x16", "3x64x64"}) {
+      Case c = base;
+      c.axis = "obs";
+      c.env = "synthetic";
+      c.obs = o;
+      v.push_back(c);
+    }
+  }
+  return v;
+}
+
+struct Row {
+  Case c;
+  RunStats tempo, eager;
+};
+
+std::string rss_cell(const RunStats& s) {
+  if (s.peak_rss_kb < 0) return "n/a";
+  return mib(static_cast<double>(s.peak_rss_kb) * 1024.0) + " (+" +
+         mib(static_cast<double>(std::max<int64_t>(0, s.peak_rss_kb - s.start_rss_kb)) * 1024.0) +
+         ")";
+}
+
+double ratio(double a, double b) { return (a > 0 && b > 0) ? a / b : std::nan(""); }
+
+std::string axis_value(const Case& c) {
+  if (c.axis == "envs") return "envs=" + std::to_string(c.envs);
+  if (c.axis == "T") return "T=" + std::to_string(c.steps);
+  if (c.axis == "hidden") return "hidden=" + std::to_string(c.hidden);
+  if (c.axis == "layers") return "layers=" + std::to_string(c.layers);
+  if (c.axis == "obs") return "obs=" + c.obs;
+  return "base";
+}
+
+const char* kSweepHeader =
+    "| algo | config | env | envs | T | hidden x layers | Tempo s/iter | eager s/iter | time "
+    "Tempo/eager | Tempo steps/s | eager steps/s | Tempo tracked peak MiB | eager heap peak MiB | "
+    "Tempo peak RSS MiB (+growth) | eager peak RSS MiB (+growth) | RSS Tempo/eager | Tempo "
+    "compile s | final return Tempo / eager |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+
+std::string sweep_row(const Row& r) {
+  const Case& c = r.c;
+  const double steps = static_cast<double>(c.envs * c.steps);
+  const double ts = r.tempo.sec_per_iter, es = r.eager.sec_per_iter;
+  std::ostringstream o;
+  o << "| " << c.algo << " | " << axis_value(c) << " | " << c.env_label() << " | " << c.envs
+    << " | " << c.steps << " | " << c.hidden << " x " << c.layers << " | ";
+  if (!r.tempo.ok || !r.eager.ok) {
+    o << (r.tempo.ok ? fmt(ts, 4) : "failed") << " | " << (r.eager.ok ? fmt(es, 4) : "failed")
+      << " | | | | | | | | | | |\n";
+    return o.str();
+  }
+  o << fmt(ts, 4) << " | " << fmt(es, 4) << " | " << fmt(ratio(ts, es), 2) << " | "
+    << fmt(steps / ts, 0) << " | " << fmt(steps / es, 0) << " | " << mib(r.tempo.mem_bytes)
+    << " | " << mib(r.eager.mem_bytes) << " | " << rss_cell(r.tempo) << " | "
+    << rss_cell(r.eager) << " | "
+    << fmt(ratio(static_cast<double>(r.tempo.peak_rss_kb),
+                 static_cast<double>(r.eager.peak_rss_kb)),
+           2)
+    << " | " << fmt(r.tempo.compile_seconds, 1) << " | " << fmt(r.tempo.final_return, 1)
+    << " / " << fmt(r.eager.final_return, 1) << " |\n";
+  return o.str();
+}
+
+// ---- the plot -------------------------------------------------------------------------------
+
+std::string xml_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    if (ch == '<')
+      o += "&lt;";
+    else if (ch == '>')
+      o += "&gt;";
+    else if (ch == '&')
+      o += "&amp;";
+    else
+      o += ch;
+  }
+  return o;
+}
+
+// Grouped bars per configuration: Tempo/eager time and peak RSS ratios on a log2 axis, bars
+// growing from the line at 1.0.
+std::string svg_plot(const std::vector<Row>& rows, const std::string& title) {
+  std::vector<const Row*> ok;
+  for (const Row& r : rows)
+    if (r.tempo.ok && r.eager.ok) ok.push_back(&r);
+  const double lo = -2, hi = 6;  // log2 range: 0.25x .. 64x
+  const int left = 60, top = 40, plot_h = 320, group_w = 44, bottom = 150;
+  const int width = left + static_cast<int>(ok.size()) * group_w + 200;
+  const int height = top + plot_h + bottom;
+  auto y_of = [&](double r) {
+    const double l = std::clamp(std::log2(r), lo, hi);
+    return top + plot_h * (hi - l) / (hi - lo);
+  };
+  std::ostringstream s;
+  s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << width << "' height='" << height
+    << "' font-family='sans-serif' font-size='11'>\n"
+    << "<rect width='100%' height='100%' fill='white'/>\n"
+    << "<text x='" << left << "' y='20' font-size='14'>" << xml_escape(title) << "</text>\n";
+  for (int e = static_cast<int>(lo); e <= static_cast<int>(hi); ++e) {
+    const double y = y_of(std::pow(2.0, e));
+    s << "<line x1='" << left << "' x2='" << width - 200 << "' y1='" << y << "' y2='" << y
+      << "' stroke='" << (e == 0 ? "black" : "#ddd") << "' stroke-width='" << (e == 0 ? 1.5 : 1)
+      << "'/>\n<text x='" << left - 6 << "' y='" << y + 4 << "' text-anchor='end'>"
+      << fmt(std::pow(2.0, e), e < 0 ? 2 : 0) << "x</text>\n";
+  }
+  const char* colors[2] = {"#1f77b4", "#ff7f0e"};
+  for (size_t g = 0; g < ok.size(); ++g) {
+    const Row& r = *ok[g];
+    const double vals[2] = {
+        ratio(r.tempo.sec_per_iter, r.eager.sec_per_iter),
+        ratio(static_cast<double>(r.tempo.peak_rss_kb), static_cast<double>(r.eager.peak_rss_kb))};
+    const double x0 = left + static_cast<double>(g) * group_w + 6;
+    for (int b = 0; b < 2; ++b) {
+      if (std::isnan(vals[b])) continue;
+      const double y1 = y_of(1.0), y2 = y_of(vals[b]);
+      s << "<rect x='" << x0 + b * 16 << "' y='" << std::min(y1, y2) << "' width='15' height='"
+        << std::max(1.0, std::abs(y2 - y1)) << "' fill='" << colors[b] << "'><title>"
+        << fmt(vals[b], 2) << "</title></rect>\n";
+    }
+    const double lx = x0 + 16, ly = top + plot_h + 8;
+    s << "<text transform='translate(" << lx << "," << ly << ") rotate(60)'>"
+      << xml_escape(r.c.algo + " " + axis_value(r.c)) << "</text>\n";
+  }
+  const int lx = width - 190;
+  s << "<rect x='" << lx << "' y='" << top << "' width='12' height='12' fill='" << colors[0]
+    << "'/><text x='" << lx + 18 << "' y='" << top + 10 << "'>s/iter Tempo/eager</text>\n"
+    << "<rect x='" << lx << "' y='" << top + 20 << "' width='12' height='12' fill='" << colors[1]
+    << "'/><text x='" << lx + 18 << "' y='" << top + 30 << "'>peak RSS Tempo/eager</text>\n"
+    << "<text x='" << lx << "' y='" << top + 50 << "'>above 1: Tempo slower / larger</text>\n"
+    << "</svg>\n";
+  return s.str();
+}
+
+// ---- driver ---------------------------------------------------------------------------------
+
+struct Options {
+  bool quick = false;
+  std::string only;  // "", "sweep", "nstep" or "profile"
+  std::string out, plot;
+  std::vector<std::string> algos;
+  int64_t iterations = 0, warmup = 2;
+  int threads = 1;
+  // Internal (--child): one system on one configuration in this process.
+  std::string child;
+  bool profile = false;
+  Case c;
+};
 
 int main_impl(int argc, char** argv) {
   Options o;
@@ -377,119 +406,158 @@ int main_impl(int argc, char** argv) {
     };
     if (a == "--quick")
       o.quick = true;
+    else if (a == "--only")
+      o.only = next();
     else if (a == "--out")
       o.out = next();
+    else if (a == "--plot")
+      o.plot = next();
     else if (a == "--algos")
-      o.algos = split(next());
+      o.algos = split(next(), ',');
     else if (a == "--iterations")
       o.iterations = std::stoll(next());
     else if (a == "--warmup")
       o.warmup = std::stoll(next());
     else if (a == "--threads")
       o.threads = std::stoi(next());
-    else if (a == "--env")
-      o.env = next();
     else if (a == "--child")
       o.child = next();
+    else if (a == "--profile")
+      o.profile = true;
     else if (a == "--algo")
-      o.algo = next();
+      o.c.algo = next();
+    else if (a == "--env")
+      o.c.env = next();
+    else if (a == "--obs")
+      o.c.obs = next();
     else if (a == "--envs")
-      o.envs = std::stoll(next());
+      o.c.envs = std::stoll(next());
     else if (a == "--steps")
-      o.steps = std::stoll(next());
+      o.c.steps = std::stoll(next());
     else if (a == "--hidden")
-      o.hidden = std::stoll(next());
+      o.c.hidden = std::stoll(next());
+    else if (a == "--layers")
+      o.c.layers = std::stoll(next());
+    else if (a == "--n-step")
+      o.c.n_step = std::stoll(next());
+    else if (a == "--proximity")
+      o.c.proximity = true;
     else {
-      std::cerr << "usage: bench_rl_vs_eager [--quick] [--out FILE] [--algos a2c,ppo,reinforce]"
-                   " [--iterations N] [--warmup W] [--threads K] [--env NAME]\n";
+      std::cerr << "usage: bench_rl_vs_eager [--quick] [--only sweep|nstep|profile] [--out "
+                   "FILE.md] [--plot FILE.svg] [--algos reinforce,ppo] [--iterations N] "
+                   "[--warmup W] [--threads K]\n"
+                   "  profile: --only profile [--algo A --envs N --steps T --hidden H --layers L"
+                   " --env E --obs CxHxW --n-step n --proximity]\n";
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
-  if (o.algos.empty()) o.algos = {"reinforce", "a2c", "ppo"};
-  if (o.warmup <= 0) o.warmup = 2;
-  if (o.iterations <= 0) o.iterations = o.quick ? 7 : 10;
+  if (o.algos.empty()) o.algos = {"reinforce", "ppo"};
+  if (o.iterations <= 0) o.iterations = 7;
   if (o.iterations - o.warmup < 5)
     throw std::runtime_error("need at least 5 measured iterations (iterations - warmup >= 5)");
   torch::set_num_threads(o.threads);
+  if (!o.child.empty()) return child_main(o.child, o.c, o.iterations, o.warmup, o.profile);
 
-  if (!o.child.empty()) {
-    TrainConfig cfg;
-    cfg.algo = o.algo;
-    cfg.env = o.env;
-    cfg.num_envs = o.envs;
-    cfg.steps = o.steps;
-    cfg.hidden = o.hidden;
-    cfg.iterations = o.iterations;
-    cfg.seed = 1;
-    const int64_t before = proc_status_kb("VmRSS:");
-    RunStats r = o.child == "tempo" ? run_tempo(cfg, o.warmup) : run_eager(cfg, o.warmup);
-    std::cout << std::setprecision(9) << "RESULT " << median(r.iter_seconds) << " "
-              << (r.mean_only ? 1 : 0) << " " << r.compile_seconds << " "
-              << proc_status_kb("VmHWM:") << " " << before << " " << r.final_return << "\n";
+  if (o.only == "profile") {  // both systems under the sampling profiler, reports on stderr
+    for (const char* sys : {"tempo", "eager"}) {
+      RunStats s = run_child(child_command(sys, o.c, o.iterations, o.warmup, o.threads, true));
+      std::cerr << sys << ": " << (s.ok ? fmt(s.sec_per_iter, 4) + " s/iter" : s.error) << "\n";
+    }
     return 0;
   }
 
-  const int64_t base_rss = proc_status_kb("VmRSS:");  // as a child's at its start
+  const Clock::time_point start = Clock::now();
   std::ostringstream md;
-  md << "Tempo vs eager LibTorch (" << o.env << ", " << o.iterations << " iterations, first "
-     << o.warmup << " not measured, " << o.threads << " intra-op thread(s))\n\n"
-     << "Every run is a fresh process (this executable with --child). Peak RSS: VmHWM of that "
-        "process, LibTorch included (about "
-     << mib(base_rss)
-     << " MiB at its start); the growth in parentheses is peak minus VmRSS before the run."
-     << " Tempo's tracked tensor-store peak (Executable::memory()) is not reachable through "
-        "rl::train and is not reported.\n\n"
-     << "| algo | envs | T | hidden | Tempo s/iter | eager s/iter | Tempo/eager | "
-        "Tempo steps/s | eager steps/s | Tempo compile s | Tempo peak RSS MiB (+growth) | "
-        "eager peak RSS MiB (+growth) | final return Tempo / eager |\n"
-     << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-  std::cout << md.str() << std::flush;
-
-  std::vector<Case> cs = cases(o);
-  for (size_t c = 0; c < cs.size(); ++c) {
-    TrainConfig cfg;
-    cfg.algo = cs[c].algo;
-    cfg.env = o.env;
-    cfg.num_envs = cs[c].envs;
-    cfg.steps = cs[c].steps;
-    cfg.hidden = cs[c].hidden;
-    cfg.iterations = o.iterations;
-    cfg.seed = 1;
-    RunStats tempo_s, eager_s;
-    auto measure = [&](bool tempo_run) {
-      std::ostringstream cmd;
-      cmd << "/proc/" << getpid() << "/exe --child " << (tempo_run ? "tempo" : "eager")
-          << " --algo " << cfg.algo << " --env " << cfg.env << " --envs " << cfg.num_envs
-          << " --steps " << cfg.steps << " --hidden " << cfg.hidden << " --iterations "
-          << o.iterations << " --warmup " << o.warmup << " --threads " << o.threads;
-      (tempo_run ? tempo_s : eager_s) = run_child(cmd.str());
-    };
-    // Alternate which system runs first, so that neither always sees a warm (or cold) process.
-    const bool tempo_first = c % 2 == 0;
-    measure(tempo_first);
-    measure(!tempo_first);
-    const double ts = median(tempo_s.iter_seconds), es = median(eager_s.iter_seconds);
-    const double steps = static_cast<double>(cfg.num_envs * cfg.steps);
-    std::ostringstream row;
-    row << "| " << cfg.algo << " | " << cfg.num_envs << " | " << cfg.steps << " | " << cfg.hidden
-        << " | " << fmt(ts, 4) << (tempo_s.mean_only ? "*" : "") << " | " << fmt(es, 4) << " | "
-        << fmt(ts / es, 2) << " | " << fmt(steps / ts, 0) << " | " << fmt(steps / es, 0) << " | "
-        << fmt(tempo_s.compile_seconds, 2) << " | " << rss(tempo_s) << " | " << rss(eager_s)
-        << " | " << fmt(tempo_s.final_return, 1) << " / " << fmt(eager_s.final_return, 1) << " |\n";
-    std::cout << row.str() << std::flush;
-    md << row.str();
+  auto emit = [&](const std::string& s) {
+    std::cout << s << std::flush;
+    md << s;
+  };
+  {
+    std::ostringstream h;
+    h << "## Tempo vs eager LibTorch actor-learner (" << (o.quick ? "--quick" : "default set")
+      << ", " << o.iterations << " iterations per run, the first " << o.warmup
+      << " not measured, " << o.threads << " LibTorch thread(s))\n\n";
+    emit(h.str());
   }
-  const std::string notes =
-      "\n* Tempo s/iter marked * is run_seconds / iterations (warm-up included): the schedule "
-      "runs the per-iteration progress sink after the whole run, so per-iteration times are not "
-      "observable through rl::train.\n"
-      "Hidden layers are fixed at 2 in rl::TrainConfig (no knob), so that axis is not swept.\n";
-  md << notes;
-  std::cout << notes;
+  std::vector<Row> rows;
+  if (o.only.empty() || o.only == "sweep") {
+    emit(kSweepHeader);
+    std::vector<Case> cs = sweep_cases(o.algos, o.quick);
+    for (size_t k = 0; k < cs.size(); ++k) {
+      Row r{cs[k], {}, {}};
+      const bool tempo_first = k % 2 == 0;  // alternate which system runs first
+      for (int s = 0; s < 2; ++s) {
+        const bool tempo = (s == 0) == tempo_first;
+        (tempo ? r.tempo : r.eager) = run_child(
+            child_command(tempo ? "tempo" : "eager", cs[k], o.iterations, o.warmup, o.threads,
+                          false));
+      }
+      emit(sweep_row(r));
+      for (const RunStats* s : {&r.tempo, &r.eager})
+        if (!s->ok) emit("\nfailed run: " + s->error + "\n\n");
+      rows.push_back(r);
+    }
+  }
+
+  if (o.only.empty() || o.only == "nstep") {
+    // REINFORCE at a large observation: Monte-Carlo returns (n = 0) against n-step returns.
+    // --quick: a smaller observation, so that the set stays within its 3 minutes.
+    const std::string obs = o.quick ? "3x16x16" : "3x64x64";
+    emit("\n### Monte-Carlo vs n-step REINFORCE (synthetic " + obs +
+         ", 16 envs, T = 128, 2 x 64 hidden)\n\n"
+         "| returns | system | s/iter | steps/s | tracked / heap peak MiB | peak RSS MiB (+growth) "
+         "| compile s |\n|---|---|---|---|---|---|---|\n");
+    int order = 0;
+    for (int64_t n : {0, 8}) {
+      Case c;
+      c.env = "synthetic";
+      c.obs = obs;
+      c.n_step = n;
+      std::vector<std::pair<std::string, Case>> runs;
+      Case prox = c;
+      prox.proximity = true;
+      runs.push_back({"Tempo", c});
+      runs.push_back({"Tempo, proximity", prox});
+      runs.push_back({"eager", c});
+      if (order++ % 2) std::reverse(runs.begin(), runs.end());
+      std::vector<std::string> lines;
+      for (const auto& [label, rc] : runs) {
+        const bool tempo = label != "eager";
+        RunStats s = run_child(
+            child_command(tempo ? "tempo" : "eager", rc, o.iterations, o.warmup, o.threads, false));
+        std::ostringstream l;
+        l << "| " << (n == 0 ? "Monte-Carlo" : "n-step, n = " + std::to_string(n)) << " | "
+          << label << " | ";
+        if (!s.ok) {
+          l << "failed | | | | |\n";
+          lines.push_back(l.str() + "\nfailed run: " + s.error + "\n\n");
+          continue;
+        }
+        l << fmt(s.sec_per_iter, 4) << " | " << fmt(16.0 * 128.0 / s.sec_per_iter, 0) << " | "
+          << mib(s.mem_bytes) << (tempo ? " (tracked)" : " (heap)") << " | " << rss_cell(s)
+          << " | " << (tempo ? fmt(s.compile_seconds, 1) : "-") << " |\n";
+        lines.push_back(l.str());
+      }
+      std::sort(lines.begin(), lines.end());  // same order for both n, whoever ran first
+      for (const std::string& l : lines) emit(l);
+    }
+  }
+
+  {
+    std::ostringstream f;
+    f << "\nTotal wall time " << fmt(std::chrono::duration<double>(Clock::now() - start).count(), 0)
+      << " s.\n";
+    emit(f.str());
+  }
   if (!o.out.empty()) {
     std::ofstream f(o.out);
     f << md.str();
     if (!f) throw std::runtime_error("cannot write " + o.out);
+  }
+  if (!o.plot.empty() && !rows.empty()) {
+    std::ofstream f(o.plot);
+    f << svg_plot(rows, "Tempo / eager per configuration (log scale; 1.0 = parity)");
+    if (!f) throw std::runtime_error("cannot write " + o.plot);
   }
   return 0;
 }
