@@ -206,7 +206,9 @@ int run_train_command(int argc, char** argv) {
   std::cout << ", lr " << cfg.lr << ", seed " << cfg.seed << std::endl;
   tempo::rl::TrainResult res = tempo::rl::train(cfg, &std::cout);
   std::cout << "compile time: " << fmt(res.compile_seconds)
-            << " s, run time: " << fmt(res.run_seconds) << " s, episodes: " << res.episodes << "\n";
+            << " s, run time: " << fmt(res.run_seconds) << " s, episodes: " << res.episodes
+            << ", peak tensor memory: " << fmt(static_cast<double>(res.peak_tracked_bytes) / (1 << 20), 1)
+            << " MiB\n";
   if (!out.empty()) {
     std::filesystem::create_directories(out);
     std::ostringstream csv;

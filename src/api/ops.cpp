@@ -146,33 +146,21 @@ RT RT::clamp(double lo, double hi, Loc loc) const {
 
 // ---- reductions ----------------------------------------------------------------------------
 
-RT RT::sum(std::vector<int64_t> dims, bool keepdim, Loc loc) const {
+RT RT::sum(Axes dims, bool keepdim, Loc loc) const {
   Attrs a;
-  a.ints = norm_dims(*this, dims, loc, "sum");
+  a.ints = norm_dims(*this, dims.dims, loc, "sum");
   a.keepdim = keepdim;
   return ctx().add_op1(OpKind::Sum, std::move(a), {*this}, loc);
 }
 
-RT RT::sum(int64_t dim, bool keepdim, Loc loc) const {
-  return sum(std::vector<int64_t>{dim}, keepdim, loc);
-}
-
-RT RT::mean(std::vector<int64_t> dims, bool keepdim, Loc loc) const {
-  std::vector<int64_t> nd = norm_dims(*this, dims, loc, "mean");
+RT RT::mean(Axes dims, bool keepdim, Loc loc) const {
+  std::vector<int64_t> nd = norm_dims(*this, dims.dims, loc, "mean");
   RT s = sum(nd, keepdim, loc);
   return s / count_rt(*this, nd, loc);
 }
 
-RT RT::mean(int64_t dim, bool keepdim, Loc loc) const {
-  return mean(std::vector<int64_t>{dim}, keepdim, loc);
-}
-
-RT RT::var(int64_t dim, bool keepdim, Loc loc) const {
-  return var(std::vector<int64_t>{dim}, keepdim, loc);
-}
-
-RT RT::var(std::vector<int64_t> dims, bool keepdim, Loc loc) const {
-  std::vector<int64_t> nd = norm_dims(*this, dims, loc, "var");
+RT RT::var(Axes dims, bool keepdim, Loc loc) const {
+  std::vector<int64_t> nd = norm_dims(*this, dims.dims, loc, "var");
   RT d = *this - mean(nd, true, loc);
   return d.square(loc).mean(nd, keepdim, loc);
 }

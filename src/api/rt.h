@@ -31,6 +31,16 @@ using Loc = std::source_location;
 class Context;
 class RT;
 
+// The spatial dimensions a reduction runs over: one (x.sum(0)), several (x.sum({0, 2})), or all
+// (x.sum(), x.sum({})).
+struct Axes {
+  Axes() = default;
+  Axes(int64_t dim) : dims{dim} {}                                     // NOLINT
+  Axes(std::initializer_list<int64_t> list) : dims(list) {}            // NOLINT
+  Axes(std::vector<int64_t> list) : dims(std::move(list)) {}           // NOLINT
+  std::vector<int64_t> dims;  // empty: all
+};
+
 // An operand of an arithmetic operator: an RT or a scalar. Converting to it records the user's
 // line, which is how `a + b` knows where it was written.
 struct Operand {
@@ -96,12 +106,9 @@ class RT {
   RT clamp(double lo, double hi, Loc loc = Loc::current()) const;
 
   // ---- reductions and scans (negative dims count from the end) ----
-  RT sum(std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = Loc::current()) const;
-  RT sum(int64_t dim, bool keepdim = false, Loc loc = Loc::current()) const;
-  RT mean(std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = Loc::current()) const;
-  RT var(std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = Loc::current()) const;
-  RT mean(int64_t dim, bool keepdim = false, Loc loc = Loc::current()) const;
-  RT var(int64_t dim, bool keepdim = false, Loc loc = Loc::current()) const;
+  RT sum(Axes dims = {}, bool keepdim = false, Loc loc = Loc::current()) const;
+  RT mean(Axes dims = {}, bool keepdim = false, Loc loc = Loc::current()) const;
+  RT var(Axes dims = {}, bool keepdim = false, Loc loc = Loc::current()) const;
   RT max(int64_t dim, bool keepdim = false, Loc loc = Loc::current()) const;
   RT argmax(int64_t dim, bool keepdim = false, Loc loc = Loc::current()) const;
   std::pair<RT, RT> max_with_indices(int64_t dim, bool keepdim = false,

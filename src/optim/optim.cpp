@@ -47,7 +47,7 @@ std::vector<RT> clip_grad_norm(const std::vector<RT>& grads, double max_norm, RT
   for (const RT& g : grads) {
     if (!g.defined())
       throw UserError(cat("clip_grad_norm at ", where(loc), ": undefined gradient"));
-    RT s = g.square(loc).sum(std::vector<int64_t>{}, false, loc);  // sum({}) would be sum(0)
+    RT s = g.square(loc).sum({}, false, loc);
     sq = sq.defined() ? sq + s : s;
   }
   RT norm = sq.sqrt(loc);

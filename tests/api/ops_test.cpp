@@ -44,6 +44,38 @@ TEST(Ops, ScalarOperands) {
   EXPECT_EQ(ctx.graph().op(n.op()).name, "neg");
 }
 
+TEST(Ops, ReductionAxes) {
+  Context ctx;
+  RT x = ctx.zeros({2, 3, 4});
+  EXPECT_EQ(x.sum().shape().str(), "()");
+  EXPECT_EQ(x.sum({}).shape().str(), "()");  // all dims, not dim 0
+  EXPECT_EQ(x.sum(0).shape().str(), "(3, 4)");
+  EXPECT_EQ(x.sum({0}).shape().str(), "(3, 4)");
+  EXPECT_EQ(x.mean({0, 2}).shape().str(), "(3)");
+  EXPECT_EQ(x.var(-1, true).shape().str(), "(2, 3, 1)");
+}
+
+// ReadSubstitution: ops built while it lives read the replacement; afterwards, the original.
+TEST(Ops, ReadSubstitutionScopesReads) {
+  Context ctx;
+  Dim i = ctx.dim("i", "I");
+  RT p = ctx.placeholder(f32({3}), {i}, "p");
+  p[0] = ctx.zeros({3});
+  p[i.var + 1] = p * 2.0;
+  RT x = ctx.ones({3});
+  RT inside, outside;
+  {
+    ReadSubstitution at_start(ctx, {{p, p[0]}});
+    inside = x * p;
+  }
+  outside = x * p;
+  EXPECT_EQ(dom_str(inside), "");
+  EXPECT_EQ(input_edge(ctx, inside, 1).phi.str(), "[0]");
+  EXPECT_EQ(dom_str(outside), "i:I");
+  RT wrong = ctx.zeros({4});
+  EXPECT_THROW(ReadSubstitution(ctx, {{p, wrong}}), UserError);
+}
+
 TEST(Ops, ElementwiseAndClamp) {
   Context ctx;
   RT x = ctx.rand_normal({2, 3});

@@ -339,7 +339,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
       line << "iteration " << it + 1 << "  env_steps " << env_steps << "  mean_return "
            << std::fixed << std::setprecision(2) << stats->last_mean << "  loss "
            << std::setprecision(4) << in[0].at(0) << "  sps " << std::setprecision(0)
-           << static_cast<double>(env_steps) / std::max(secs, 1e-9) << "\n";
+           << static_cast<double>(env_steps) / std::max(secs, 1e-9) << "  time "
+           << std::setprecision(1) << secs << "s\n";
       *stats->log << line.str() << std::flush;
     }
     return std::vector<HostTensor>{};
