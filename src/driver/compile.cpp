@@ -118,9 +118,19 @@ Executable::~Executable() = default;
 void Executable::run() {
   const auto t0 = Clock::now();
   impl_->executor->run(impl_->bounds);
-  if (impl_->options.verbose)
-    std::cerr << "[tempo] run: " << ms_since(t0) << " ms, " << impl_->executor->ops_executed()
-              << " launches, peak " << impl_->executor->memory().peak_bytes << " bytes\n";
+  if (impl_->options.verbose) {
+    const runtime::Executor& ex = *impl_->executor;
+    std::cerr << "[tempo] run: " << ms_since(t0) << " ms, " << ex.ops_executed()
+              << " launches, peak " << ex.memory().peak_bytes << " bytes, "
+              << ex.memory().live_bytes << " bytes left in stores\n";
+    // Values left at the end of a run: retained outputs, or deallocations the schedule misses.
+    for (const ir::OpNode& op : impl_->graph.ops())
+      for (size_t k = 0; k < op.outputs.size(); ++k)
+        if (const runtime::PointStore* st = ex.store(op.id, static_cast<int>(k)))
+          if (st->size() > 1)
+            std::cerr << "[tempo]   " << st->size() << " values left of " << op.describe()
+                      << "\n";
+  }
 }
 
 HostTensor Executable::get(const RT& rt, const std::vector<int64_t>& point) const {
