@@ -153,6 +153,8 @@ std::vector<std::vector<OpId>> cyclic_components(const Graph& g) {
 
 // Scheduling the fused program failed: schedule it unfused instead.
 struct FuseFailed {};
+// Scheduling with bounded lifetimes failed: schedule without them.
+struct BoundFailed {};
 
 class Scheduler {
   // Ops scheduled as one isl statement.
@@ -169,8 +171,9 @@ class Scheduler {
   // do, see path_through_others).
   enum class CycleSearch { Optimistic, Careful };
 
-  Scheduler(const Graph& g, const ScheduleOptions& opt, isl::ctx ctx, CycleSearch search)
-      : g_(g), opt_(opt), ctx_(ctx), search_(search) {}
+  Scheduler(const Graph& g, const ScheduleOptions& opt, isl::ctx ctx, CycleSearch search,
+            bool bound_memory)
+      : g_(g), opt_(opt), ctx_(ctx), search_(search), bound_memory_(bound_memory) {}
 
   Schedule run() {
     build_statements();
@@ -181,6 +184,7 @@ class Scheduler {
     if (opt_.deallocate) build_deallocations();
     isl::schedule sched = solve(domains_, validity_, proximity_);
     if (sched.is_null()) {
+      if (bound_memory_) throw BoundFailed();
       // Fusion only adds orderings inside a group; where those make the program unschedulable,
       // scheduling it unfused finds a schedule or reports the cycle over the RTs.
       if (opt_.fuse) throw FuseFailed();
@@ -647,8 +651,48 @@ class Scheduler {
         add_dealloc_dep(with_range_name(grp.domain.identity(), name));
         // ...and after every reader of that point.
         for (const isl::map& m : bundles[b].pieces) add_dealloc_dep(with_range_name(m, name));
+        if (bound_memory_) bound_lifetime(grp, name, bundles[b].outputs);
       }
     }
+  }
+
+  // Without proximity constraints nothing keeps isl from freeing in a separate loop after the
+  // whole run (memory growing with the outer dimension). So where every reader of the outputs
+  // runs in the same outermost dimension d as their producer, reading d + c for a constant c,
+  // the point at d is freed before the producer runs at d + max(-c) + 1. Where that makes the
+  // program unschedulable, it is scheduled again without these constraints.
+  void bound_lifetime(const Group& grp, const std::string& dealloc,
+                      const std::vector<std::pair<OpId, int>>& outputs) {
+    const Dims& dims = g_.op(grp.members[0]).domain;
+    if (dims.empty()) return;
+    const Expr& d = dims[0].var;
+    int64_t lag = 0;  // how many points of d after the producer the last reader may run
+    for (const auto& [id, out] : outputs)
+      for (ir::EdgeId eid : g_.out_edges(id)) {
+        const Edge& e = g_.edge(eid);
+        if (e.source_output != out) continue;
+        const Dims& reader = g_.op(e.sink).domain;
+        if (reader.empty() || !reader[0].var.same(d) || !e.phi.is_seq() || e.phi.size() == 0)
+          return;
+        const Expr& entry = e.phi.arg(0);
+        int64_t c = 0;
+        if (!entry.same(d)) {
+          if (entry.op() != sym::Op::Add || entry.size() != 2) return;
+          int a = entry.arg(0).same(d) ? 0 : entry.arg(1).same(d) ? 1 : -1;
+          if (a < 0 || !entry.arg(1 - a).is_const()) return;
+          c = entry.arg(1 - a).value();
+        }
+        lag = std::max(lag, -c);
+      }
+    isl_space* space = isl_set_get_space(grp.domain.get());
+    isl_multi_aff* shift = isl_multi_aff_identity(isl_space_map_from_set(space));
+    isl_aff* first = isl_multi_aff_get_aff(shift, 0);
+    shift = isl_multi_aff_set_aff(shift, 0, isl_aff_add_constant_si(first, lag + 1));
+    isl::map before = isl::manage(isl_map_from_multi_aff(shift));
+    before = before.intersect_domain(grp.domain).intersect_range(grp.domain);
+    before = isl::manage(isl_map_set_tuple_name(before.release(), isl_dim_in, dealloc.c_str()));
+    isl::union_map u = to_union(before);
+    validity_ = validity_.is_null() ? u : validity_.unite(u);
   }
 
   void add_dealloc_dep(const isl::map& before_after) {
@@ -873,6 +917,7 @@ class Scheduler {
   std::map<std::string, std::vector<std::pair<OpId, int>>> dealloc_stmts_;
   int num_statements_ = 0;
   CycleSearch search_;
+  bool bound_memory_;
   isl::union_set domains_;
   isl::union_map validity_, proximity_;
   IdMap ids_;
@@ -880,7 +925,10 @@ class Scheduler {
 };
 
 Schedule schedule_with(const Graph& g, const ScheduleOptions& options,
-                       Scheduler::CycleSearch search = Scheduler::CycleSearch::Careful);
+                       Scheduler::CycleSearch search, bool bound_memory);
+// With bounded lifetimes first, then without.
+Schedule schedule_bounded(const Graph& g, const ScheduleOptions& options,
+                          Scheduler::CycleSearch search = Scheduler::CycleSearch::Careful);
 
 }  // namespace
 
@@ -890,24 +938,35 @@ Schedule compute_schedule(const Graph& g, const ScheduleOptions& options) {
     // through a rollout read whole after a step-to-step carry; the careful one rarely does.
     for (auto search : {Scheduler::CycleSearch::Optimistic, Scheduler::CycleSearch::Careful}) {
       try {
-        return schedule_with(g, options, search);
+        return schedule_bounded(g, options, search);
       } catch (const FuseFailed&) {
       }
     }
     ScheduleOptions unfused = options;
     unfused.fuse = false;
-    return schedule_with(g, unfused);
+    return schedule_bounded(g, unfused);
   }
-  return schedule_with(g, options);
+  return schedule_bounded(g, options);
 }
 
 namespace {
 
+Schedule schedule_bounded(const Graph& g, const ScheduleOptions& options,
+                          Scheduler::CycleSearch search) {
+  if (options.deallocate) {
+    try {
+      return schedule_with(g, options, search, true);
+    } catch (const BoundFailed&) {
+    }
+  }
+  return schedule_with(g, options, search, false);
+}
+
 Schedule schedule_with(const Graph& g, const ScheduleOptions& options,
-                       Scheduler::CycleSearch search) {
+                       Scheduler::CycleSearch search, bool bound_memory) {
   OwnedCtx owned;
   try {
-    Scheduler s(g, options, isl::ctx(owned.raw), search);
+    Scheduler s(g, options, isl::ctx(owned.raw), search, bound_memory);
     return s.run();
   } catch (const isl::exception& e) {
     if (dynamic_cast<const isl::exception_quota*>(&e) ||

@@ -398,43 +398,64 @@ TEST(ScheduleFuse, SidePathThroughAnotherDomainPreventsFusion) {
   }
 }
 
-TEST(ScheduleFuse, RolloutCarryReadWholeDoesNotCloseACycle) {
-  // The shape of an RL program: state p[i] (p[i + 1] = upd[i]) is read by acting over (i, t),
-  // whose observations carry in t (x[i, t + 1] = act[i, t]); learning l[i] reads the whole
-  // rollout x[i, 0:T] and feeds the update. p, l and upd are joined by same-point reads over (i), but l
-  // must wait for the rollout that p starts: the path p -> x[t] -> x[t + 1] -> l goes through a
-  // read carried in t, a dimension the (i) groups do not have. The scheduler must keep p apart
-  // from l and still fuse (no fallback to the unfused program).
+// The shape of an RL program: state p[i] (p[i + 1] = upd[i]) is read by acting over (i, t),
+// whose observations carry in t (x[i, t + 1] = act[i, t]); learning l[i] reads the whole
+// rollout x[i, 0:T] and feeds the update.
+struct Rollout {
   Builder b;
-  Dims it = {i_dim, t_dim};
-  OpId init = b.op("init", {}, OpKind::Const);
-  OpId p = b.op("p", {i_dim}, OpKind::Merge);
-  OpId x = b.op("x", it, OpKind::Merge);
-  OpId act = b.op("act", it, OpKind::Add);
-  OpId l = b.op("l", {i_dim}, OpKind::Sum);
-  OpId g = b.op("g", {i_dim}, OpKind::Neg);
-  OpId upd = b.op("upd", {i_dim}, OpKind::Add);
-  b.read(p, init, seq({}), i == 0);
-  b.read(p, upd, seq({i - 1}), i > 0);
-  b.read(x, init, seq({}), t == 0);
-  b.read(x, act, seq({i, t - 1}), t > 0);
-  b.read(act, x, seq({i, t}));
-  b.read(act, p, seq({i}));
-  b.read(l, x, seq({i, slice(0, T)}));
-  b.read(l, p, seq({i}));
-  b.read(g, l, seq({i}));
-  b.read(upd, g, seq({i}));
-  b.read(upd, p, seq({i}));
-  Schedule s = check_all(b.g, 1, 4, with_fuse(true), {"I", "T"});
-  std::cout << s.str(b.g);
-  EXPECT_TRUE(s.fused);
-  EXPECT_LT(s.num_statements, compute_schedule(b.g, with_fuse(false)).num_statements);
-  Trace tr = simulate(b.g, s, {{"I", 3}, {"T", 4}});
-  for (int64_t n = 0; n < 3; ++n) {
-    EXPECT_LT(tr.when(p, {n}), tr.when(act, {n, 0}));
-    EXPECT_LT(tr.when(x, {n, 3}), tr.when(l, {n}));
-    if (n > 0) EXPECT_LT(tr.when(upd, {n - 1}), tr.when(p, {n}));
+  OpId init, p, x, act, l, g, upd;
+  Rollout() {
+    Dims it = {i_dim, t_dim};
+    init = b.op("init", {}, OpKind::Const);
+    p = b.op("p", {i_dim}, OpKind::Merge);
+    x = b.op("x", it, OpKind::Merge);
+    act = b.op("act", it, OpKind::Add);
+    l = b.op("l", {i_dim}, OpKind::Sum);
+    g = b.op("g", {i_dim}, OpKind::Neg);
+    upd = b.op("upd", {i_dim}, OpKind::Add);
+    b.read(p, init, seq({}), i == 0);
+    b.read(p, upd, seq({i - 1}), i > 0);
+    b.read(x, init, seq({}), t == 0);
+    b.read(x, act, seq({i, t - 1}), t > 0);
+    b.read(act, x, seq({i, t}));
+    b.read(act, p, seq({i}));
+    b.read(l, x, seq({i, slice(0, T)}));
+    b.read(l, p, seq({i}));
+    b.read(g, l, seq({i}));
+    b.read(upd, g, seq({i}));
+    b.read(upd, p, seq({i}));
   }
+};
+
+TEST(ScheduleFuse, RolloutCarryReadWholeDoesNotCloseACycle) {
+  // p, l and upd are joined by same-point reads over (i), but l must wait for the rollout that
+  // p starts: the path p -> act[t] -> x[t + 1] -> l goes through a read carried in t, a
+  // dimension the (i) groups do not have. The scheduler must keep p apart from l and still fuse
+  // (no fallback to the unfused program).
+  Rollout r;
+  Schedule s = check_all(r.b.g, 1, 4, with_fuse(true), {"I", "T"});
+  std::cout << s.str(r.b.g);
+  EXPECT_TRUE(s.fused);
+  EXPECT_LT(s.num_statements, compute_schedule(r.b.g, with_fuse(false)).num_statements);
+  Trace tr = simulate(r.b.g, s, {{"I", 3}, {"T", 4}});
+  for (int64_t n = 0; n < 3; ++n) {
+    EXPECT_LT(tr.when(r.p, {n}), tr.when(r.act, {n, 0}));
+    EXPECT_LT(tr.when(r.x, {n, 3}), tr.when(r.l, {n}));
+    if (n > 0) EXPECT_LT(tr.when(r.upd, {n - 1}), tr.when(r.p, {n}));
+  }
+}
+
+// Without proximity constraints, deallocations still happen within the iteration that last
+// reads the point: live memory does not grow with the number of iterations.
+TEST_P(Schedule_, RolloutMemoryIsBoundedWithoutProximity) {
+  Rollout r;
+  ScheduleOptions opt = base();
+  opt.proximity = false;
+  Schedule s = check_all(r.b.g, 1, 4, opt, {"I", "T"});
+  std::cout << s.str(r.b.g);
+  Trace few = simulate(r.b.g, s, {{"I", 2}, {"T", 4}}, opt);
+  Trace many = simulate(r.b.g, s, {{"I", 9}, {"T", 4}}, opt);
+  EXPECT_EQ(few.max_live, many.max_live);
 }
 
 TEST(ScheduleFuse, RecurrenceFusesWithItsState) {
