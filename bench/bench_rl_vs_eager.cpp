@@ -80,7 +80,7 @@ struct Case {
   std::string algo = "reinforce";
   std::string axis = "base";  // the swept axis, for the table and the plot
   std::string env = "CartPole-v1";
-  std::string obs;            // synthetic env: "3x64x64"
+  std::string obs;  // synthetic env: "3x64x64"
   int64_t envs = 16, steps = 128, hidden = 64, layers = 2, n_step = 0;
   bool proximity = false;
 
@@ -92,7 +92,8 @@ TrainConfig config_of(const Case& c, int64_t iterations) {
   cfg.env = c.env;
   if (!c.obs.empty()) {
     cfg.env_options.obs_shape.clear();
-    for (const std::string& d : split(c.obs, 'x')) cfg.env_options.obs_shape.push_back(std::stoll(d));
+    for (const std::string& d : split(c.obs, 'x'))
+      cfg.env_options.obs_shape.push_back(std::stoll(d));
   }
   cfg.num_envs = c.envs;
   cfg.steps = c.steps;
@@ -268,7 +269,9 @@ std::string rss_cell(const RunStats& s) {
          ")";
 }
 
-double ratio(double a, double b) { return (a > 0 && b > 0) ? a / b : std::nan(""); }
+double ratio(double a, double b) {
+  return (a > 0 && b > 0) ? a / b : std::nan("");
+}
 
 std::string axis_value(const Case& c) {
   if (c.axis == "envs") return "envs=" + std::to_string(c.envs);
@@ -299,14 +302,13 @@ std::string sweep_row(const Row& r) {
     return o.str();
   }
   o << fmt(ts, 4) << " | " << fmt(es, 4) << " | " << fmt(ratio(ts, es), 2) << " | "
-    << fmt(steps / ts, 0) << " | " << fmt(steps / es, 0) << " | " << mib(r.tempo.mem_bytes)
-    << " | " << mib(r.eager.mem_bytes) << " | " << rss_cell(r.tempo) << " | "
-    << rss_cell(r.eager) << " | "
+    << fmt(steps / ts, 0) << " | " << fmt(steps / es, 0) << " | " << mib(r.tempo.mem_bytes) << " | "
+    << mib(r.eager.mem_bytes) << " | " << rss_cell(r.tempo) << " | " << rss_cell(r.eager) << " | "
     << fmt(ratio(static_cast<double>(r.tempo.peak_rss_kb),
                  static_cast<double>(r.eager.peak_rss_kb)),
            2)
-    << " | " << fmt(r.tempo.compile_seconds, 1) << " | " << fmt(r.tempo.final_return, 1)
-    << " / " << fmt(r.eager.final_return, 1) << " |\n";
+    << " | " << fmt(r.tempo.compile_seconds, 1) << " | " << fmt(r.tempo.final_return, 1) << " / "
+    << fmt(r.eager.final_return, 1) << " |\n";
   return o.str();
 }
 
@@ -475,8 +477,8 @@ int main_impl(int argc, char** argv) {
   {
     std::ostringstream h;
     h << "## Tempo vs eager LibTorch actor-learner (" << (o.quick ? "--quick" : "default set")
-      << ", " << o.iterations << " iterations per run, the first " << o.warmup
-      << " not measured, " << o.threads << " LibTorch thread(s))\n\n";
+      << ", " << o.iterations << " iterations per run, the first " << o.warmup << " not measured, "
+      << o.threads << " LibTorch thread(s))\n\n";
     emit(h.str());
   }
   std::vector<Row> rows;
@@ -488,9 +490,8 @@ int main_impl(int argc, char** argv) {
       const bool tempo_first = k % 2 == 0;  // alternate which system runs first
       for (int s = 0; s < 2; ++s) {
         const bool tempo = (s == 0) == tempo_first;
-        (tempo ? r.tempo : r.eager) = run_child(
-            child_command(tempo ? "tempo" : "eager", cs[k], o.iterations, o.warmup, o.threads,
-                          false));
+        (tempo ? r.tempo : r.eager) = run_child(child_command(
+            tempo ? "tempo" : "eager", cs[k], o.iterations, o.warmup, o.threads, false));
       }
       emit(sweep_row(r));
       for (const RunStats* s : {&r.tempo, &r.eager})
@@ -526,16 +527,16 @@ int main_impl(int argc, char** argv) {
         RunStats s = run_child(
             child_command(tempo ? "tempo" : "eager", rc, o.iterations, o.warmup, o.threads, false));
         std::ostringstream l;
-        l << "| " << (n == 0 ? "Monte-Carlo" : "n-step, n = " + std::to_string(n)) << " | "
-          << label << " | ";
+        l << "| " << (n == 0 ? "Monte-Carlo" : "n-step, n = " + std::to_string(n)) << " | " << label
+          << " | ";
         if (!s.ok) {
           l << "failed | | | | |\n";
           lines.push_back(l.str() + "\nfailed run: " + s.error + "\n\n");
           continue;
         }
         l << fmt(s.sec_per_iter, 4) << " | " << fmt(16.0 * 128.0 / s.sec_per_iter, 0) << " | "
-          << mib(s.mem_bytes) << (tempo ? " (tracked)" : " (heap)") << " | " << rss_cell(s)
-          << " | " << (tempo ? fmt(s.compile_seconds, 1) : "-") << " |\n";
+          << mib(s.mem_bytes) << (tempo ? " (tracked)" : " (heap)") << " | " << rss_cell(s) << " | "
+          << (tempo ? fmt(s.compile_seconds, 1) : "-") << " |\n";
         lines.push_back(l.str());
       }
       std::sort(lines.begin(), lines.end());  // same order for both n, whoever ran first

@@ -293,8 +293,7 @@ inline EagerResult run_eager(const tempo::rl::TrainConfig& cfg) {
       }
     }
     obs_buf[0].copy_(obs_buf[T]);  // the next rollout starts where this one ended
-    res.iteration_seconds.push_back(
-        std::chrono::duration<double>(Clock::now() - t0).count());
+    res.iteration_seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     curve.push_back(recent.empty() ? std::nan("")
                                    : std::accumulate(recent.begin(), recent.end(), 0.0) /
                                          static_cast<double>(recent.size()));

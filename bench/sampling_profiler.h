@@ -135,7 +135,12 @@ class SamplingProfiler {
     }
     void load_exe() {
       loaded_ = true;
-      FILE* p = popen("nm -C -n --defined-only /proc/self/exe 2>/dev/null", "r");
+      char exe[4096];
+      const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+      if (len <= 0) return;
+      exe[len] = 0;  // the real path: /proc/self in the shell would be the shell's
+      FILE* p =
+          popen((std::string("nm -C -n --defined-only '") + exe + "' 2>/dev/null").c_str(), "r");
       if (!p) return;
       char line[8192];
       while (std::fgets(line, sizeof line, p)) {
