@@ -82,33 +82,6 @@ Dims dims_of(const Context& ctx, const Expr& e) {
   return out;
 }
 
-bool no_gradient_kind(OpKind k) {
-  switch (k) {
-    case OpKind::Const:
-    case OpKind::RandUniform:
-    case OpKind::RandNormal:
-    case OpKind::Arange:
-    case OpKind::EvalSymbol:
-    case OpKind::Udf:
-    case OpKind::Detach:
-    case OpKind::Sign:
-    case OpKind::Floor:
-    case OpKind::Ceil:
-    case OpKind::Not:
-    case OpKind::Eq:
-    case OpKind::Ne:
-    case OpKind::Lt:
-    case OpKind::Le:
-    case OpKind::Gt:
-    case OpKind::Ge:
-    case OpKind::And:
-    case OpKind::Or:
-      return true;
-    default:
-      return false;
-  }
-}
-
 class Differentiator {
  public:
   Differentiator(Context& ctx, Loc loc) : ctx_(ctx), g_(ctx.graph()), loc_(loc) {}
@@ -165,7 +138,7 @@ class Differentiator {
   }
 
   // The walk does not go through the inputs of these ops.
-  bool stops(OpId id) const { return is_wrt(id) || no_gradient_kind(g_.op(id).kind); }
+  bool stops(OpId id) const { return is_wrt(id) || !ir::is_differentiable(g_.op(id).kind); }
 
   bool float_edge(const Edge& e) const {
     return ir::is_floating(g_.op(e.source).outputs[e.source_output].dtype);

@@ -81,28 +81,8 @@ std::vector<RT> local_grads(const RuleInput& r) {
   const RT& y = r.out.empty() ? g : r.out[0];
   auto need = [&](size_t k) { return k < r.need.size() && r.need[k]; };
 
+  if (!ir::is_differentiable(op.kind)) return out;
   switch (op.kind) {
-    // ---- no gradient: sources, user functions, integer/boolean results, detach ----
-    case OpKind::Const:
-    case OpKind::RandUniform:
-    case OpKind::RandNormal:
-    case OpKind::Arange:
-    case OpKind::EvalSymbol:
-    case OpKind::Udf:
-    case OpKind::Detach:
-    case OpKind::Sign:
-    case OpKind::Floor:
-    case OpKind::Ceil:
-    case OpKind::Not:
-    case OpKind::Eq:
-    case OpKind::Ne:
-    case OpKind::Lt:
-    case OpKind::Le:
-    case OpKind::Gt:
-    case OpKind::Ge:
-    case OpKind::And:
-    case OpKind::Or:
-      return out;
     case OpKind::Merge:
       throw InternalError("local_grads called for a Merge (routed by autodiff)");
 
@@ -279,6 +259,8 @@ std::vector<RT> local_grads(const RuleInput& r) {
       break;
     case OpKind::Conv2d:
       throw UserError(cat("no gradient for Conv2d yet: ", op.describe()));
+    default:
+      throw InternalError(cat("no gradient rule for differentiable op ", op.describe()));
   }
 
   // Gradients keep their input's floating dtype (e.g. f32 * f64 -> f64 back to f32).

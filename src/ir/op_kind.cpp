@@ -4,7 +4,7 @@ namespace tempo::ir {
 
 const char* op_kind_name(OpKind k) {
   switch (k) {
-#define TEMPO_X(name, nin, nout) \
+#define TEMPO_X(name, nin, nout, diff) \
   case OpKind::name:             \
     return #name;
     TEMPO_OP_KINDS(TEMPO_X)
@@ -15,7 +15,7 @@ const char* op_kind_name(OpKind k) {
 
 int op_kind_inputs(OpKind k) {
   switch (k) {
-#define TEMPO_X(name, nin, nout) \
+#define TEMPO_X(name, nin, nout, diff) \
   case OpKind::name:             \
     return nin;
     TEMPO_OP_KINDS(TEMPO_X)
@@ -26,13 +26,24 @@ int op_kind_inputs(OpKind k) {
 
 int op_kind_outputs(OpKind k) {
   switch (k) {
-#define TEMPO_X(name, nin, nout) \
+#define TEMPO_X(name, nin, nout, diff) \
   case OpKind::name:             \
     return nout;
     TEMPO_OP_KINDS(TEMPO_X)
 #undef TEMPO_X
   }
   return 0;
+}
+
+bool is_differentiable(OpKind k) {
+  switch (k) {
+#define TEMPO_X(name, nin, nout, diff) \
+  case OpKind::name:                   \
+    return diff;
+    TEMPO_OP_KINDS(TEMPO_X)
+#undef TEMPO_X
+  }
+  return false;
 }
 
 bool is_elementwise(OpKind k) {
