@@ -25,7 +25,8 @@ using tempo::UserError;
 const char* kUsage =
     "usage: tempo train <ppo|a2c|reinforce> [--env NAME] [--seed S] [--iterations I]\n"
     "                   [--num-envs N] [--steps T] [--lr X] [--out DIR] [--verbose]\n"
-    "  --env         CartPole-v1 (default), Pendulum-v1, Acrobot-v1, MountainCar-v0\n"
+    "  --env         CartPole-v1 (default), Pendulum-v1, Acrobot-v1, MountainCar-v0, synthetic\n"
+    "  --obs-shape CxHxW, --episode-length L  the synthetic env (default 3x4x4, 250)\n"
     "  --iterations  rollouts (default: ppo 976, a2c and reinforce 500)\n"
     "  --num-envs    environments stepped together (default: ppo 4, others 8)\n"
     "  --steps       timesteps per rollout (default: ppo 128, others 64)\n"
@@ -33,6 +34,8 @@ const char* kUsage =
     "                linearly to 0; --constant-lr keeps it constant\n"
     "  --epochs, --minibatches  PPO updates per rollout (default 4 x 4)\n"
     "  --n-step N    reinforce: n-step instead of Monte-Carlo returns\n"
+    "  --per-step    reinforce: learn from the acting forward pass, per timestep\n"
+    "  --no-normalize  reinforce: do not normalize returns over the rollout\n"
     "  --hidden, --layers  hidden width and hidden layers (default 64 x 2, tanh)\n"
     "  --proximity   schedule with proximity constraints (slower to compile)\n"
     "  --gae-lambda  advantage lambda (default 0.95; 1: full bootstrapped returns)\n"
@@ -46,6 +49,18 @@ int64_t parse_int(const std::string& flag, const std::string& s) {
   long long v = std::strtoll(s.c_str(), &end, 10);
   if (s.empty() || *end || errno) throw UserError(cat(flag, " expects an integer, got '", s, "'"));
   return v;
+}
+
+// "3x64x64" -> {3, 64, 64}.
+std::vector<int64_t> parse_shape(const std::string& flag, const std::string& s) {
+  std::vector<int64_t> out;
+  size_t start = 0;
+  for (size_t x = s.find('x'); ; x = s.find('x', start)) {
+    out.push_back(parse_int(flag, s.substr(start, x == std::string::npos ? x : x - start)));
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  return out;
 }
 
 double parse_double(const std::string& flag, const std::string& s) {
@@ -135,7 +150,8 @@ int run_train_command(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if (a == "--whole-component" || a == "--proximity" || a == "--no-clip" || a == "--constant-lr" ||
+    if (a == "--whole-component" || a == "--proximity" || a == "--per-step" ||
+        a == "--no-normalize" || a == "--no-clip" || a == "--constant-lr" ||
         a == "--default-init" || a == "--verbose") {
       options.emplace_back(a, "");
     } else if (a.rfind("--", 0) == 0) {
@@ -155,6 +171,10 @@ int run_train_command(int argc, char** argv) {
       cfg.whole_component = true;
     else if (a == "--proximity")
       cfg.proximity = true;
+    else if (a == "--per-step")
+      cfg.per_step = true;
+    else if (a == "--no-normalize")
+      cfg.normalize_returns = false;
     else if (a == "--no-clip")
       cfg.max_grad_norm = 0;
     else if (a == "--constant-lr")
@@ -195,6 +215,10 @@ int run_train_command(int argc, char** argv) {
       cfg.hidden = parse_int(a, v);
     else if (a == "--layers")
       cfg.layers = parse_int(a, v);
+    else if (a == "--obs-shape")
+      cfg.env_options.obs_shape = parse_shape(a, v);
+    else if (a == "--episode-length")
+      cfg.env_options.episode_length = parse_int(a, v);
     else
       throw UserError(cat("unknown option ", a, " (try `tempo train --help`)"));
   }

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "api/grad_rules.h"
+
 #include "util/error.h"
 
 namespace tempo::autodiff {
@@ -47,7 +48,18 @@ std::vector<RT> matmul_grads(const RuleInput& r) {
           loc);
   } else {
     if (r.need[0]) out[0] = unbroadcast(g.matmul(b.transpose(-1, -2, loc), loc), a.shape(), loc);
-    if (r.need[1]) out[1] = unbroadcast(a.transpose(-1, -2, loc).matmul(g, loc), b.shape(), loc);
+    if (r.need[1] && rb == 2 && ra > 2) {
+      // A matrix applied to a batch (a Linear layer's weight): one (k, B m) @ (B m, n) product
+      // instead of B products of (k, n) summed afterwards.
+      auto rows = [&](const RT& x) {
+        Expr n = x.shape()[0];
+        for (size_t d = 1; d + 1 < x.rank(); ++d) n = n * x.shape()[d];
+        return x.reshape(Shape(std::vector<Expr>{n, x.shape()[x.rank() - 1]}), loc);
+      };
+      out[1] = rows(a).transpose(0, 1, loc).matmul(rows(g), loc);
+    } else if (r.need[1]) {
+      out[1] = unbroadcast(a.transpose(-1, -2, loc).matmul(g, loc), b.shape(), loc);
+    }
   }
   return out;
 }

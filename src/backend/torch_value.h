@@ -14,6 +14,13 @@ class TorchValue final : public runtime::Value {
   int64_t nbytes() const override {
     return static_cast<int64_t>(tensor.numel()) * static_cast<int64_t>(tensor.element_size());
   }
+  const void* storage() const override {
+    return tensor.has_storage() ? tensor.storage().unsafeGetStorageImpl()
+                                : static_cast<const void*>(this);
+  }
+  int64_t storage_nbytes() const override {
+    return tensor.has_storage() ? static_cast<int64_t>(tensor.storage().nbytes()) : nbytes();
+  }
   torch::Tensor tensor;
 };
 

@@ -123,13 +123,21 @@ void Executable::run() {
     std::cerr << "[tempo] run: " << ms_since(t0) << " ms, " << ex.ops_executed()
               << " launches, peak " << ex.memory().peak_bytes << " bytes, "
               << ex.memory().live_bytes << " bytes left in stores\n";
-    // Values left at the end of a run: retained outputs, or deallocations the schedule misses.
+    // Values left at the end of a run (retained outputs, or deallocations the schedule misses)
+    // and the stores that held the most memory.
+    std::vector<std::pair<int64_t, std::string>> largest;
     for (const ir::OpNode& op : impl_->graph.ops())
       for (size_t k = 0; k < op.outputs.size(); ++k)
-        if (const runtime::PointStore* st = ex.store(op.id, static_cast<int>(k)))
+        if (const runtime::PointStore* st = ex.store(op.id, static_cast<int>(k))) {
           if (st->size() > 1)
             std::cerr << "[tempo]   " << st->size() << " values left of " << op.describe()
                       << "\n";
+          largest.emplace_back(st->peak_bytes(), op.describe());
+        }
+    std::sort(largest.rbegin(), largest.rend());
+    for (size_t k = 0; k < std::min<size_t>(8, largest.size()); ++k)
+      std::cerr << "[tempo]   peak " << largest[k].first << " bytes in " << largest[k].second
+                << "\n";
   }
 }
 

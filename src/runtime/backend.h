@@ -18,9 +18,10 @@ class Value {
  public:
   virtual ~Value() = default;
   virtual int64_t nbytes() const = 0;
-  // Number of tensor-store entries holding this value, kept by the runtime's memory accounting
-  // so that a value stored under several ops (Merge, Identity) is counted once.
-  int32_t store_refs = 0;
+  // The memory this value's elements live in, and its size: views (reshape, permute, slices)
+  // share their base's storage, which the runtime's memory accounting counts once.
+  virtual const void* storage() const { return this; }
+  virtual int64_t storage_nbytes() const { return nbytes(); }
 };
 using ValuePtr = std::shared_ptr<Value>;
 

@@ -25,10 +25,12 @@ void PointStore::clear() {
   flat_.clear();
   map_.clear();
   size_ = 0;
+  bytes_ = 0;
 }
 
 void PointStore::reset(const int64_t* bounds) {
   clear();
+  peak_bytes_ = 0;
   total_ = 1;
   bool overflow = false;
   for (size_t i = rank_; i-- > 0;) {
@@ -61,6 +63,7 @@ bool PointStore::erase_key(int64_t k) {
     removed = std::move(it->second);
     map_.erase(it);
   }
+  bytes_ -= removed->nbytes();
   memory_->release(*removed);
   --size_;
   return true;

@@ -12,22 +12,37 @@
 
 namespace tempo::runtime {
 
-// Bytes held by the tensor stores of one device: now and at the peak of the current run.
-// A value held by several stores is counted once (Value::store_refs).
+// Bytes held by the tensor stores of one device: now and at the peak of the current run. Memory
+// is counted per storage: a value held by several stores (Merge, Identity) or several views of one
+// storage count once.
 struct MemoryAccount {
   int64_t live_bytes = 0;
   int64_t peak_bytes = 0;
 
-  void acquire(Value& v) {
-    if (v.store_refs++ == 0) {
-      live_bytes += v.nbytes();
+  void acquire(const Value& v) {
+    auto [it, added] = held_.try_emplace(v.storage(), 0, v.storage_nbytes());
+    if (it->second.refs++ == 0) {
+      live_bytes += it->second.bytes;
       if (live_bytes > peak_bytes) peak_bytes = live_bytes;
     }
   }
-  void release(Value& v) {
-    if (--v.store_refs == 0) live_bytes -= v.nbytes();
+  void release(const Value& v) {
+    auto it = held_.find(v.storage());
+    if (it == held_.end()) return;
+    if (--it->second.refs == 0) {
+      live_bytes -= it->second.bytes;
+      held_.erase(it);
+    }
   }
   void reset_peak() { peak_bytes = live_bytes; }
+
+ private:
+  struct Held {
+    Held(int64_t r, int64_t b) : refs(r), bytes(b) {}
+    int64_t refs;
+    int64_t bytes;
+  };
+  std::unordered_map<const void*, Held> held_;
 };
 
 // A point store: maps each point of an op output's temporal domain to one value. Points are
@@ -47,11 +62,15 @@ class PointStore {
 
   void put(const int64_t* point, ValuePtr v) {
     ValuePtr& slot = slot_for_write(key(point));
-    if (slot)
+    if (slot) {
+      bytes_ -= slot->nbytes();
       memory_->release(*slot);
-    else
+    } else {
       ++size_;
+    }
     memory_->acquire(*v);
+    bytes_ += v->nbytes();
+    peak_bytes_ = std::max(peak_bytes_, bytes_);
     slot = std::move(v);
   }
   // The value at `point`; a missing point is an InternalError (a schedule bug) naming the op.
@@ -75,6 +94,9 @@ class PointStore {
 
   size_t rank() const { return rank_; }
   size_t size() const { return size_; }
+  // Bytes of the values this store held at its fullest during the current run (values shared
+  // with other stores counted here too).
+  int64_t peak_bytes() const { return peak_bytes_; }
   const std::string& who() const { return who_; }
 
  private:
@@ -111,6 +133,7 @@ class PointStore {
   size_t total_ = 1;
   bool flat_mode_ = true;
   size_t size_ = 0;
+  int64_t bytes_ = 0, peak_bytes_ = 0;
   std::vector<ValuePtr> flat_;
   std::unordered_map<int64_t, ValuePtr> map_;
 };

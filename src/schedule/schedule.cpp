@@ -651,46 +651,48 @@ class Scheduler {
         add_dealloc_dep(with_range_name(grp.domain.identity(), name));
         // ...and after every reader of that point.
         for (const isl::map& m : bundles[b].pieces) add_dealloc_dep(with_range_name(m, name));
-        if (bound_memory_) bound_lifetime(grp, name, bundles[b].outputs);
+        if (bound_memory_) bound_lifetime(grp, name, bundles[b].outputs, bundles[b].pieces);
       }
     }
   }
 
   // Without proximity constraints nothing keeps isl from freeing in a separate loop after the
   // whole run (memory growing with the outer dimension). So where every reader of the outputs
-  // runs in the same outermost dimension d as their producer, reading d + c for a constant c,
-  // the point at d is freed before the producer runs at d + max(-c) + 1. Where that makes the
-  // program unschedulable, it is scheduled again without these constraints.
+  // runs in the same outermost dimension d as their producer, the point p is freed before the
+  // producer runs at p with d = (the last reader's d) + 1. Where that makes the program
+  // unschedulable, it is scheduled again without these constraints.
   void bound_lifetime(const Group& grp, const std::string& dealloc,
-                      const std::vector<std::pair<OpId, int>>& outputs) {
+                      const std::vector<std::pair<OpId, int>>& outputs,
+                      const std::vector<isl::map>& pieces) {
     const Dims& dims = g_.op(grp.members[0]).domain;
     if (dims.empty()) return;
-    const Expr& d = dims[0].var;
-    int64_t lag = 0;  // how many points of d after the producer the last reader may run
     for (const auto& [id, out] : outputs)
       for (ir::EdgeId eid : g_.out_edges(id)) {
         const Edge& e = g_.edge(eid);
-        if (e.source_output != out) continue;
         const Dims& reader = g_.op(e.sink).domain;
-        if (reader.empty() || !reader[0].var.same(d) || !e.phi.is_seq() || e.phi.size() == 0)
+        if (e.source_output == out && (reader.empty() || !reader[0].var.same(dims[0].var)))
           return;
-        const Expr& entry = e.phi.arg(0);
-        int64_t c = 0;
-        if (!entry.same(d)) {
-          if (entry.op() != sym::Op::Add || entry.size() != 2) return;
-          int a = entry.arg(0).same(d) ? 0 : entry.arg(1).same(d) ? 1 : -1;
-          if (a < 0 || !entry.arg(1 - a).is_const()) return;
-          c = entry.arg(1 - a).value();
-        }
-        lag = std::max(lag, -c);
       }
-    isl_space* space = isl_set_get_space(grp.domain.get());
-    isl_multi_aff* shift = isl_multi_aff_identity(isl_space_map_from_set(space));
-    isl_aff* first = isl_multi_aff_get_aff(shift, 0);
-    shift = isl_multi_aff_set_aff(shift, 0, isl_aff_add_constant_si(first, lag + 1));
-    isl::map before = isl::manage(isl_map_from_multi_aff(shift));
-    before = before.intersect_domain(grp.domain).intersect_range(grp.domain);
+    // R[p] -> [d of the producer and of every reader of p], then its maximum.
+    auto outer = [](isl::map m) {  // R[p] -> X[x0, ...] to R[p] -> [x0]
+      isl_size n = isl_map_dim(m.get(), isl_dim_out);
+      isl_map* r = isl_map_project_out(m.release(), isl_dim_out, 1, n - 1);
+      return isl::manage(isl_map_reset_tuple_id(r, isl_dim_out));
+    };
+    isl::map self = with_range_name(grp.domain.identity(), "R");
+    self = isl::manage(isl_map_set_tuple_name(self.release(), isl_dim_in, "R"));
+    isl::map last = outer(self);
+    for (const isl::map& m : pieces) last = last.unite(outer(m.reverse()));
+    last = last.lexmax();
+    isl::map next(ctx_, "{ [d] -> [d + 1] }");
+    isl_size n = isl_map_dim(self.get(), isl_dim_out);
+    isl::map rest = isl::manage(isl_map_project_out(self.copy(), isl_dim_out, 0, 1));
+    isl::map before = isl::manage(
+        isl_map_flat_range_product(last.apply_range(next).release(), rest.release()));
+    if (isl_map_dim(before.get(), isl_dim_out) != n) return;
     before = isl::manage(isl_map_set_tuple_name(before.release(), isl_dim_in, dealloc.c_str()));
+    before = isl::manage(isl_map_set_tuple_name(before.release(), isl_dim_out, grp.name.c_str()));
+    before = before.intersect_range(grp.domain);
     isl::union_map u = to_union(before);
     validity_ = validity_.is_null() ? u : validity_.unite(u);
   }

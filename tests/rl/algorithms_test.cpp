@@ -61,6 +61,7 @@ TEST(Config, BadInputIsAUserError) {
   bad([](TrainConfig& c) { c.layers = 0; });
   bad([](TrainConfig& c) { c.optimizer = "lbfgs"; });
   bad([](TrainConfig& c) { c.n_step = 8; });  // a2c uses GAE
+  bad([](TrainConfig& c) { c.per_step = true; });
   bad([](TrainConfig& c) {
     c = TrainConfig::defaults("ppo");
     c.minibatches = 3;  // does not divide 4 x 128
@@ -97,6 +98,8 @@ TEST(Train, EveryAlgorithmCompilesAndRuns) {
   c.env = "synthetic";
   c.env_options.obs_shape = {3, 8, 8};
   c.n_step = 4;
+  c.per_step = true;
+  c.normalize_returns = false;
   c.layers = 1;
   c.iterations = 3;
   c.num_envs = 2;

@@ -20,6 +20,37 @@ ValuePtr val(int64_t n) {
   return std::make_shared<FakeValue>(n);
 }
 
+// A view of another value's storage (as a reshape or a transpose is).
+class FakeView : public Value {
+ public:
+  explicit FakeView(ValuePtr base) : base_(std::move(base)) {}
+  int64_t nbytes() const override { return base_->nbytes(); }
+  const void* storage() const override { return base_->storage(); }
+  int64_t storage_nbytes() const override { return base_->storage_nbytes(); }
+
+ private:
+  ValuePtr base_;
+};
+
+TEST(MemoryAccount, ViewsOfOneStorageCountOnce) {
+  MemoryAccount mem;
+  PointStore a("RT 'x'", 1, &mem), b("RT 'reshape'", 1, &mem);
+  int64_t bounds[] = {2};
+  a.reset(bounds);
+  b.reset(bounds);
+  int64_t p[] = {0};
+  ValuePtr x = val(100);
+  a.put(p, x);
+  b.put(p, std::make_shared<FakeView>(x));
+  EXPECT_EQ(mem.live_bytes, 100);
+  EXPECT_TRUE(a.erase(p));
+  EXPECT_EQ(mem.live_bytes, 100);  // the view still holds the storage
+  EXPECT_TRUE(b.erase(p));
+  EXPECT_EQ(mem.live_bytes, 0);
+  EXPECT_EQ(mem.peak_bytes, 100);
+  EXPECT_EQ(b.peak_bytes(), 100);
+}
+
 TEST(PointStore, PutGetErase) {
   MemoryAccount mem;
   PointStore s("RT 'x'", 2, &mem);

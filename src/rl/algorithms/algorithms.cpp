@@ -122,6 +122,8 @@ void validate(const TrainConfig& c) {
   if (c.n_step < 0) throw UserError(cat("--n-step must be 0 (Monte-Carlo) or positive"));
   if (c.n_step > 0 && c.algo != "reinforce")
     throw UserError("--n-step applies to reinforce (A2C and PPO use GAE, see --gae-lambda)");
+  if (c.per_step && c.algo != "reinforce")
+    throw UserError("--per-step applies to reinforce");
   if (c.algo == "ppo" && (c.num_envs * c.steps) % c.minibatches != 0)
     throw UserError(cat("--minibatches ", c.minibatches, " must divide num_envs x steps = ",
                         c.num_envs * c.steps));
@@ -252,10 +254,24 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   RT O = rollout(o, t);  // (T, N, obs)
   RT A = rollout(a, t);  // (T, N) or (T, N, act)
   RT loss;
-  if (!use_value) {
+  if (!use_value && cfg.per_step) {
+    // TEMPO Alg. 1: the loss of each timestep from the acting forward pass itself (no
+    // recomputation); its backward pass can run as soon as the returns of that step exist.
+    auto [logp, ent] = log_prob_entropy(discrete, act_out, act_log_std, a);  // over (i, t)
+    RT G = discounted_returns(reward, done, cfg.gamma, t, cfg.n_step);
+    if (cfg.normalize_returns) {
+      // Statistics of the whole rollout: every step waits for its end.
+      RT all = rollout(G, t);
+      RT c = G - all.mean();
+      G = c / ((all - all.mean()).square().mean() + 1e-8).sqrt();
+    }
+    RT step_loss = -(logp * G.detach()).mean() - cfg.ent_coef * ent.mean();
+    loss = rollout(step_loss, t).mean();
+  } else if (!use_value) {
     auto [logp, ent] = log_prob_entropy(discrete, pi(O), log_std, A);
     RT G = rollout(discounted_returns(reward, done, cfg.gamma, t, cfg.n_step), t);
-    loss = -(logp * normalized(G).detach()).mean() - cfg.ent_coef * ent.mean();
+    if (cfg.normalize_returns) G = normalized(G);
+    loss = -(logp * G.detach()).mean() - cfg.ent_coef * ent.mean();
   } else {
     nn::MLP vf(ctx, mlp_sizes(1), steps, nn::tanh, nn::identity, true, init);
     for (const nn::Parameter& p : vf.parameters()) params.push_back(p);
