@@ -416,8 +416,9 @@ class Differentiator {
                          " that varies with the reading points"));
     }
 
-    RT lv = local;
-    if (!inv.empty()) lv = local[RT::Index(sym::seq(inv), loc_)];
+    RT lv = running_sum(phi, inv, when, local, sink);
+    const bool summed = lv.defined();
+    if (!summed) lv = inv.empty() ? local : RT(local[RT::Index(sym::seq(inv), loc_)]);
     if (!is_true(when)) lv = lv[RT::Index(when, loc_)];
 
     // Stacked reader dims, and the slice-inverted sink variables -> their stacked dim.
@@ -463,7 +464,7 @@ class Differentiator {
     }
 
     // Step 3: sum over the readers.
-    if (k > 0) {
+    if (k > 0 && !summed) {
       std::vector<int64_t> dims(k);
       std::iota(dims.begin(), dims.end(), 0);
       lv = lv.sum(dims, false, loc_);
@@ -474,6 +475,40 @@ class Differentiator {
     if (lv.dtype() != type.dtype) lv = lv.cast(type.dtype, loc_);
     if (!is_true(when)) lv = masked(lv, when, src.domain, type);
     add_contribution({e.source, e.source_output}, over_domain(lv, src.domain));
+  }
+
+  // A source point read at every point of one sink dimension d (a parameter read by every
+  // timestep) gets the sum of those readers' gradients. Stacking them (steps 1-3) would hold all
+  // of them at once; a running sum along d, acc[d] = acc[d - 1] + local[d], adds each one as
+  // soon as it exists and frees it. Undefined where the edge is not of that form.
+  RT running_sum(const std::vector<Expr>& phi, const std::vector<Expr>& inv, const Expr& when,
+                 const RT& local, const OpNode& sink) {
+    if (!is_true(when) || local.cond().defined() || sink.cond.defined()) return RT();
+    if (std::any_of(phi.begin(), phi.end(), [](const Expr& f) { return f.is_slice(); }))
+      return RT();
+    int j = -1;
+    for (size_t k = 0; k < inv.size(); ++k) {
+      if (!inv[k].is_slice()) continue;
+      if (j >= 0) return RT();  // several stacked dims
+      j = static_cast<int>(k);
+    }
+    if (j < 0) return RT();
+    const Dim& d = sink.domain[j];
+    if (!inv[j].arg(0).is_const(0) || !inv[j].arg(1).same(d.bound) || !inv[j].arg(2).is_const(1))
+      return RT();
+    std::vector<Expr> at(sink.domain.size()), first, previous;
+    for (size_t k = 0; k < sink.domain.size(); ++k) at[k] = sink.domain[k].var;
+    first = previous = at;
+    first[j] = Expr(0);
+    previous[j] = d.var - 1;
+    RT acc = ctx_.placeholder(TensorType{local.dtype(), local.shape()}, sink.domain,
+                              "grad_sum_" + d.var.str(), loc_);
+    acc[RT::Index(sym::seq(first), loc_)] = local[RT::Index(sym::seq(first), loc_)];
+    RT later = local[RT::Index(d.var >= 1, loc_)];
+    acc[RT::Index(sym::seq(at), loc_)] = acc[RT::Index(sym::seq(previous), loc_)] + later;
+    std::vector<Expr> last = inv;
+    last[j] = d.bound - 1;
+    return acc[RT::Index(sym::seq(last), loc_)];
   }
 
   // start(p) as an int64 tensor over the stacked reader dims `n`: each slice-inverted sink
