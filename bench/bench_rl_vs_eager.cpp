@@ -83,6 +83,9 @@ struct Case {
   std::string obs;  // synthetic env: "3x64x64"
   int64_t envs = 16, steps = 128, hidden = 64, layers = 2, n_step = 0;
   bool proximity = false;
+  // Tempo's REINFORCE learning from the acting forward pass per timestep, returns not
+  // normalized (TrainConfig::per_step); the eager baseline ignores it.
+  bool per_step = false;
 
   std::string env_label() const { return obs.empty() ? env : env + " " + obs; }
 };
@@ -101,6 +104,10 @@ TrainConfig config_of(const Case& c, int64_t iterations) {
   cfg.layers = c.layers;
   cfg.n_step = c.n_step;
   cfg.proximity = c.proximity;
+  if (c.per_step) {
+    cfg.per_step = true;
+    cfg.normalize_returns = false;
+  }
   cfg.iterations = iterations;
   cfg.seed = 1;
   return cfg;
@@ -168,6 +175,7 @@ std::string child_command(const std::string& system, const Case& c, int64_t iter
       << " --warmup " << warmup << " --threads " << threads;
   if (!c.obs.empty()) cmd << " --obs " << c.obs;
   if (c.proximity) cmd << " --proximity";
+  if (c.per_step) cmd << " --per-step";
   if (profile) cmd << " --profile";
   cmd << (profile ? "" : " 2>&1");
   return cmd.str();
@@ -222,30 +230,18 @@ std::vector<Case> sweep_cases(const std::vector<std::string>& algos, bool quick)
     base.algo = a;
     v.push_back(base);
     if (quick) continue;
-    for (int64_t n : {128, 512}) {
-      Case c = base;
-      c.axis = "envs";
-      c.envs = n;
-      v.push_back(c);
-    }
-    for (int64_t t : {250, 500}) {
-      Case c = base;
-      c.axis = "T";
-      c.steps = t;
-      v.push_back(c);
-    }
-    for (int64_t h : {16, 256}) {
-      Case c = base;
-      c.axis = "hidden";
-      c.hidden = h;
-      v.push_back(c);
-    }
-    for (int64_t l : {1, 4}) {
-      Case c = base;
-      c.axis = "layers";
-      c.layers = l;
-      v.push_back(c);
-    }
+    auto sweep = [&](const char* axis, int64_t Case::*field, std::initializer_list<int64_t> values) {
+      for (int64_t x : values) {
+        Case c = base;
+        c.axis = axis;
+        c.*field = x;
+        v.push_back(c);
+      }
+    };
+    sweep("envs", &Case::envs, {128, 512});
+    sweep("T", &Case::steps, {250, 500});
+    sweep("hidden", &Case::hidden, {16, 256});
+    sweep("layers", &Case::layers, {1, 4});
     for (const char* o : {"3x4x4", "3x16x16", "3x64x64"}) {
       Case c = base;
       c.axis = "obs";
@@ -444,6 +440,8 @@ int main_impl(int argc, char** argv) {
       o.c.n_step = std::stoll(next());
     else if (a == "--proximity")
       o.c.proximity = true;
+    else if (a == "--per-step")
+      o.c.per_step = true;
     else {
       std::cerr << "usage: bench_rl_vs_eager [--quick] [--only sweep|nstep|profile] [--out "
                    "FILE.md] [--plot FILE.svg] [--algos reinforce,ppo] [--iterations N] "
@@ -517,8 +515,11 @@ int main_impl(int argc, char** argv) {
       std::vector<std::pair<std::string, Case>> runs;
       Case prox = c;
       prox.proximity = true;
+      Case per_step = prox;
+      per_step.per_step = true;
       runs.push_back({"Tempo", c});
       runs.push_back({"Tempo, proximity", prox});
+      runs.push_back({"Tempo, per-step, proximity", per_step});
       runs.push_back({"eager", c});
       if (order++ % 2) std::reverse(runs.begin(), runs.end());
       std::vector<std::string> lines;

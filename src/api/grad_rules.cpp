@@ -56,7 +56,8 @@ std::vector<RT> matmul_grads(const RuleInput& r) {
         for (size_t d = 1; d + 1 < x.rank(); ++d) n = n * x.shape()[d];
         return x.reshape(Shape(std::vector<Expr>{n, x.shape()[x.rank() - 1]}), loc);
       };
-      out[1] = rows(a).transpose(0, 1, loc).matmul(rows(g), loc);
+      // As (g^T a)^T: the operand order of torch's own Linear backward (faster BLAS layout).
+      out[1] = rows(g).transpose(0, 1, loc).matmul(rows(a), loc).transpose(0, 1, loc);
     } else if (r.need[1]) {
       out[1] = unbroadcast(a.transpose(-1, -2, loc).matmul(g, loc), b.shape(), loc);
     }
