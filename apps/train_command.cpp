@@ -55,7 +55,7 @@ int64_t parse_int(const std::string& flag, const std::string& s) {
 std::vector<int64_t> parse_shape(const std::string& flag, const std::string& s) {
   std::vector<int64_t> out;
   size_t start = 0;
-  for (size_t x = s.find('x'); ; x = s.find('x', start)) {
+  for (size_t x = s.find('x');; x = s.find('x', start)) {
     out.push_back(parse_int(flag, s.substr(start, x == std::string::npos ? x : x - start)));
     if (x == std::string::npos) break;
     start = x + 1;
@@ -225,14 +225,14 @@ int run_train_command(int argc, char** argv) {
   tempo::rl::validate(cfg);
   std::cout << "training " << cfg.algo << " on " << cfg.env << ": " << cfg.iterations
             << " iterations x " << cfg.num_envs << " envs x " << cfg.steps << " steps";
-  if (cfg.algo == "ppo") std::cout << ", " << cfg.epochs << " epochs x " << cfg.minibatches
-                                   << " minibatches";
+  if (cfg.algo == "ppo")
+    std::cout << ", " << cfg.epochs << " epochs x " << cfg.minibatches << " minibatches";
   std::cout << ", lr " << cfg.lr << ", seed " << cfg.seed << std::endl;
   tempo::rl::TrainResult res = tempo::rl::train(cfg, &std::cout);
   std::cout << "compile time: " << fmt(res.compile_seconds)
             << " s, run time: " << fmt(res.run_seconds) << " s, episodes: " << res.episodes
-            << ", peak tensor memory: " << fmt(static_cast<double>(res.peak_tracked_bytes) / (1 << 20), 1)
-            << " MiB\n";
+            << ", peak tensor memory: "
+            << fmt(static_cast<double>(res.peak_tracked_bytes) / (1 << 20), 1) << " MiB\n";
   if (!out.empty()) {
     std::filesystem::create_directories(out);
     std::ostringstream csv;

@@ -230,7 +230,8 @@ std::vector<Case> sweep_cases(const std::vector<std::string>& algos, bool quick)
     base.algo = a;
     v.push_back(base);
     if (quick) continue;
-    auto sweep = [&](const char* axis, int64_t Case::*field, std::initializer_list<int64_t> values) {
+    auto sweep = [&](const char* axis, int64_t Case::*field,
+                     std::initializer_list<int64_t> values) {
       for (int64_t x : values) {
         Case c = base;
         c.axis = axis;

@@ -58,8 +58,12 @@ Expr and_cond(const Expr& a, const Expr& b) {
   return a && b;
 }
 
-bool is_true(const Expr& e) { return !e.defined() || (e.is_bool_const() && e.value()); }
-bool is_false(const Expr& e) { return e.defined() && e.is_bool_const() && !e.value(); }
+bool is_true(const Expr& e) {
+  return !e.defined() || (e.is_bool_const() && e.value());
+}
+bool is_false(const Expr& e) {
+  return e.defined() && e.is_bool_const() && !e.value();
+}
 
 bool same_dims(const Dims& a, const Dims& b) {
   if (a.size() != b.size()) return false;
@@ -190,7 +194,9 @@ class Differentiator {
     std::vector<OpId> todo;
     for (size_t i = 0; i < n0; ++i)
       if (relevant_[i] && !stops(static_cast<OpId>(i))) todo.push_back(static_cast<OpId>(i));
-    auto processed = [&](OpId id) { return id < static_cast<OpId>(n0) && relevant_[id] && !stops(id); };
+    auto processed = [&](OpId id) {
+      return id < static_cast<OpId>(n0) && relevant_[id] && !stops(id);
+    };
 
     for (OpId id : todo)
       if (g_.op(id).kind == OpKind::Merge) {
@@ -228,8 +234,8 @@ class Differentiator {
       }
     }
     if (done != pending.size())
-      throw InternalError(cat("grad at ", where(loc_),
-                              ": a cycle of the graph does not go through a Merge"));
+      throw InternalError(
+          cat("grad at ", where(loc_), ": a cycle of the graph does not go through a Merge"));
 
     // Close the placeholders: each merge's gradient is the sum of its contributions.
     for (auto& [key, ph] : placeholder_) {
@@ -289,8 +295,10 @@ class Differentiator {
       if (earlier.defined()) eff = and_cond(eff, !earlier);
       if (eff.defined()) eff = sym::simplify(eff, m.domain);
       bool was_always = earlier.defined() && is_true(sym::simplify(earlier, m.domain));
-      if (!e.cond.defined()) earlier = Expr::boolean(true);
-      else earlier = earlier.defined() ? (earlier || e.cond) : e.cond;
+      if (!e.cond.defined())
+        earlier = Expr::boolean(true);
+      else
+        earlier = earlier.defined() ? (earlier || e.cond) : e.cond;
       if (was_always || is_false(eff)) break;
       if (!relevant_[e.source] || !float_edge(e)) continue;
       RT local = is_true(eff) ? gm : masked(gm, eff, m.domain, m.outputs[0]);
@@ -405,8 +413,8 @@ class Differentiator {
         if (on_stacked(len)) {
           Expr hi = sym::range_of(len, sink.domain).hi;
           if (!hi.defined() || !dims_of(ctx_, hi).empty()) hi = src.domain[d].bound;
-          local = local.pad(static_cast<int64_t>(j), 0, sym::simplify(hi - len, sink.domain),
-                            0.0, loc_);
+          local = local.pad(static_cast<int64_t>(j), 0, sym::simplify(hi - len, sink.domain), 0.0,
+                            loc_);
         }
         ++j;
       }
@@ -520,8 +528,7 @@ class Differentiator {
               const Dims& src_domain, const Fail& fail) {
     bool varies = std::any_of(stacked.begin(), stacked.end(),
                               [&](const auto& s) { return sym::depends_on(e, s.first); });
-    if (!varies)
-      return ctx_.symbol(sym::simplify(sym::substitute(e, point_sub), src_domain), loc_);
+    if (!varies) return ctx_.symbol(sym::simplify(sym::substitute(e, point_sub), src_domain), loc_);
     auto rec = [&](const Expr& x) {
       return start_rt(x, stacked, stacked_start, point_sub, n, src_domain, fail);
     };
@@ -543,10 +550,18 @@ class Differentiator {
         for (size_t i = 1; i < e.size(); ++i) {
           RT b = rec(e.arg(i));
           switch (e.op()) {
-            case sym::Op::Add: acc = acc + b; break;
-            case sym::Op::Mul: acc = acc * b; break;
-            case sym::Op::Min: acc = acc.minimum(b, loc_); break;
-            default: acc = acc.maximum(b, loc_); break;
+            case sym::Op::Add:
+              acc = acc + b;
+              break;
+            case sym::Op::Mul:
+              acc = acc * b;
+              break;
+            case sym::Op::Min:
+              acc = acc.minimum(b, loc_);
+              break;
+            default:
+              acc = acc.maximum(b, loc_);
+              break;
           }
         }
         return acc;

@@ -1,8 +1,9 @@
 // Context: dimensions, the generic op builder, sources, placeholders and UDFs.
+#include "api/context.h"
+
 #include <algorithm>
 #include <cctype>
 
-#include "api/context.h"
 #include "symbolic/simplify.h"
 #include "util/error.h"
 
@@ -28,13 +29,13 @@ Dim Context::dim(const std::string& var, const std::string& bound, Loc loc) {
   if (var.empty() || bound.empty())
     throw UserError(cat("dimension names must not be empty (at ", where(loc), ")"));
   if (var == bound)
-    throw UserError(cat("dimension ", var, " and its bound need different names (at ",
-                        where(loc), ")"));
+    throw UserError(
+        cat("dimension ", var, " and its bound need different names (at ", where(loc), ")"));
   for (const Dim& d : dims_)
     for (const std::string& n : {var, bound})
       if (d.var.name() == n || d.bound.name() == n)
-        throw UserError(cat("dimension name '", n, "' is already used by dimension ", d.name(),
-                            ":", d.bound.name(), " (at ", where(loc), ")"));
+        throw UserError(cat("dimension name '", n, "' is already used by dimension ", d.name(), ":",
+                            d.bound.name(), " (at ", where(loc), ")"));
   dims_.emplace_back(var, bound);
   return dims_.back();
 }

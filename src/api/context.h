@@ -14,16 +14,16 @@ namespace tempo {
 
 // Compile options: one typed struct, passed by value (ARCHITECTURE.md).
 struct CompileOptions {
-  bool deallocate = true;       // schedule deallocations (TEMPO §5.2)
-  bool proximity = true;        // proximity constraints in scheduling (TEMPO §5.1)
+  bool deallocate = true;  // schedule deallocations (TEMPO §5.2)
+  bool proximity = true;   // proximity constraints in scheduling (TEMPO §5.1)
   // isl schedule_whole_component: with deallocations scheduled, clustering (false) keeps memory
   // bounded and interleaves acting with learning; true frees loop-carried state late.
   bool whole_component = false;
   // Schedule static islands (ops joined by same-point reads over one domain) as one statement
   // each (TEMPO §4.4): isl's scheduling time grows fast with the number of statements.
   bool fuse = true;
-  uint64_t seed = 0;            // random number generation
-  bool verbose = false;         // print compile phases and timings to stderr
+  uint64_t seed = 0;     // random number generation
+  bool verbose = false;  // print compile phases and timings to stderr
 };
 
 // A bound value per bound symbol, e.g. {{T, 200}, {I, 10}}.
@@ -47,9 +47,9 @@ class Executable {
   void run();
   // The value of a retained RT (RT::retain) at a point of its domain (one value per dimension).
   HostTensor get(const RT& rt, const std::vector<int64_t>& point) const;
-  MemoryStats memory() const;       // tracked device memory of tensor stores
-  std::string schedule_str() const; // the schedule AST, C-like
-  int64_t ops_executed() const;     // launches in the last run (for overhead benchmarks)
+  MemoryStats memory() const;        // tracked device memory of tensor stores
+  std::string schedule_str() const;  // the schedule AST, C-like
+  int64_t ops_executed() const;      // launches in the last run (for overhead benchmarks)
   Impl& impl() { return *impl_; }
 
  private:
@@ -120,8 +120,8 @@ class Context {
 
   // Internal: adds an op reading `inputs` (each through its pending index) over the union of
   // their domains (plus `extra_domain`), inferring output types. Used by every RT operation.
-  std::vector<RT> add_op(ir::OpKind kind, ir::Attrs attrs, const std::vector<RT>& inputs,
-                         Loc loc, Dims extra_domain = {});
+  std::vector<RT> add_op(ir::OpKind kind, ir::Attrs attrs, const std::vector<RT>& inputs, Loc loc,
+                         Dims extra_domain = {});
   RT add_op1(ir::OpKind kind, ir::Attrs attrs, const std::vector<RT>& inputs, Loc loc,
              Dims extra_domain = {}) {
     return add_op(kind, std::move(attrs), inputs, loc, std::move(extra_domain))[0];

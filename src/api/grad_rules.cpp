@@ -1,9 +1,9 @@
 // Local gradient rules: one case per op kind (ARCHITECTURE.md "one table per op kind"). Each rule
 // builds the input gradients with ordinary RT operations, so the gradient program is itself an RT
 // program that the normal pipeline optimizes and schedules.
-#include <numeric>
-
 #include "api/grad_rules.h"
+
+#include <numeric>
 
 #include "util/error.h"
 
@@ -13,7 +13,9 @@ using ir::OpKind;
 
 namespace {
 
-bool is_one(const Expr& e) { return e.is_const(1); }
+bool is_one(const Expr& e) {
+  return e.is_const(1);
+}
 
 RT zeros_like(Context& ctx, const RT& x, Loc loc) {
   return ctx.constant(0.0, x.shape(), x.dtype(), {}, loc);
@@ -25,7 +27,9 @@ RT expand_to(const RT& g, const RT& x, Loc loc) {
   return g.expand(x.shape(), loc);
 }
 
-RT as_float(const RT& m, DType dt, Loc loc) { return m.cast(dt, loc); }
+RT as_float(const RT& m, DType dt, Loc loc) {
+  return m.cast(dt, loc);
+}
 
 std::vector<RT> matmul_grads(const RuleInput& r) {
   const RT &a = r.in[0], &b = r.in[1], &g = r.g[0];
@@ -36,16 +40,16 @@ std::vector<RT> matmul_grads(const RuleInput& r) {
     if (r.need[0]) out[0] = g * b;
     if (r.need[1]) out[1] = g * a;
   } else if (ra == 1) {  // [k] @ (..., k, n) -> (..., n)
-    if (r.need[0]) out[0] = unbroadcast(b.matmul(g.unsqueeze(-1, loc), loc).squeeze(-1, loc),
-                                        a.shape(), loc);
+    if (r.need[0])
+      out[0] = unbroadcast(b.matmul(g.unsqueeze(-1, loc), loc).squeeze(-1, loc), a.shape(), loc);
     if (r.need[1])
       out[1] = unbroadcast(a.unsqueeze(-1, loc) * g.unsqueeze(-2, loc), b.shape(), loc);
   } else if (rb == 1) {  // (..., m, k) @ [k] -> (..., m)
     if (r.need[0]) out[0] = unbroadcast(g.unsqueeze(-1, loc) * b, a.shape(), loc);
     if (r.need[1])
-      out[1] = unbroadcast(
-          a.transpose(-1, -2, loc).matmul(g.unsqueeze(-1, loc), loc).squeeze(-1, loc), b.shape(),
-          loc);
+      out[1] =
+          unbroadcast(a.transpose(-1, -2, loc).matmul(g.unsqueeze(-1, loc), loc).squeeze(-1, loc),
+                      b.shape(), loc);
   } else {
     if (r.need[0]) out[0] = unbroadcast(g.matmul(b.transpose(-1, -2, loc), loc), a.shape(), loc);
     if (r.need[1] && rb == 2 && ra > 2) {

@@ -15,8 +15,8 @@ using ir::OpKind;
 namespace {
 
 [[noreturn]] void fail_at(const RT& x, Loc loc, const std::string& what, const std::string& msg) {
-  throw UserError(cat(what, " at ", where(loc), " on ", x.ctx().graph().op(x.op()).describe(),
-                      ": ", msg));
+  throw UserError(
+      cat(what, " at ", where(loc), " on ", x.ctx().graph().op(x.op()).describe(), ": ", msg));
 }
 
 // Normalizes a possibly negative dim against a rank (rank + 1 for insertion points).
@@ -69,7 +69,8 @@ std::vector<RT> to_rts(const std::vector<const Operand*>& ops, Loc loc, const ch
       first = o->rt;
       break;
     }
-  if (!first) throw UserError(cat(what, " at ", where(loc), ": at least one operand must be an RT"));
+  if (!first)
+    throw UserError(cat(what, " at ", where(loc), ": at least one operand must be an RT"));
   std::vector<RT> out;
   for (const Operand* o : ops)
     out.push_back(o->rt ? *o->rt : scalar_rt(first->ctx(), o->scalar, first, loc));
@@ -81,7 +82,9 @@ RT binary(OpKind k, const Operand& a, const Operand& b, Loc loc) {
   return in[0].ctx().add_op1(k, {}, in, loc);
 }
 
-RT unary(OpKind k, const RT& x, Loc loc) { return x.ctx().add_op1(k, {}, {x}, loc); }
+RT unary(OpKind k, const RT& x, Loc loc) {
+  return x.ctx().add_op1(k, {}, {x}, loc);
+}
 
 std::vector<int64_t> norm_dims(const RT& x, const std::vector<int64_t>& dims, Loc loc,
                                const char* what) {
@@ -114,21 +117,51 @@ RT count_rt(const RT& x, const std::vector<int64_t>& dims, Loc loc) {
 
 // ---- elementwise ---------------------------------------------------------------------------
 
-RT RT::exp(Loc loc) const { return unary(OpKind::Exp, *this, loc); }
-RT RT::log(Loc loc) const { return unary(OpKind::Log, *this, loc); }
-RT RT::sqrt(Loc loc) const { return unary(OpKind::Sqrt, *this, loc); }
-RT RT::sin(Loc loc) const { return unary(OpKind::Sin, *this, loc); }
-RT RT::cos(Loc loc) const { return unary(OpKind::Cos, *this, loc); }
-RT RT::tanh(Loc loc) const { return unary(OpKind::Tanh, *this, loc); }
-RT RT::sigmoid(Loc loc) const { return unary(OpKind::Sigmoid, *this, loc); }
-RT RT::relu(Loc loc) const { return unary(OpKind::Relu, *this, loc); }
-RT RT::abs(Loc loc) const { return unary(OpKind::Abs, *this, loc); }
-RT RT::sign(Loc loc) const { return unary(OpKind::Sign, *this, loc); }
-RT RT::floor(Loc loc) const { return unary(OpKind::Floor, *this, loc); }
-RT RT::ceil(Loc loc) const { return unary(OpKind::Ceil, *this, loc); }
-RT RT::logical_not(Loc loc) const { return unary(OpKind::Not, *this, loc); }
-RT RT::square(Loc loc) const { return ctx().add_op1(OpKind::Mul, {}, {*this, *this}, loc); }
-RT RT::pow(const Operand& e, Loc loc) const { return binary(OpKind::Pow, *this, e, loc); }
+RT RT::exp(Loc loc) const {
+  return unary(OpKind::Exp, *this, loc);
+}
+RT RT::log(Loc loc) const {
+  return unary(OpKind::Log, *this, loc);
+}
+RT RT::sqrt(Loc loc) const {
+  return unary(OpKind::Sqrt, *this, loc);
+}
+RT RT::sin(Loc loc) const {
+  return unary(OpKind::Sin, *this, loc);
+}
+RT RT::cos(Loc loc) const {
+  return unary(OpKind::Cos, *this, loc);
+}
+RT RT::tanh(Loc loc) const {
+  return unary(OpKind::Tanh, *this, loc);
+}
+RT RT::sigmoid(Loc loc) const {
+  return unary(OpKind::Sigmoid, *this, loc);
+}
+RT RT::relu(Loc loc) const {
+  return unary(OpKind::Relu, *this, loc);
+}
+RT RT::abs(Loc loc) const {
+  return unary(OpKind::Abs, *this, loc);
+}
+RT RT::sign(Loc loc) const {
+  return unary(OpKind::Sign, *this, loc);
+}
+RT RT::floor(Loc loc) const {
+  return unary(OpKind::Floor, *this, loc);
+}
+RT RT::ceil(Loc loc) const {
+  return unary(OpKind::Ceil, *this, loc);
+}
+RT RT::logical_not(Loc loc) const {
+  return unary(OpKind::Not, *this, loc);
+}
+RT RT::square(Loc loc) const {
+  return ctx().add_op1(OpKind::Mul, {}, {*this, *this}, loc);
+}
+RT RT::pow(const Operand& e, Loc loc) const {
+  return binary(OpKind::Pow, *this, e, loc);
+}
 
 RT RT::cast(DType dtype, Loc loc) const {
   Attrs a;
@@ -136,8 +169,12 @@ RT RT::cast(DType dtype, Loc loc) const {
   return ctx().add_op1(OpKind::Cast, std::move(a), {*this}, loc);
 }
 
-RT RT::maximum(const Operand& o, Loc loc) const { return binary(OpKind::Maximum, *this, o, loc); }
-RT RT::minimum(const Operand& o, Loc loc) const { return binary(OpKind::Minimum, *this, o, loc); }
+RT RT::maximum(const Operand& o, Loc loc) const {
+  return binary(OpKind::Maximum, *this, o, loc);
+}
+RT RT::minimum(const Operand& o, Loc loc) const {
+  return binary(OpKind::Minimum, *this, o, loc);
+}
 
 RT RT::clamp(double lo, double hi, Loc loc) const {
   if (lo > hi) fail_at(*this, loc, "clamp", cat("lower bound ", lo, " exceeds upper bound ", hi));
@@ -245,8 +282,7 @@ RT RT::transpose(int64_t a, int64_t b, Loc loc) const {
 RT RT::expand(Shape shape, Loc loc) const {
   Attrs a;
   a.exprs = shape.dims;
-  return ctx().add_op1(OpKind::Expand, std::move(a), {*this}, loc,
-                       dims_in(ctx(), shape.dims, loc));
+  return ctx().add_op1(OpKind::Expand, std::move(a), {*this}, loc, dims_in(ctx(), shape.dims, loc));
 }
 
 RT RT::squeeze(int64_t dim, Loc loc) const {
@@ -310,8 +346,8 @@ RT RT::index(int64_t dim, const Expr& e, Loc loc) const {
 
 RT RT::index_select(int64_t dim, const RT& idx, Loc loc) const {
   return ctx().add_op1(OpKind::IndexSelect,
-                       ints_attr({norm_dim(*this, dim, rank(), loc, "index_select")}),
-                       {*this, idx}, loc);
+                       ints_attr({norm_dim(*this, dim, rank(), loc, "index_select")}), {*this, idx},
+                       loc);
 }
 
 RT RT::gather(int64_t dim, const RT& idx, Loc loc) const {
@@ -341,26 +377,52 @@ RT RT::conv2d(const RT& weight, int64_t stride, int64_t padding, Loc loc) const 
   return ctx().add_op1(OpKind::Conv2d, ints_attr({stride, padding}), {*this, weight}, loc);
 }
 
-RT RT::detach(Loc loc) const { return unary(OpKind::Detach, *this, loc); }
+RT RT::detach(Loc loc) const {
+  return unary(OpKind::Detach, *this, loc);
+}
 
 // ---- free operators ------------------------------------------------------------------------
 
-RT operator+(const Operand& a, const Operand& b) { return binary(OpKind::Add, a, b, a.loc); }
-RT operator-(const Operand& a, const Operand& b) { return binary(OpKind::Sub, a, b, a.loc); }
-RT operator*(const Operand& a, const Operand& b) { return binary(OpKind::Mul, a, b, a.loc); }
-RT operator/(const Operand& a, const Operand& b) { return binary(OpKind::Div, a, b, a.loc); }
+RT operator+(const Operand& a, const Operand& b) {
+  return binary(OpKind::Add, a, b, a.loc);
+}
+RT operator-(const Operand& a, const Operand& b) {
+  return binary(OpKind::Sub, a, b, a.loc);
+}
+RT operator*(const Operand& a, const Operand& b) {
+  return binary(OpKind::Mul, a, b, a.loc);
+}
+RT operator/(const Operand& a, const Operand& b) {
+  return binary(OpKind::Div, a, b, a.loc);
+}
 RT operator-(const Operand& a) {
   if (!a.rt) throw UserError(cat("negation at ", where(a.loc), " needs an RT"));
   return unary(OpKind::Neg, *a.rt, a.loc);
 }
-RT operator==(const Operand& a, const Operand& b) { return binary(OpKind::Eq, a, b, a.loc); }
-RT operator!=(const Operand& a, const Operand& b) { return binary(OpKind::Ne, a, b, a.loc); }
-RT operator<(const Operand& a, const Operand& b) { return binary(OpKind::Lt, a, b, a.loc); }
-RT operator<=(const Operand& a, const Operand& b) { return binary(OpKind::Le, a, b, a.loc); }
-RT operator>(const Operand& a, const Operand& b) { return binary(OpKind::Gt, a, b, a.loc); }
-RT operator>=(const Operand& a, const Operand& b) { return binary(OpKind::Ge, a, b, a.loc); }
-RT operator&&(const Operand& a, const Operand& b) { return binary(OpKind::And, a, b, a.loc); }
-RT operator||(const Operand& a, const Operand& b) { return binary(OpKind::Or, a, b, a.loc); }
+RT operator==(const Operand& a, const Operand& b) {
+  return binary(OpKind::Eq, a, b, a.loc);
+}
+RT operator!=(const Operand& a, const Operand& b) {
+  return binary(OpKind::Ne, a, b, a.loc);
+}
+RT operator<(const Operand& a, const Operand& b) {
+  return binary(OpKind::Lt, a, b, a.loc);
+}
+RT operator<=(const Operand& a, const Operand& b) {
+  return binary(OpKind::Le, a, b, a.loc);
+}
+RT operator>(const Operand& a, const Operand& b) {
+  return binary(OpKind::Gt, a, b, a.loc);
+}
+RT operator>=(const Operand& a, const Operand& b) {
+  return binary(OpKind::Ge, a, b, a.loc);
+}
+RT operator&&(const Operand& a, const Operand& b) {
+  return binary(OpKind::And, a, b, a.loc);
+}
+RT operator||(const Operand& a, const Operand& b) {
+  return binary(OpKind::Or, a, b, a.loc);
+}
 
 RT where(const RT& cond, const Operand& a, const Operand& b, Loc loc) {
   // Scalars take the dtype of the other branch (not the condition's bool).

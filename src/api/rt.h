@@ -35,10 +35,10 @@ class RT;
 // (x.sum(), x.sum({})).
 struct Axes {
   Axes() = default;
-  Axes(int64_t dim) : dims{dim} {}                                     // NOLINT
-  Axes(std::initializer_list<int64_t> list) : dims(list) {}            // NOLINT
-  Axes(std::vector<int64_t> list) : dims(std::move(list)) {}           // NOLINT
-  std::vector<int64_t> dims;  // empty: all
+  Axes(int64_t dim) : dims{dim} {}                            // NOLINT
+  Axes(std::initializer_list<int64_t> list) : dims(list) {}   // NOLINT
+  Axes(std::vector<int64_t> list) : dims(std::move(list)) {}  // NOLINT
+  std::vector<int64_t> dims;                                  // empty: all
 };
 
 // An operand of an arithmetic operator: an RT or a scalar. Converting to it records the user's
@@ -74,9 +74,9 @@ class RT {
   // (slice(t, T)); or a single boolean expression: the RT exists only where it holds.
   // `x[t - 1]`, `x[0]`, `x[{b, i, t + 1}]` (Index captures the user's line on conversion).
   struct Index {
-    Index(const Expr& e, Loc loc = Loc::current());   // NOLINT
-    Index(int v, Loc loc = Loc::current());           // NOLINT
-    Index(int64_t v, Loc loc = Loc::current());       // NOLINT
+    Index(const Expr& e, Loc loc = Loc::current());                        // NOLINT
+    Index(int v, Loc loc = Loc::current());                                // NOLINT
+    Index(int64_t v, Loc loc = Loc::current());                            // NOLINT
     Index(std::initializer_list<Expr> entries, Loc loc = Loc::current());  // NOLINT
     std::vector<Expr> entries;  // one per dimension, or a single condition / sequence
     Loc loc;
@@ -158,7 +158,7 @@ class RT {
   RT(Context* ctx, ir::OpId op, int output, Dims domain, Expr phi = Expr(), Expr cond = Expr());
   ir::OpId op() const { return op_; }
   int output() const { return output_; }
-  const Expr& phi() const { return phi_; }   // undefined: identity
+  const Expr& phi() const { return phi_; }    // undefined: identity
   const Expr& cond() const { return cond_; }  // undefined: always
   // The index sequence with which a consumer reads the op (identity if none is pending).
   Expr read_phi() const;

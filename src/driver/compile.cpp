@@ -130,8 +130,7 @@ void Executable::run() {
       for (size_t k = 0; k < op.outputs.size(); ++k)
         if (const runtime::PointStore* st = ex.store(op.id, static_cast<int>(k))) {
           if (st->size() > 1)
-            std::cerr << "[tempo]   " << st->size() << " values left of " << op.describe()
-                      << "\n";
+            std::cerr << "[tempo]   " << st->size() << " values left of " << op.describe() << "\n";
           largest.emplace_back(st->peak_bytes(), op.describe());
         }
     std::sort(largest.rbegin(), largest.rend());

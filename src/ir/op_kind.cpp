@@ -5,7 +5,7 @@ namespace tempo::ir {
 const char* op_kind_name(OpKind k) {
   switch (k) {
 #define TEMPO_X(name, nin, nout, diff) \
-  case OpKind::name:             \
+  case OpKind::name:                   \
     return #name;
     TEMPO_OP_KINDS(TEMPO_X)
 #undef TEMPO_X
@@ -16,7 +16,7 @@ const char* op_kind_name(OpKind k) {
 int op_kind_inputs(OpKind k) {
   switch (k) {
 #define TEMPO_X(name, nin, nout, diff) \
-  case OpKind::name:             \
+  case OpKind::name:                   \
     return nin;
     TEMPO_OP_KINDS(TEMPO_X)
 #undef TEMPO_X
@@ -27,7 +27,7 @@ int op_kind_inputs(OpKind k) {
 int op_kind_outputs(OpKind k) {
   switch (k) {
 #define TEMPO_X(name, nin, nout, diff) \
-  case OpKind::name:             \
+  case OpKind::name:                   \
     return nout;
     TEMPO_OP_KINDS(TEMPO_X)
 #undef TEMPO_X

@@ -319,8 +319,8 @@ void check_last(const RT& x, int64_t size, const char* what, Loc loc) {
 
 }  // namespace
 
-Linear::Linear(Context& ctx, int64_t in, int64_t out, Steps dim, bool bias, Init ini,
-               double gain, Loc loc)
+Linear::Linear(Context& ctx, int64_t in, int64_t out, Steps dim, bool bias, Init ini, double gain,
+               Loc loc)
     : Module(ctx, std::move(dim)), in_(in), out_(out) {
   if (in <= 0 || out <= 0)
     throw UserError(
@@ -364,8 +364,7 @@ RT MLP::forward(const RT& x, Loc loc) const {
   return h;
 }
 
-LayerNorm::LayerNorm(Context& ctx, int64_t size, Steps dim, double eps, bool affine,
-                     Loc loc)
+LayerNorm::LayerNorm(Context& ctx, int64_t size, Steps dim, double eps, bool affine, Loc loc)
     : Module(ctx, std::move(dim)), eps_(eps) {
   if (affine) {
     weight_ = add_parameter("weight", init::ones(ctx, {size}, loc), loc);
@@ -383,8 +382,7 @@ RT LayerNorm::forward(const RT& x, Loc loc) const {
   return y;
 }
 
-RMSNorm::RMSNorm(Context& ctx, int64_t size, Steps dim, double eps, bool affine,
-                 Loc loc)
+RMSNorm::RMSNorm(Context& ctx, int64_t size, Steps dim, double eps, bool affine, Loc loc)
     : Module(ctx, std::move(dim)), eps_(eps) {
   if (affine) weight_ = add_parameter("weight", init::ones(ctx, {size}, loc), loc);
 }
@@ -410,8 +408,8 @@ RT Embedding::forward(const RT& indices, Loc loc) const {
   return weight_.index_select(0, idx.flatten(loc), loc).reshape(out, loc);
 }
 
-Conv2d::Conv2d(Context& ctx, int64_t in_channels, int64_t out_channels, int64_t kernel,
-               Steps dim, int64_t stride, int64_t padding, bool bias, Loc loc)
+Conv2d::Conv2d(Context& ctx, int64_t in_channels, int64_t out_channels, int64_t kernel, Steps dim,
+               int64_t stride, int64_t padding, bool bias, Loc loc)
     : Module(ctx, std::move(dim)), out_(out_channels), stride_(stride), padding_(padding) {
   const double b = 1.0 / std::sqrt(static_cast<double>(in_channels * kernel * kernel));
   weight_ = add_parameter(

@@ -34,10 +34,10 @@ namespace tempo::nn {
 class Steps {
  public:
   Steps() = default;
-  Steps(std::nullopt_t) {}                                            // NOLINT
-  Steps(const Dim& d) : dims_{d} {}                                   // NOLINT
-  Steps(const std::optional<Dim>& d);                                 // NOLINT
-  Steps(std::initializer_list<Dim> dims) : dims_(dims) {}             // NOLINT
+  Steps(std::nullopt_t) {}                                 // NOLINT
+  Steps(const Dim& d) : dims_{d} {}                        // NOLINT
+  Steps(const std::optional<Dim>& d);                      // NOLINT
+  Steps(std::initializer_list<Dim> dims) : dims_(dims) {}  // NOLINT
   explicit Steps(std::vector<Dim> dims) : dims_(std::move(dims)) {}
 
   const std::vector<Dim>& dims() const { return dims_; }
@@ -172,9 +172,9 @@ class Linear : public Module {
 // after the last.
 class MLP : public Module {
  public:
-  MLP(Context& ctx, std::vector<int64_t> sizes, Steps steps,
-      Activation activation = nn::tanh, Activation output_activation = nn::identity,
-      bool bias = true, Linear::Init init = Linear::Init::Default, Loc loc = Loc::current());
+  MLP(Context& ctx, std::vector<int64_t> sizes, Steps steps, Activation activation = nn::tanh,
+      Activation output_activation = nn::identity, bool bias = true,
+      Linear::Init init = Linear::Init::Default, Loc loc = Loc::current());
   RT forward(const RT& x, Loc loc) const override;
   const std::vector<std::shared_ptr<Linear>>& layers() const { return layers_; }
 
@@ -186,8 +186,8 @@ class MLP : public Module {
 // Normalizes over the last dimension (size `size`): (x - mean) / sqrt(var + eps) * w + b.
 class LayerNorm : public Module {
  public:
-  LayerNorm(Context& ctx, int64_t size, Steps steps, double eps = 1e-5,
-            bool affine = true, Loc loc = Loc::current());
+  LayerNorm(Context& ctx, int64_t size, Steps steps, double eps = 1e-5, bool affine = true,
+            Loc loc = Loc::current());
   RT forward(const RT& x, Loc loc) const override;
 
  private:
@@ -210,8 +210,7 @@ class RMSNorm : public Module {
 // Rows of a (num, size) table, N(0, 1) init; indices of any shape (int64) give (..., size).
 class Embedding : public Module {
  public:
-  Embedding(Context& ctx, int64_t num, int64_t size, Steps steps,
-            Loc loc = Loc::current());
+  Embedding(Context& ctx, int64_t num, int64_t size, Steps steps, Loc loc = Loc::current());
   RT forward(const RT& indices, Loc loc) const override;
   const Parameter& weight() const { return weight_; }
 
@@ -223,9 +222,8 @@ class Embedding : public Module {
 // 2-D convolution of (N, C, H, W) inputs with square kernels; PyTorch's default init.
 class Conv2d : public Module {
  public:
-  Conv2d(Context& ctx, int64_t in_channels, int64_t out_channels, int64_t kernel,
-         Steps steps, int64_t stride = 1, int64_t padding = 0, bool bias = true,
-         Loc loc = Loc::current());
+  Conv2d(Context& ctx, int64_t in_channels, int64_t out_channels, int64_t kernel, Steps steps,
+         int64_t stride = 1, int64_t padding = 0, bool bias = true, Loc loc = Loc::current());
   RT forward(const RT& x, Loc loc) const override;
   const Parameter& weight() const { return weight_; }
   const Parameter& bias() const { return bias_; }

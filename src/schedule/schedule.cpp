@@ -670,8 +670,7 @@ class Scheduler {
       for (ir::EdgeId eid : g_.out_edges(id)) {
         const Edge& e = g_.edge(eid);
         const Dims& reader = g_.op(e.sink).domain;
-        if (e.source_output == out && (reader.empty() || !reader[0].var.same(dims[0].var)))
-          return;
+        if (e.source_output == out && (reader.empty() || !reader[0].var.same(dims[0].var))) return;
       }
     // R[p] -> [d of the producer and of every reader of p], then its maximum.
     auto outer = [](isl::map m) {  // R[p] -> X[x0, ...] to R[p] -> [x0]
@@ -687,8 +686,8 @@ class Scheduler {
     isl::map next(ctx_, "{ [d] -> [d + 1] }");
     isl_size n = isl_map_dim(self.get(), isl_dim_out);
     isl::map rest = isl::manage(isl_map_project_out(self.copy(), isl_dim_out, 0, 1));
-    isl::map before = isl::manage(
-        isl_map_flat_range_product(last.apply_range(next).release(), rest.release()));
+    isl::map before =
+        isl::manage(isl_map_flat_range_product(last.apply_range(next).release(), rest.release()));
     if (isl_map_dim(before.get(), isl_dim_out) != n) return;
     before = isl::manage(isl_map_set_tuple_name(before.release(), isl_dim_in, dealloc.c_str()));
     before = isl::manage(isl_map_set_tuple_name(before.release(), isl_dim_out, grp.name.c_str()));

@@ -1,5 +1,7 @@
 // RL algorithms as recurrent-tensor programs: the returns sub-program against a hand-computed
 // reference, short training runs, and configuration errors.
+#include "rl/algorithms/algorithms.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "api/tempo.h"
-#include "rl/algorithms/algorithms.h"
 #include "util/error.h"
 
 namespace tempo::rl {
@@ -34,15 +35,13 @@ TEST(Returns, EpisodeBoundariesMatchHandComputed) {
   Executable exe = ctx.compile({{t.bound, 6}});
   exe.run();
   // Hand-computed: G_t = r_t + g * (1 - d_t) * G_{t+1}.
-  const double want[6][2] = {{1 + 0.5 * 2, 2 + 0.5 * 0 + 0.25 * 1},
-                             {2, 0 + 0.5 * 1},
-                             {3 + 0.5 * 4 + 0.25 * 5, 1},
-                             {4 + 0.5 * 5, 1 + 0.5 * 3 + 0.25 * 1},
-                             {5, 3 + 0.5 * 1},
-                             {6, 1}};
+  const double want[6][2] = {
+      {1 + 0.5 * 2, 2 + 0.5 * 0 + 0.25 * 1}, {2, 0 + 0.5 * 1}, {3 + 0.5 * 4 + 0.25 * 5, 1},
+      {4 + 0.5 * 5, 1 + 0.5 * 3 + 0.25 * 1}, {5, 3 + 0.5 * 1}, {6, 1}};
   for (int64_t k = 0; k < 6; ++k) {
     HostTensor got = exe.get(ret, {k});
-    for (int64_t n = 0; n < 2; ++n) EXPECT_NEAR(got.at(n), want[k][n], 1e-5) << "t=" << k << " n=" << n;
+    for (int64_t n = 0; n < 2; ++n)
+      EXPECT_NEAR(got.at(n), want[k][n], 1e-5) << "t=" << k << " n=" << n;
   }
 }
 

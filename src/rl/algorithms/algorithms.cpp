@@ -73,8 +73,7 @@ RT normalized(const RT& x) {
 
 }  // namespace
 
-RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t, int64_t n,
-                      Loc loc) {
+RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t, int64_t n, Loc loc) {
   Expr future = n > 0 ? slice(t.var, tempo::min(t.var + n, t.bound)) : slice(t.var, t.bound);
   RT xw = x[index_with(x, t, future)];
   RT dw = done[index_with(done, t, future)];
@@ -122,11 +121,10 @@ void validate(const TrainConfig& c) {
   if (c.n_step < 0) throw UserError(cat("--n-step must be 0 (Monte-Carlo) or positive"));
   if (c.n_step > 0 && c.algo != "reinforce")
     throw UserError("--n-step applies to reinforce (A2C and PPO use GAE, see --gae-lambda)");
-  if (c.per_step && c.algo != "reinforce")
-    throw UserError("--per-step applies to reinforce");
+  if (c.per_step && c.algo != "reinforce") throw UserError("--per-step applies to reinforce");
   if (c.algo == "ppo" && (c.num_envs * c.steps) % c.minibatches != 0)
-    throw UserError(cat("--minibatches ", c.minibatches, " must divide num_envs x steps = ",
-                        c.num_envs * c.steps));
+    throw UserError(cat("--minibatches ", c.minibatches,
+                        " must divide num_envs x steps = ", c.num_envs * c.steps));
   if (c.optimizer != "adam" && c.optimizer != "sgd")
     throw UserError(cat("unknown optimizer '", c.optimizer, "' (expected adam or sgd)"));
 }
@@ -276,7 +274,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
     nn::MLP vf(ctx, mlp_sizes(1), steps, nn::tanh, nn::identity, true, init);
     for (const nn::Parameter& p : vf.parameters()) params.push_back(p);
     // Advantages with the acting parameters (computed once per rollout, as CleanRL does).
-    RT V0 = vf.forward_at(start, O).squeeze(-1).detach();                       // (T, N)
+    RT V0 = vf.forward_at(start, O).squeeze(-1).detach();                      // (T, N)
     RT Vn = vf.forward_at(start, rollout(final_obs, t)).squeeze(-1).detach();  // (T, N)
     RT R = rollout(reward, t);
     RT TERM = rollout(terminated, t);

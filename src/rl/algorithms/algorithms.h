@@ -33,7 +33,7 @@ struct TrainConfig {
 
   std::string algo = "a2c";  // "reinforce", "a2c" or "ppo"
   std::string env = "CartPole-v1";
-  EnvOptions env_options;    // the synthetic environment's observation shape and episode length
+  EnvOptions env_options;  // the synthetic environment's observation shape and episode length
   uint64_t seed = 1;
   int64_t iterations = 500;
   int64_t num_envs = 8;
@@ -46,23 +46,23 @@ struct TrainConfig {
   double ent_coef = 0.01;
   double vf_coef = 0.5;
   double max_grad_norm = 0.5;
-  double clip = 0.2;  // PPO ratio clip (and value clip)
-  int64_t epochs = 4;        // PPO: passes over each rollout
-  int64_t minibatches = 4;   // PPO: minibatches per epoch (must divide num_envs * steps)
-  int64_t n_step = 0;        // REINFORCE: 0 for Monte-Carlo returns, n for n-step returns
+  double clip = 0.2;              // PPO ratio clip (and value clip)
+  int64_t epochs = 4;             // PPO: passes over each rollout
+  int64_t minibatches = 4;        // PPO: minibatches per epoch (must divide num_envs * steps)
+  int64_t n_step = 0;             // REINFORCE: 0 for Monte-Carlo returns, n for n-step returns
   bool normalize_returns = true;  // REINFORCE: returns normalized over the rollout
   // REINFORCE: learn from the acting forward pass, one loss term per timestep (TEMPO Alg. 1),
   // instead of recomputing the forward pass over the rollout. With n-step returns, no
   // normalization and proximity, step t's backward runs at t + n and frees its activations.
   bool per_step = false;
   int64_t hidden = 64;
-  int64_t layers = 2;        // hidden layers of the policy and value networks
+  int64_t layers = 2;              // hidden layers of the policy and value networks
   std::string optimizer = "adam";  // or "sgd" (a much smaller program)
   bool whole_component = false;    // CompileOptions::whole_component
   // CompileOptions::proximity: interleaves learning with acting (e.g. n-step returns free
   // observations early) at a much higher compile time; PPO exceeds isl's operation bound.
   bool proximity = false;
-  bool verbose = false;            // compile phases on stderr
+  bool verbose = false;  // compile phases on stderr
 };
 
 // Throws UserError on an unknown algorithm or environment or an invalid number.
@@ -74,7 +74,7 @@ struct CurvePoint {
 };
 
 struct TrainResult {
-  std::vector<CurvePoint> curve;   // one point per iteration
+  std::vector<CurvePoint> curve;  // one point per iteration
   // Wall seconds between the last env steps of consecutive iterations (a full iteration of
   // acting and learning in steady state); iterations - 1 entries.
   std::vector<double> iteration_seconds;
