@@ -64,11 +64,16 @@ RT rollout(const RT& x, const Dim& t) {
   return x[index_with(x, t, slice(0, t.bound))];
 }
 
+// The standard deviation of a centered RT over all elements (population, eps inside the sqrt, as
+// CleanRL's advantage normalization).
+RT deviation(const RT& centered) {
+  return (centered.square().mean() + 1e-8).sqrt();
+}
+
 // Normalizes over all elements (per point of the domain).
 RT normalized(const RT& x) {
-  RT m = x.mean();
-  RT c = x - m;
-  return c / ((c.square().mean() + 1e-8).sqrt());
+  RT c = x - x.mean();
+  return c / deviation(c);
 }
 
 }  // namespace
@@ -131,16 +136,26 @@ void validate(const TrainConfig& c) {
 
 namespace {
 
-// log pi(actions) and the entropy of the policy whose network output is `out`.
-std::pair<RT, RT> log_prob_entropy(bool discrete, const RT& out, const RT& log_std,
-                                   const RT& actions) {
-  if (discrete) {
-    nn::Categorical d(out);
-    return {d.log_prob(actions), d.entropy()};
+// The action distribution of a policy network's output `out`: categorical over discrete actions,
+// else a diagonal normal with the state-independent `log_std`.
+class Policy {
+ public:
+  Policy(bool discrete, const RT& out, const RT& log_std) {
+    if (discrete)
+      categorical_.emplace(out);
+    else
+      normal_.emplace(out, log_std);
   }
-  nn::Normal d(out, log_std);
-  return {d.log_prob(actions), d.entropy()};
-}
+  RT sample() const { return categorical_ ? categorical_->sample() : normal_->sample(); }
+  RT log_prob(const RT& actions) const {
+    return categorical_ ? categorical_->log_prob(actions) : normal_->log_prob(actions);
+  }
+  RT entropy() const { return categorical_ ? categorical_->entropy() : normal_->entropy(); }
+
+ private:
+  std::optional<nn::Categorical> categorical_;
+  std::optional<nn::Normal> normal_;
+};
 
 // (T, N, ...) -> (T * N, ...).
 RT flat(const RT& x) {
@@ -201,9 +216,9 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
     log_std = nn::Parameter(ctx.zeros({act_dim}), steps, "log_std");
     params.push_back(log_std);
   }
-  RT act_out = pi.forward_at(start, o);
-  RT act_log_std = discrete ? RT() : RT(log_std[start]);
-  RT a = discrete ? nn::Categorical(act_out).sample() : nn::Normal(act_out, act_log_std).sample();
+  // One distribution for acting: PPO and per-step REINFORCE also read its log-probabilities.
+  const Policy acting(discrete, pi.forward_at(start, o), discrete ? RT() : RT(log_std[start]));
+  RT a = acting.sample();
 
   auto step_fn = [env, stats, discrete, N, obs_dim, act_dim, aspace](
                      const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
@@ -255,21 +270,21 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   if (!use_value && cfg.per_step) {
     // TEMPO Alg. 1: the loss of each timestep from the acting forward pass itself (no
     // recomputation); its backward pass can run as soon as the returns of that step exist.
-    auto [logp, ent] = log_prob_entropy(discrete, act_out, act_log_std, a);  // over (i, t)
     RT G = discounted_returns(reward, done, cfg.gamma, t, cfg.n_step);
     if (cfg.normalize_returns) {
       // Statistics of the whole rollout: every step waits for its end.
       RT all = rollout(G, t);
-      RT c = G - all.mean();
-      G = c / ((all - all.mean()).square().mean() + 1e-8).sqrt();
+      RT mean = all.mean();
+      G = (G - mean) / deviation(all - mean);
     }
-    RT step_loss = -(logp * G.detach()).mean() - cfg.ent_coef * ent.mean();
+    RT step_loss =
+        -(acting.log_prob(a) * G.detach()).mean() - cfg.ent_coef * acting.entropy().mean();
     loss = rollout(step_loss, t).mean();
   } else if (!use_value) {
-    auto [logp, ent] = log_prob_entropy(discrete, pi(O), log_std, A);
+    const Policy learner(discrete, pi(O), log_std);
     RT G = rollout(discounted_returns(reward, done, cfg.gamma, t, cfg.n_step), t);
     if (cfg.normalize_returns) G = normalized(G);
-    loss = -(logp * G.detach()).mean() - cfg.ent_coef * ent.mean();
+    loss = -(learner.log_prob(A) * G.detach()).mean() - cfg.ent_coef * learner.entropy().mean();
   } else {
     nn::MLP vf(ctx, mlp_sizes(1), steps, nn::tanh, nn::identity, true, init);
     for (const nn::Parameter& p : vf.parameters()) params.push_back(p);
@@ -284,10 +299,11 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
     RT ADV = rollout(adv_t, t).detach();
     RT RET = ADV + V0;
     if (!ppo) {
-      auto [logp, ent] = log_prob_entropy(discrete, pi(O), log_std, A);
+      const Policy learner(discrete, pi(O), log_std);
       RT V = vf(O).squeeze(-1);
       RT vloss = 0.5 * (V - RET).square().mean();
-      loss = -(logp * normalized(ADV)).mean() + cfg.vf_coef * vloss - cfg.ent_coef * ent.mean();
+      loss = -(learner.log_prob(A) * normalized(ADV)).mean() + cfg.vf_coef * vloss -
+             cfg.ent_coef * learner.entropy().mean();
     } else {
       // Minibatch u % M of epoch u / M: rows of the flattened rollout in a random order drawn
       // once per (iteration, epoch).
@@ -306,16 +322,16 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
       RT idx = ctx.udf("minibatch", batch_fn, {}, {TensorType{DType::Int64, {B}}}, {i, *u})[0];
       auto mb = [&](const RT& x) { return flat(x).index_select(0, idx); };
       // The acting policy's log-probabilities, fixed during the updates.
-      RT old_logp = rollout(log_prob_entropy(discrete, act_out, act_log_std, a).first, t).detach();
+      RT old_logp = rollout(acting.log_prob(a), t).detach();
       RT Ob = mb(O);
-      auto [logp, ent] = log_prob_entropy(discrete, pi(Ob), log_std, mb(A));
-      RT ratio = (logp - mb(old_logp)).exp();
+      const Policy learner(discrete, pi(Ob), log_std);
+      RT ratio = (learner.log_prob(mb(A)) - mb(old_logp)).exp();
       RT nadv = normalized(mb(ADV));
       RT pg = -((ratio * nadv).minimum(ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * nadv)).mean();
       RT V = vf(Ob).squeeze(-1), V0b = mb(V0), RETb = mb(RET);
       RT Vclipped = V0b + (V - V0b).clamp(-cfg.clip, cfg.clip);
       RT vloss = 0.5 * (V - RETb).square().maximum((Vclipped - RETb).square()).mean();
-      loss = pg + cfg.vf_coef * vloss - cfg.ent_coef * ent.mean();
+      loss = pg + cfg.vf_coef * vloss - cfg.ent_coef * learner.entropy().mean();
     }
   }
   loss = loss.named("loss");
