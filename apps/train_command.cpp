@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -138,25 +139,74 @@ std::string curve_svg(const std::vector<tempo::rl::CurvePoint>& curve, const std
   return s.str();
 }
 
+// What the command line sets: the training configuration and the output directory.
+struct Args {
+  tempo::rl::TrainConfig cfg;
+  std::string out;
+};
+
+// Every option: a switch, or one taking a value (parsed by `set`, which gets the flag for errors).
+struct Option {
+  const char* flag;
+  bool takes_value;
+  std::function<void(Args&, const std::string& flag, const std::string& value)> set;
+};
+
+const std::vector<Option>& all_options() {
+  using A = Args;
+  using S = const std::string&;
+  static const std::vector<Option> options = {
+      {"--whole-component", false, [](A& a, S, S) { a.cfg.whole_component = true; }},
+      {"--proximity", false, [](A& a, S, S) { a.cfg.proximity = true; }},
+      {"--per-step", false, [](A& a, S, S) { a.cfg.per_step = true; }},
+      {"--no-normalize", false, [](A& a, S, S) { a.cfg.normalize_returns = false; }},
+      {"--no-clip", false, [](A& a, S, S) { a.cfg.max_grad_norm = 0; }},
+      {"--constant-lr", false, [](A& a, S, S) { a.cfg.lr_decay = false; }},
+      {"--default-init", false, [](A& a, S, S) { a.cfg.orthogonal_init = false; }},
+      {"--verbose", false, [](A& a, S, S) { a.cfg.verbose = true; }},
+      {"--env", true, [](A& a, S, S v) { a.cfg.env = v; }},
+      {"--seed", true, [](A& a, S f, S v) { a.cfg.seed = static_cast<uint64_t>(parse_int(f, v)); }},
+      {"--iterations", true, [](A& a, S f, S v) { a.cfg.iterations = parse_int(f, v); }},
+      {"--num-envs", true, [](A& a, S f, S v) { a.cfg.num_envs = parse_int(f, v); }},
+      {"--steps", true, [](A& a, S f, S v) { a.cfg.steps = parse_int(f, v); }},
+      {"--epochs", true, [](A& a, S f, S v) { a.cfg.epochs = parse_int(f, v); }},
+      {"--minibatches", true, [](A& a, S f, S v) { a.cfg.minibatches = parse_int(f, v); }},
+      {"--n-step", true, [](A& a, S f, S v) { a.cfg.n_step = parse_int(f, v); }},
+      {"--lr", true, [](A& a, S f, S v) { a.cfg.lr = parse_double(f, v); }},
+      {"--ent-coef", true, [](A& a, S f, S v) { a.cfg.ent_coef = parse_double(f, v); }},
+      {"--gae-lambda", true, [](A& a, S f, S v) { a.cfg.gae_lambda = parse_double(f, v); }},
+      {"--vf-coef", true, [](A& a, S f, S v) { a.cfg.vf_coef = parse_double(f, v); }},
+      {"--out", true, [](A& a, S, S v) { a.out = v; }},
+      {"--optimizer", true, [](A& a, S, S v) { a.cfg.optimizer = v; }},
+      {"--hidden", true, [](A& a, S f, S v) { a.cfg.hidden = parse_int(f, v); }},
+      {"--layers", true, [](A& a, S f, S v) { a.cfg.layers = parse_int(f, v); }},
+      {"--obs-shape", true,
+       [](A& a, S f, S v) { a.cfg.env_options.obs_shape = parse_shape(f, v); }},
+      {"--episode-length", true,
+       [](A& a, S f, S v) { a.cfg.env_options.episode_length = parse_int(f, v); }},
+  };
+  return options;
+}
+
 }  // namespace
 
 int run_train_command(int argc, char** argv) {
   // The algorithm picks the defaults, so options are applied once it is known.
-  std::string algo, out;
-  std::vector<std::pair<std::string, std::string>> options;
+  std::string algo;
+  std::vector<std::pair<const Option*, std::string>> given;
   for (int k = 1; k < argc; ++k) {
     std::string a = argv[k];
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if (a == "--whole-component" || a == "--proximity" || a == "--per-step" ||
-        a == "--no-normalize" || a == "--no-clip" || a == "--constant-lr" ||
-        a == "--default-init" || a == "--verbose") {
-      options.emplace_back(a, "");
-    } else if (a.rfind("--", 0) == 0) {
-      if (k + 1 >= argc) throw UserError(cat(a, " expects a value"));
-      options.emplace_back(a, argv[++k]);
+    if (a.rfind("--", 0) == 0) {
+      const Option* opt = nullptr;
+      for (const Option& o : all_options())
+        if (a == o.flag) opt = &o;
+      if (!opt) throw UserError(cat("unknown option ", a, " (try `tempo train --help`)"));
+      if (opt->takes_value && k + 1 >= argc) throw UserError(cat(a, " expects a value"));
+      given.emplace_back(opt, opt->takes_value ? argv[++k] : "");
     } else if (algo.empty()) {
       algo = a;
     } else {
@@ -165,63 +215,10 @@ int run_train_command(int argc, char** argv) {
   }
   if (algo.empty())
     throw UserError("missing algorithm (ppo, a2c or reinforce); see `tempo train --help`");
-  tempo::rl::TrainConfig cfg = tempo::rl::TrainConfig::defaults(algo);
-  for (const auto& [a, v] : options) {
-    if (a == "--whole-component")
-      cfg.whole_component = true;
-    else if (a == "--proximity")
-      cfg.proximity = true;
-    else if (a == "--per-step")
-      cfg.per_step = true;
-    else if (a == "--no-normalize")
-      cfg.normalize_returns = false;
-    else if (a == "--no-clip")
-      cfg.max_grad_norm = 0;
-    else if (a == "--constant-lr")
-      cfg.lr_decay = false;
-    else if (a == "--default-init")
-      cfg.orthogonal_init = false;
-    else if (a == "--verbose")
-      cfg.verbose = true;
-    else if (a == "--env")
-      cfg.env = v;
-    else if (a == "--seed")
-      cfg.seed = static_cast<uint64_t>(parse_int(a, v));
-    else if (a == "--iterations")
-      cfg.iterations = parse_int(a, v);
-    else if (a == "--num-envs")
-      cfg.num_envs = parse_int(a, v);
-    else if (a == "--steps")
-      cfg.steps = parse_int(a, v);
-    else if (a == "--epochs")
-      cfg.epochs = parse_int(a, v);
-    else if (a == "--minibatches")
-      cfg.minibatches = parse_int(a, v);
-    else if (a == "--n-step")
-      cfg.n_step = parse_int(a, v);
-    else if (a == "--lr")
-      cfg.lr = parse_double(a, v);
-    else if (a == "--ent-coef")
-      cfg.ent_coef = parse_double(a, v);
-    else if (a == "--gae-lambda")
-      cfg.gae_lambda = parse_double(a, v);
-    else if (a == "--vf-coef")
-      cfg.vf_coef = parse_double(a, v);
-    else if (a == "--out")
-      out = v;
-    else if (a == "--optimizer")
-      cfg.optimizer = v;
-    else if (a == "--hidden")
-      cfg.hidden = parse_int(a, v);
-    else if (a == "--layers")
-      cfg.layers = parse_int(a, v);
-    else if (a == "--obs-shape")
-      cfg.env_options.obs_shape = parse_shape(a, v);
-    else if (a == "--episode-length")
-      cfg.env_options.episode_length = parse_int(a, v);
-    else
-      throw UserError(cat("unknown option ", a, " (try `tempo train --help`)"));
-  }
+  Args args{tempo::rl::TrainConfig::defaults(algo), ""};
+  for (const auto& [opt, value] : given) opt->set(args, opt->flag, value);
+  const tempo::rl::TrainConfig& cfg = args.cfg;
+  const std::string& out = args.out;
   tempo::rl::validate(cfg);
   std::cout << "training " << cfg.algo << " on " << cfg.env << ": " << cfg.iterations
             << " iterations x " << cfg.num_envs << " envs x " << cfg.steps << " steps";
