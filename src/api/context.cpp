@@ -64,7 +64,7 @@ ReadSubstitution::ReadSubstitution(Context& ctx, std::vector<std::pair<RT, RT>> 
       throw UserError("read substitution of or by an undefined RT");
     if (&from.ctx() != &ctx || &to.ctx() != &ctx)
       throw UserError("read substitution across Contexts");
-    if (!(from.dtype() == to.dtype()) || from.shape().str() != to.shape().str())
+    if (from.dtype() != to.dtype() || !from.shape().same(to.shape()))
       throw UserError(cat("read substitution: ", ctx.graph().op(to.op()).describe(), " of type ",
                           TensorType{to.dtype(), to.shape()}.str(), " cannot replace ",
                           ctx.graph().op(from.op()).describe(), " of type ",
