@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/pass_options.h"
 #include "api/rt.h"
 #include "ir/sdg.h"
 
@@ -22,6 +23,7 @@ struct CompileOptions {
   // Schedule static islands (ops joined by same-point reads over one domain) as one statement
   // each (TEMPO §4.4): isl's scheduling time grows fast with the number of statements.
   bool fuse = true;
+  PassOptions passes;    // the optimization pipeline (PassOptions::none() turns it off)
   uint64_t seed = 0;     // random number generation
   bool verbose = false;  // print compile phases and timings to stderr
 };

@@ -4,6 +4,7 @@
 
 #include "backend/libtorch_backend.h"
 #include "driver/executable_impl.h"
+#include "passes/pipeline.h"
 #include "util/error.h"
 
 namespace tempo {
@@ -69,23 +70,31 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   };
   auto impl = std::make_unique<Executable::Impl>();
   impl->ctx = this;
-  impl->graph = graph_;
   impl->dims = dims_;
   impl->bounds = bounds;
   impl->options = options;
-  impl->retained = retained_;
 
   auto t0 = Clock::now();
-  ir::validate(impl->graph);
-  check_bounds(impl->graph, bounds, loc);
+  ir::validate(graph_);
+  check_bounds(graph_, bounds, loc);
   log("validate", t0);
   if (options.verbose)
-    std::cerr << "[tempo] SDG: " << impl->graph.num_ops() << " ops, " << impl->graph.num_edges()
+    std::cerr << "[tempo] SDG: " << graph_.num_ops() << " ops, " << graph_.num_edges()
               << " edges\n";
 
   t0 = Clock::now();
+  passes::Program program(graph_, retained_);
+  passes::Options po = options.passes;
+  po.verbose |= options.verbose;
+  passes::run_pipeline(program, po);
+  impl->graph = std::move(program.graph);
+  impl->retained = std::move(program.retained);
+  impl->op_map = std::move(program.op_map);
+  log("passes", t0);
+
+  t0 = Clock::now();
   schedule::ScheduleOptions so;
-  so.retained = retained_;
+  so.retained = impl->retained;
   so.whole_component = options.whole_component;
   so.proximity = options.proximity;
   so.deallocate = options.deallocate;
@@ -143,18 +152,19 @@ void Executable::run() {
 HostTensor Executable::get(const RT& rt, const std::vector<int64_t>& point) const {
   if (!rt.defined()) throw UserError("Executable::get: the RT is undefined");
   if (&rt.ctx() != impl_->ctx || rt.op() < 0 ||
-      static_cast<size_t>(rt.op()) >= impl_->graph.num_ops())
+      static_cast<size_t>(rt.op()) >= impl_->op_map.size())
     throw UserError(cat("Executable::get: RT '", rt.name(),
                         "' does not belong to the program this executable was compiled from"));
-  const ir::OpNode& op = impl_->graph.op(rt.op());
+  const ir::OpId id = impl_->op_map[rt.op()];
   bool retained = std::any_of(impl_->retained.begin(), impl_->retained.end(), [&](const auto& r) {
-    return r.first == rt.op() && r.second == rt.output();
+    return r.first == id && r.second == rt.output();
   });
+  const ir::OpNode& op = impl_->ctx->graph().op(rt.op());
   if (!retained || rt.phi().defined())
     throw UserError(cat(op.describe(),
                         " is not retained; call .retain() on it before compile and pass the RT "
                         "that retain() returns to get()"));
-  return impl_->backend->to_host(impl_->executor->read(rt.op(), rt.output(), point));
+  return impl_->backend->to_host(impl_->executor->read(id, rt.output(), point));
 }
 
 MemoryStats Executable::memory() const {

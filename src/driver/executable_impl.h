@@ -22,6 +22,7 @@ class Executable::Impl {
   Bounds bounds;
   CompileOptions options;
   std::vector<std::pair<ir::OpId, int>> retained;
+  std::vector<ir::OpId> op_map;  // the Context's op ids -> ids in `graph` (passes renumber)
   // Declared in this order so that the executor (which refers to the graph and the backend) is
   // destroyed first.
   std::unique_ptr<runtime::Backend> backend;

@@ -4,8 +4,8 @@ namespace tempo::ir {
 
 const char* op_kind_name(OpKind k) {
   switch (k) {
-#define TEMPO_X(name, nin, nout, diff) \
-  case OpKind::name:                   \
+#define TEMPO_X(name, nin, nout, diff, vec) \
+  case OpKind::name:                        \
     return #name;
     TEMPO_OP_KINDS(TEMPO_X)
 #undef TEMPO_X
@@ -15,8 +15,8 @@ const char* op_kind_name(OpKind k) {
 
 int op_kind_inputs(OpKind k) {
   switch (k) {
-#define TEMPO_X(name, nin, nout, diff) \
-  case OpKind::name:                   \
+#define TEMPO_X(name, nin, nout, diff, vec) \
+  case OpKind::name:                        \
     return nin;
     TEMPO_OP_KINDS(TEMPO_X)
 #undef TEMPO_X
@@ -26,8 +26,8 @@ int op_kind_inputs(OpKind k) {
 
 int op_kind_outputs(OpKind k) {
   switch (k) {
-#define TEMPO_X(name, nin, nout, diff) \
-  case OpKind::name:                   \
+#define TEMPO_X(name, nin, nout, diff, vec) \
+  case OpKind::name:                        \
     return nout;
     TEMPO_OP_KINDS(TEMPO_X)
 #undef TEMPO_X
@@ -37,13 +37,24 @@ int op_kind_outputs(OpKind k) {
 
 bool is_differentiable(OpKind k) {
   switch (k) {
-#define TEMPO_X(name, nin, nout, diff) \
-  case OpKind::name:                   \
+#define TEMPO_X(name, nin, nout, diff, vec) \
+  case OpKind::name:                        \
     return diff;
     TEMPO_OP_KINDS(TEMPO_X)
 #undef TEMPO_X
   }
   return false;
+}
+
+VecRule vec_rule(OpKind k) {
+  switch (k) {
+#define TEMPO_X(name, nin, nout, diff, vec) \
+  case OpKind::name:                        \
+    return VecRule::vec;
+    TEMPO_OP_KINDS(TEMPO_X)
+#undef TEMPO_X
+  }
+  return VecRule::None;
 }
 
 bool is_elementwise(OpKind k) {

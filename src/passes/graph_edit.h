@@ -1,0 +1,41 @@
+// Small editing operations on the SDG that the passes share.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "ir/sdg.h"
+#include "passes/pipeline.h"
+
+namespace tempo::passes {
+
+// For each op, the edges that read it (its consumers), in edge order.
+std::vector<std::vector<ir::EdgeId>> consumers(const ir::Graph& g);
+
+// The identity read of an op's domain: [d0, d1, ...] in the op's own variables.
+Expr identity_phi(const Dims& domain);
+
+// Whether edge `e` reads its source at the sink's current point exactly: the source has the
+// sink's domain, phi is the identity and there is no condition. Replacing the sink by the
+// source is then exact for every reader of the sink.
+bool reads_same_point(const ir::Graph& g, ir::EdgeId e);
+
+// Makes every reader of output `out` of `from` read output `to_out` of `to` instead (same phi).
+// The caller guarantees that both have the same domain and type. Returns how many reads moved.
+int redirect_reads(ir::Graph& g, ir::OpId from, int out, ir::OpId to, int to_out);
+
+// Replaces op `op` by the source of its input edge `input` (a same-point read): every reader of
+// `op` reads that source instead. Returns false (and changes nothing) if that is not exact or
+// nothing reads `op`.
+bool forward_input(Program& p, ir::OpId op, int input);
+
+// The value of input `input` of `op` if its source is a constant fill (any point reads the same).
+std::optional<double> const_input(const ir::Graph& g, const ir::OpNode& op, int input);
+// The op that input `input` of `op` reads.
+const ir::OpNode& input_op(const ir::Graph& g, const ir::OpNode& op, int input);
+
+// Renumbers the graph keeping the ops marked in `keep` (in order) and the edges they read;
+// updates `retained` and `op_map`.
+void compact(Program& p, const std::vector<bool>& keep);
+
+}  // namespace tempo::passes

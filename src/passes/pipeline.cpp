@@ -1,0 +1,92 @@
+#include "passes/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+
+#include "passes/algebraic.h"
+#include "passes/cse.h"
+#include "passes/dce.h"
+#include "passes/domain_reduction.h"
+#include "passes/fold_constants.h"
+#include "passes/graph_edit.h"
+#include "passes/lifting.h"
+#include "passes/simplify_indices.h"
+#include "passes/vectorize.h"
+#include "util/error.h"
+
+namespace tempo::passes {
+
+namespace {
+
+struct Pass {
+  const char* name;
+  bool Options::*enabled;
+  PassFn run;
+};
+
+// The pipeline, in order.
+constexpr Pass kPipeline[] = {
+    // First, so that every later pass compares and inverts simplified expressions.
+    {"simplify-indices", &Options::simplify_indices, simplify_indices},
+    {"fold-constants", &Options::fold_constants, fold_constants},
+    {"algebraic", &Options::algebraic, simplify_algebra},
+    // After the rewrites above, which make more ops structurally equal.
+    {"cse", &Options::cse, eliminate_common_subexpressions},
+    // Before lifting and vectorization: an op that does not vary along t must not be batched.
+    {"domain-reduction", &Options::domain_reduction, reduce_domains},
+    // Before vectorization: lifting turns the per-timestep x[t:T] windows it recognizes into
+    // reads of one scan over the whole dimension, which vectorization then sees as point reads.
+    {"lifting", &Options::lifting, lift_scans},
+    {"vectorize", &Options::vectorize, vectorize},
+    // Vectorization leaves ops that compute the same batched value from the same inputs.
+    {"cse", &Options::cse, eliminate_common_subexpressions},
+    // Last: every pass above leaves the ops it replaced unread.
+    {"dce", &Options::dce, eliminate_dead_code},
+};
+
+size_t live_ops(const Program& p) {
+  std::vector<bool> read(p.graph.num_ops(), false);
+  for (const ir::OpNode& op : p.graph.ops())
+    for (ir::EdgeId e : op.inputs) read[p.graph.edge(e).source] = true;
+  size_t n = 0;
+  for (const ir::OpNode& op : p.graph.ops())
+    n += read[op.id] || op.kind == ir::OpKind::Udf || p.is_retained(op.id);
+  return n;
+}
+
+}  // namespace
+
+Program::Program(ir::Graph g, std::vector<std::pair<ir::OpId, int>> r)
+    : graph(std::move(g)), retained(std::move(r)) {
+  op_map.resize(graph.num_ops());
+  for (size_t k = 0; k < op_map.size(); ++k) op_map[k] = static_cast<ir::OpId>(k);
+}
+
+bool Program::is_retained(ir::OpId op) const {
+  return std::any_of(retained.begin(), retained.end(), [&](const auto& r) { return r.first == op; });
+}
+
+void run_pipeline(Program& p, const Options& options) {
+  using Clock = std::chrono::steady_clock;
+  for (const Pass& pass : kPipeline) {
+    if (!(options.*pass.enabled)) continue;
+    auto t0 = Clock::now();
+    bool changed = pass.run(p);
+    if (options.verbose)
+      std::cerr << "[tempo] pass " << pass.name << ": "
+                << std::chrono::duration<double, std::milli>(Clock::now() - t0).count() << " ms, "
+                << live_ops(p) << " ops" << (changed ? "" : " (unchanged)") << "\n";
+    if (options.check_ir && changed) {
+      try {
+        ir::validate(p.graph);
+      } catch (const UserError& e) {
+        internal_error(cat("the IR is invalid after pass ", pass.name, ": ", e.what()));
+      }
+    }
+  }
+  // Edges left unread by the passes (and, without DCE, nothing else) go; ids become dense.
+  compact(p, std::vector<bool>(p.graph.num_ops(), true));
+}
+
+}  // namespace tempo::passes

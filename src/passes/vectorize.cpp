@@ -1,0 +1,405 @@
+#include "passes/vectorize.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "passes/graph_edit.h"
+#include "symbolic/simplify.h"
+#include "util/error.h"
+
+namespace tempo::passes {
+
+namespace {
+
+using ir::EdgeId;
+using ir::Graph;
+using ir::OpId;
+using ir::OpKind;
+using ir::OpNode;
+using ir::VecRule;
+
+bool mentions(const Expr& e, const Dim& d) { return e.defined() && sym::depends_on(e, d.var); }
+
+int position(const Dims& domain, const Dim& d) {
+  for (size_t k = 0; k < domain.size(); ++k)
+    if (domain[k] == d) return static_cast<int>(k);
+  return -1;
+}
+
+// The constant c if e is d + c.
+std::optional<int64_t> offset_from(const Expr& e, const Dim& d, const Dims& dims) {
+  if (e.is_slice() || !mentions(e, d)) return std::nullopt;
+  Expr c = sym::simplify(e - d.var, dims);
+  if (!c.is_const()) return std::nullopt;
+  return c.value();
+}
+
+int slice_entries(const Expr& phi) {
+  int n = 0;
+  for (const Expr& a : phi.args()) n += a.is_slice();
+  return n;
+}
+
+// An edge is carried by a dimension outer to d (in `outer`) when the sink reads the source at a
+// strictly earlier point of it: the outer loop orders such a cycle, so it does not stop
+// vectorizing d.
+bool carried_outside(const Graph& g, const ir::Edge& e, const Dims& outer) {
+  const Dims& sink = g.op(e.sink).domain;
+  const Dims& source = g.op(e.source).domain;
+  for (size_t k = 0; k < source.size(); ++k) {
+    const Dim& o = source[k];
+    if (position(outer, o) < 0 || position(sink, o) < 0 || e.phi.arg(k).is_slice()) continue;
+    Expr dist = sym::simplify(o.var - e.phi.arg(k), sink);
+    if (dist.is_const() && dist.value() > 0) return true;
+  }
+  return false;
+}
+
+// Strongly connected components (Tarjan, iterative) of the graph of edges `keep` accepts.
+std::vector<int> components(const Graph& g, const std::function<bool(const ir::Edge&)>& keep) {
+  const int n = static_cast<int>(g.num_ops());
+  std::vector<std::vector<OpId>> succ(n);
+  for (const OpNode& op : g.ops())
+    for (EdgeId id : op.inputs)
+      if (keep(g.edge(id))) succ[g.edge(id).source].push_back(op.id);
+  std::vector<int> index(n, -1), low(n, 0), comp(n, -1);
+  std::vector<bool> on_stack(n, false);
+  std::vector<OpId> stack;
+  int next = 0, ncomp = 0;
+  for (OpId root = 0; root < n; ++root) {
+    if (index[root] >= 0) continue;
+    std::vector<std::pair<OpId, size_t>> call{{root, 0}};
+    index[root] = low[root] = next++;
+    stack.push_back(root);
+    on_stack[root] = true;
+    while (!call.empty()) {
+      auto& [v, i] = call.back();
+      if (i < succ[v].size()) {
+        OpId w = succ[v][i++];
+        if (index[w] < 0) {
+          index[w] = low[w] = next++;
+          stack.push_back(w);
+          on_stack[w] = true;
+          call.emplace_back(w, 0);
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      if (low[v] == index[v]) {
+        for (OpId w = -1; w != v;) {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[w] = false;
+          comp[w] = ncomp;
+        }
+        ++ncomp;
+      }
+      OpId done = v;
+      call.pop_back();
+      if (!call.empty()) low[call.back().first] = std::min(low[call.back().first], low[done]);
+    }
+  }
+  return comp;
+}
+
+// How a vectorized op receives one of its inputs.
+enum class Input {
+  Batched,    // with the new leading dimension: the source is vectorized, or stacked over d
+  Broadcast,  // the same value at every point of d
+  Invalid,    // neither: the sink cannot be vectorized
+};
+
+class Vectorizer {
+ public:
+  Vectorizer(Program& p, const Dim& d, Dims outer) : p_(p), g_(p.graph), d_(d), outer_(std::move(outer)) {}
+
+  bool run() {
+    select();
+    if (std::none_of(in_.begin(), in_.end(), [](bool b) { return b; })) return false;
+    apply();
+    return true;
+  }
+
+ private:
+  // ---- which ops ----
+
+  bool local_ok(const OpNode& op) const {
+    if (position(op.domain, d_) < 0 || ir::vec_rule(op.kind) == VecRule::None ||
+        p_.is_retained(op.id) || op.inputs.empty() || mentions(op.cond, d_))
+      return false;
+    for (const Expr& e : op.attrs.exprs)
+      if (mentions(e, d_)) return false;
+    for (const ir::TensorType& t : op.outputs)
+      for (const Expr& e : t.shape.dims)
+        if (mentions(e, d_)) return false;
+    return true;
+  }
+
+  Input classify(const ir::Edge& e) const {
+    const OpNode& k = g_.op(e.sink);
+    int sp = position(g_.op(e.source).domain, d_);
+    if (in_[e.source]) {
+      // Only the same point, so that the batch lines up with the sink's own.
+      bool ok = e.phi.arg(sp).same(d_.var) && slice_entries(e.phi) == 0;
+      for (size_t k2 = 0; ok && k2 < e.phi.size(); ++k2)
+        if (static_cast<int>(k2) != sp && mentions(e.phi.arg(k2), d_)) ok = false;
+      return ok ? Input::Batched : Input::Invalid;
+    }
+    int mentioned = 0;
+    bool shifted = false;
+    for (const Expr& a : e.phi.args())
+      if (mentions(a, d_)) {
+        ++mentioned;
+        shifted = offset_from(a, d_, k.domain).has_value();
+      }
+    if (mentioned == 0) return Input::Broadcast;
+    if (mentioned == 1 && shifted && slice_entries(e.phi) == 0) return Input::Batched;
+    return Input::Invalid;
+  }
+
+  // Whether the op's kind can be vectorized with its inputs received this way.
+  bool rule_ok(const OpNode& op, const std::vector<Input>& in) const {
+    auto batched = [&](size_t i) { return in[i] == Input::Batched; };
+    auto rank = [&](size_t i) { return g_.input_type(op.inputs[i]).shape.rank(); };
+    switch (ir::vec_rule(op.kind)) {
+      case VecRule::Elementwise:
+        return std::any_of(in.begin(), in.end(), [](Input i) { return i == Input::Batched; });
+      case VecRule::DimAttrs:
+        if (op.kind == OpKind::IndexSelect) return batched(0) && !batched(1);
+        return std::all_of(in.begin(), in.end(), [](Input i) { return i == Input::Batched; });
+      case VecRule::Permute:
+      case VecRule::ShapeAttr: return batched(0);
+      case VecRule::MatMul: {
+        // Batched matmul broadcasting lines the new dimension up only in these cases.
+        size_t ra = rank(0), rb = rank(1);
+        if (batched(0) && batched(1)) return ra == rb && ra >= 2;
+        if (batched(0)) return rb <= 2;
+        if (batched(1)) return rb == 2 && ra <= 2;
+        return false;
+      }
+      case VecRule::None: return false;
+    }
+    return false;
+  }
+
+  // A read of a vectorized source by an op that stays per point: the batch must be indexable
+  // (the entry of d may be a point or a unit-step slice, and no other entry stacks).
+  bool readable_per_point(const ir::Edge& e) const {
+    int sp = position(g_.op(e.source).domain, d_);
+    const Expr& a = e.phi.arg(sp);
+    if (a.is_slice() && !a.arg(2).is_const(1)) return false;
+    return slice_entries(e.phi) == (a.is_slice() ? 1 : 0);
+  }
+
+  void select() {
+    const size_t n = g_.num_ops();
+    in_.assign(n, false);
+    for (const OpNode& op : g_.ops()) in_[op.id] = local_ok(op);
+    // Ops on a cycle along d (not ordered by an outer dimension) stay per point.
+    auto ordered = [&](const ir::Edge& e) { return carried_outside(g_, e, outer_); };
+    std::vector<int> comp = components(g_, [&](const ir::Edge& e) { return !ordered(e); });
+    std::vector<bool> cyclic(n, false);
+    for (const OpNode& op : g_.ops())
+      for (EdgeId id : op.inputs) {
+        const ir::Edge& e = g_.edge(id);
+        if (comp[e.source] == comp[e.sink] && !ordered(e)) cyclic[comp[e.sink]] = true;
+      }
+    for (const OpNode& op : g_.ops())
+      if (cyclic[comp[op.id]]) in_[op.id] = false;
+    // Then drop ops whose inputs or readers do not fit, until the set is stable.
+    for (bool again = true; again;) {
+      again = false;
+      for (const OpNode& op : g_.ops()) {
+        if (in_[op.id]) {
+          std::vector<Input> ins;
+          for (EdgeId id : op.inputs) ins.push_back(classify(g_.edge(id)));
+          bool ok = std::none_of(ins.begin(), ins.end(), [](Input i) { return i == Input::Invalid; });
+          if (!ok || !rule_ok(op, ins)) {
+            in_[op.id] = false;
+            again = true;
+            continue;
+          }
+        }
+        for (EdgeId id : op.inputs) {
+          const ir::Edge& e = g_.edge(id);
+          if (in_[e.source] && !in_[op.id] && !readable_per_point(e)) {
+            in_[e.source] = false;
+            again = true;
+          }
+        }
+      }
+    }
+  }
+
+  // ---- rewriting ----
+
+  OpId add_adapter(OpNode adapter, const ir::Edge& read, Expr phi) {
+    OpId id = g_.add_op(std::move(adapter));
+    g_.add_edge(id, read.source, read.source_output, std::move(phi));
+    return id;
+  }
+
+  // Entries of phi without the one at position `sp`.
+  static Expr without(const Expr& phi, int sp) {
+    std::vector<Expr> entries = phi.args();
+    entries.erase(entries.begin() + sp);
+    return seq(entries);
+  }
+
+  // A vectorized sink reads its input with the new leading dimension; an elementwise or expand
+  // sink needs the input's rank to match its output's (unit dims after the leading one).
+  void rewrite_batched_input(const OpNode& sink, EdgeId id, size_t out_rank) {
+    ir::Edge& e = g_.edge(id);
+    const OpNode& src = g_.op(e.source);
+    if (in_[e.source]) {
+      e.phi = without(e.phi, position(src.domain, d_));
+    } else {
+      for (size_t k = 0; k < e.phi.size(); ++k) {
+        auto c = offset_from(e.phi.arg(k), d_, sink.domain);
+        if (!c) continue;
+        std::vector<Expr> entries = e.phi.args();
+        entries[k] = slice(Expr(*c), d_.bound + *c);
+        e.phi = seq(entries);
+      }
+    }
+    if (ir::vec_rule(sink.kind) != VecRule::Elementwise && sink.kind != OpKind::Expand) return;
+    // With the leading dimension (a vectorized source's type is updated after the edges).
+    ir::TensorType t = g_.input_type(id);
+    if (in_[e.source]) t.shape.dims.insert(t.shape.dims.begin(), d_.bound);
+    if (t.shape.rank() >= out_rank) return;
+    ir::Attrs a;
+    a.exprs = t.shape.dims;
+    a.exprs.insert(a.exprs.begin() + 1, out_rank - t.shape.rank(), Expr(1));
+    OpNode r;
+    r.kind = OpKind::Reshape;
+    r.domain = new_domain(sink);
+    r.outputs = {ir::TensorType{t.dtype, ir::Shape(a.exprs)}};
+    r.attrs = std::move(a);
+    r.name = sink.name;
+    r.loc = sink.loc;
+    const ir::Edge read = g_.edge(id);
+    OpId rid = add_adapter(std::move(r), read, read.phi);
+    ir::Edge& back = g_.edge(id);
+    back.source = rid;
+    back.source_output = 0;
+    back.phi = identity_phi(new_domain(sink));
+  }
+
+  // A per-point sink reads a vectorized source: index (or slice) the batch at the entry of d.
+  void rewrite_per_point_read(const OpNode& sink, EdgeId id) {
+    const ir::Edge read = g_.edge(id);
+    const OpNode& src = g_.op(read.source);
+    int sp = position(src.domain, d_);
+    const Expr a = read.phi.arg(sp);
+    Expr phi = without(read.phi, sp);
+    if (a.is_slice() && a.arg(0).is_const(0) && a.arg(1).same(d_.bound)) {
+      g_.edge(id).phi = phi;  // the whole batch is the stack the sink read
+      return;
+    }
+    // The source's type per point (types are updated after the edges): what an index gives.
+    ir::TensorType t = src.outputs[read.source_output];
+    OpNode x;
+    x.attrs.ints = {0};
+    if (a.is_slice()) {
+      x.kind = OpKind::Slice;
+      x.attrs.exprs = {a.arg(0), a.arg(1)};
+      t.shape.dims.insert(t.shape.dims.begin(), sym::simplify(a.arg(1) - a.arg(0), sink.domain));
+    } else {
+      x.kind = OpKind::Index;
+      x.attrs.exprs = {a};
+    }
+    x.domain = sink.domain;
+    x.cond = read.cond;  // a merge branch reads only where its condition holds
+    x.outputs = {t};
+    x.name = src.name;
+    x.loc = src.loc;
+    OpId xid = add_adapter(std::move(x), read, phi);
+    ir::Edge& e = g_.edge(id);
+    e.source = xid;
+    e.source_output = 0;
+    e.phi = identity_phi(sink.domain);
+  }
+
+  Dims new_domain(const OpNode& op) const {
+    Dims dims = op.domain;
+    if (in_[op.id]) dims.erase(dims.begin() + position(dims, d_));
+    return dims;
+  }
+
+  void apply() {
+    const size_t n = g_.num_ops();
+    // The original ranks, before any type changes.
+    std::vector<std::vector<size_t>> in_ranks(n);
+    for (size_t k = 0; k < n; ++k)
+      for (EdgeId id : g_.op(static_cast<OpId>(k)).inputs)
+        in_ranks[k].push_back(g_.input_type(id).shape.rank());
+    std::vector<std::vector<Input>> ins(n);
+    for (size_t k = 0; k < n; ++k)
+      if (in_[k])
+        for (EdgeId id : g_.op(static_cast<OpId>(k)).inputs) ins[k].push_back(classify(g_.edge(id)));
+    // Edges first (adapters read the sources with their original types), then the ops.
+    for (size_t k = 0; k < n; ++k) {
+      const OpNode op = g_.op(static_cast<OpId>(k));
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        const OpId source = g_.edge(op.inputs[i]).source;
+        if (in_[k] && ins[k][i] == Input::Batched)
+          rewrite_batched_input(op, op.inputs[i], op.outputs[0].shape.rank() + 1);
+        else if (!in_[k] && in_[source])
+          rewrite_per_point_read(op, op.inputs[i]);
+      }
+    }
+    in_.resize(g_.num_ops(), false);
+    for (size_t k = 0; k < n; ++k) {
+      if (!in_[k]) continue;
+      OpNode& op = g_.op(static_cast<OpId>(k));
+      transform_attrs(op, in_ranks[k].empty() ? 0 : in_ranks[k][0]);
+      for (ir::TensorType& t : op.outputs) t.shape.dims.insert(t.shape.dims.begin(), d_.bound);
+      op.domain = new_domain(op);
+    }
+  }
+
+  // The kind's vectorization rule (ir::VecRule) applied to the attributes.
+  void transform_attrs(OpNode& op, size_t input_rank) const {
+    ir::Attrs& a = op.attrs;
+    switch (ir::vec_rule(op.kind)) {
+      case VecRule::DimAttrs:
+        if (op.kind == OpKind::Sum && a.ints.empty())
+          for (size_t k = 0; k < input_rank; ++k) a.ints.push_back(static_cast<int64_t>(k));
+        for (int64_t& v : a.ints) ++v;
+        return;
+      case VecRule::Permute:
+        for (int64_t& v : a.ints) ++v;
+        a.ints.insert(a.ints.begin(), 0);
+        return;
+      case VecRule::ShapeAttr: a.exprs.insert(a.exprs.begin(), d_.bound); return;
+      default: return;
+    }
+  }
+
+  Program& p_;
+  Graph& g_;
+  Dim d_;
+  Dims outer_;             // dimensions declared before d_
+  std::vector<bool> in_;  // vectorized along d_
+};
+
+}  // namespace
+
+bool vectorize(Program& p) {
+  // Every dimension any op has, in declaration order: domains list their dims in that order, so
+  // a new dim goes right after the dim that precedes it in the domain where it is first seen.
+  Dims dims;
+  for (const OpNode& op : p.graph.ops())
+    for (size_t k = 0; k < op.domain.size(); ++k)
+      if (position(dims, op.domain[k]) < 0)
+        dims.insert(dims.begin() + (k == 0 ? 0 : position(dims, op.domain[k - 1]) + 1),
+                    op.domain[k]);
+  bool changed = false;
+  // Innermost first.
+  for (size_t k = dims.size(); k-- > 0;)
+    changed |= Vectorizer(p, dims[k], Dims(dims.begin(), dims.begin() + k)).run();
+  return changed;
+}
+
+}  // namespace tempo::passes
