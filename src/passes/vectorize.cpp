@@ -146,12 +146,17 @@ class Vectorizer {
         if (static_cast<int>(k2) != sp && mentions(e.phi.arg(k2), d_)) ok = false;
       return ok ? Input::Batched : Input::Invalid;
     }
+    const OpNode& src = g_.op(e.source);
     int mentioned = 0;
     bool shifted = false;
-    for (const Expr& a : e.phi.args())
-      if (mentions(a, d_)) {
+    for (size_t k2 = 0; k2 < e.phi.size(); ++k2)
+      if (mentions(e.phi.arg(k2), d_)) {
         ++mentioned;
-        shifted = offset_from(a, d_, k.domain).has_value();
+        // Stacking the source's points needs them to have one shape.
+        bool same_shape = true;
+        for (const Expr& s : src.outputs[e.source_output].shape.dims)
+          same_shape &= !mentions(s, src.domain[k2]);
+        shifted = same_shape && offset_from(e.phi.arg(k2), d_, k.domain).has_value();
       }
     if (mentioned == 0) return Input::Broadcast;
     if (mentioned == 1 && shifted && slice_entries(e.phi) == 0) return Input::Batched;
