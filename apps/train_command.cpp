@@ -39,6 +39,9 @@ const char* kUsage =
     "  --no-normalize  reinforce: do not normalize returns over the rollout\n"
     "  --hidden, --layers  hidden width and hidden layers (default 64 x 2, tanh)\n"
     "  --proximity   schedule with proximity constraints (slower to compile)\n"
+    "  --no-pass P   turn compiler pass P off (repeatable; 'all' for every pass):\n"
+    "                simplify-indices, fold-constants, algebraic, cse, domain-reduction,\n"
+    "                lifting, vectorize, dce\n"
     "  --gae-lambda  advantage lambda (default 0.95; 1: full bootstrapped returns)\n"
     "  --ent-coef    entropy bonus (default 0.01)   --vf-coef  value loss weight (default 0.5)\n"
     "  --default-init  PyTorch's default init instead of orthogonal weights\n"
@@ -165,6 +168,7 @@ const std::vector<Option>& all_options() {
       {"--default-init", false, [](A& a, S, S) { a.cfg.orthogonal_init = false; }},
       {"--verbose", false, [](A& a, S, S) { a.cfg.verbose = true; }},
       {"--env", true, [](A& a, S, S v) { a.cfg.env = v; }},
+      {"--no-pass", true, [](A& a, S, S v) { a.cfg.passes.set(v, false); }},
       {"--seed", true, [](A& a, S f, S v) { a.cfg.seed = static_cast<uint64_t>(parse_int(f, v)); }},
       {"--iterations", true, [](A& a, S f, S v) { a.cfg.iterations = parse_int(f, v); }},
       {"--num-envs", true, [](A& a, S f, S v) { a.cfg.num_envs = parse_int(f, v); }},
@@ -229,7 +233,9 @@ int run_train_command(int argc, char** argv) {
   std::cout << "compile time: " << fmt(res.compile_seconds)
             << " s, run time: " << fmt(res.run_seconds) << " s, episodes: " << res.episodes
             << ", peak tensor memory: "
-            << fmt(static_cast<double>(res.peak_tracked_bytes) / (1 << 20), 1) << " MiB\n";
+            << fmt(static_cast<double>(res.peak_tracked_bytes) / (1 << 20), 1)
+            << " MiB, launches per iteration: " << res.launches / std::max<int64_t>(1, cfg.iterations)
+            << "\n";
   if (!out.empty()) {
     std::filesystem::create_directories(out);
     std::ostringstream csv;

@@ -1,6 +1,11 @@
 // The compiler's optimization switches (part of CompileOptions; read by the passes layer).
 #pragma once
 
+#include <string>
+#include <vector>
+
+#include "util/error.h"
+
 namespace tempo {
 
 // One switch per pass of the pipeline (passes/pipeline.cpp), all on by default.
@@ -16,11 +21,41 @@ struct PassOptions {
   bool check_ir = false;         // validate the IR after every pass that changed it
   bool verbose = false;          // per pass: time and op count, to stderr
 
+  // Each pass's name (as verbose output and `tempo train --no-pass NAME` write it) and switch.
+  struct Switch {
+    const char* name;
+    bool PassOptions::*on;
+  };
+  static const std::vector<Switch>& switches() {
+    static const std::vector<Switch> all = {
+        {"simplify-indices", &PassOptions::simplify_indices},
+        {"fold-constants", &PassOptions::fold_constants},
+        {"algebraic", &PassOptions::algebraic},
+        {"cse", &PassOptions::cse},
+        {"domain-reduction", &PassOptions::domain_reduction},
+        {"lifting", &PassOptions::lifting},
+        {"vectorize", &PassOptions::vectorize},
+        {"dce", &PassOptions::dce},
+    };
+    return all;
+  }
+  // Turns the named pass on or off ("all" names every pass); a UserError lists the names.
+  void set(const std::string& name, bool on) {
+    std::string names = "all";
+    for (const Switch& s : switches()) {
+      if (name == s.name || name == "all") this->*s.on = on;
+      names += std::string(", ") + s.name;
+    }
+    if (name == "all") return;
+    for (const Switch& s : switches())
+      if (name == s.name) return;
+    throw UserError(cat("unknown pass '", name, "'; the passes are ", names));
+  }
+
   // Every pass off: the program runs as written.
   static PassOptions none() {
     PassOptions o;
-    o.simplify_indices = o.fold_constants = o.algebraic = o.cse = o.domain_reduction = o.lifting =
-        o.vectorize = o.dce = false;
+    o.set("all", false);
     return o;
   }
 };

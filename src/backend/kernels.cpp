@@ -9,6 +9,14 @@ namespace tempo::backend {
 
 namespace {
 
+// splitmix64's finalizer: decorrelates seeds that differ in a few bits.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
 using runtime::Kernel;
 using runtime::ValuePtr;
 using Sizes = c10::SmallVector<int64_t, 6>;
@@ -188,11 +196,18 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
     case ir::OpKind::RandNormal: {
       SymShape shape(a.exprs, layout);
       const bool normal = op.kind == ir::OpKind::RandNormal;
-      // Drawn on the CPU generator (seeded by Backend::seed) so that results do not depend on
-      // the device, then moved.
+      const uint64_t stream = a.ints.empty() ? static_cast<uint64_t>(op.id) : a.ints[0];
+      std::vector<int32_t> slots;
+      for (const Dim& d : op.domain) slots.push_back(layout.slot(d.var));
+      // A draw is a function of (seed, stream, point): values do not depend on the order in
+      // which the schedule runs the draws, nor on the device (drawn on the CPU generator).
       const torch::ScalarType gen_st = integral(st) ? torch::kFloat32 : st;
       return kernel(who, [=](const ValuePtr*, size_t, const int64_t* env, ValuePtr* out) {
+        uint64_t h = mix(state_ptr->seed ^ mix(stream));
+        for (int32_t s : slots) h = mix(h ^ static_cast<uint64_t>(env[s]));
         auto o = torch::TensorOptions().dtype(gen_st);
+        // The executor launches one kernel at a time (torch::rand locks the generator itself).
+        state_ptr->generator.set_current_seed(h);
         torch::Tensor t = normal ? torch::randn(shape.eval(env), state_ptr->generator, o)
                                  : torch::rand(shape.eval(env), state_ptr->generator, o);
         out[0] = wrap(as(t, st).to(state_ptr->device));

@@ -108,6 +108,7 @@ class LibTorchBackend final : public runtime::Backend {
   void seed(uint64_t seed) override {
     std::lock_guard<std::mutex> lock(state_.generator.mutex());
     state_.generator.set_current_seed(seed);
+    state_.seed = seed;
   }
 
  private:

@@ -42,6 +42,7 @@ ir::HostTensor torch_to_host(const torch::Tensor& t);
 struct TorchState {
   torch::Device device = torch::kCPU;
   torch::Generator generator;
+  uint64_t seed = 0;  // Backend::seed
 };
 
 // One kernel per op (kernels.cpp).

@@ -10,12 +10,14 @@ namespace tempo::ir {
 // variadic; gradients flow through differentiable kinds only (not sources, user functions, integer
 // or boolean results, or Detach). The vectorization rule (VecRule below) says how an op of the
 // kind changes when a temporal dimension becomes a new leading spatial dimension (TEMPO §4.2).
-// Attribute use is documented per kind (see Attrs in sdg.h).
+// Attribute use is documented per kind (see Attrs in sdg.h). A random draw's values are a function
+// of (seed, stream, point), so they do not depend on the schedule or on the passes; its stream is
+// the op's id in the user's program.
 #define TEMPO_OP_KINDS(X)                                                                          \
   /* sources */                                                                                    \
   X(Const, 0, 1, false, None)       /* fill exprs-shaped tensor with `scalar`, dtype */            \
-  X(RandUniform, 0, 1, false, None) /* U[0,1) of shape exprs, dtype */                             \
-  X(RandNormal, 0, 1, false, None)  /* N(0,1) of shape exprs, dtype */                             \
+  X(RandUniform, 0, 1, false, None) /* U[0,1) of shape exprs, dtype; ints[0]: stream */            \
+  X(RandNormal, 0, 1, false, None)  /* N(0,1) of shape exprs, dtype; ints[0]: stream */            \
   X(Arange, 0, 1, false, None)      /* [0, exprs[0]) as dtype */                                   \
   X(EvalSymbol, 0, 1, false, None)  /* scalar int64 value of exprs[0] at the current point */      \
   X(Udf, -1, -1, false, None)       /* user function (udf) on host tensors */                      \

@@ -382,6 +382,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   co.verbose = cfg.verbose;
   co.whole_component = cfg.whole_component;
   co.proximity = cfg.proximity;
+  co.passes = cfg.passes;
   Clock::time_point c0 = Clock::now();
   Bounds bounds{{i.bound, I}, {t.bound, T}};
   if (u) bounds.emplace_back(u->bound, U);
@@ -394,6 +395,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   res.curve = stats->curve;
   res.iteration_seconds = stats->iteration_seconds;
   res.peak_tracked_bytes = exe.memory().peak_bytes;
+  res.launches = exe.ops_executed();
   res.episodes = stats->episodes;
   // The final return: the mean over the last (up to) 10% of iterations that saw an episode end.
   size_t tail = std::max<size_t>(1, res.curve.size() / 10);

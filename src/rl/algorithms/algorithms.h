@@ -63,6 +63,7 @@ struct TrainConfig {
   // observations early) at a much higher compile time; PPO exceeds isl's operation bound.
   bool proximity = false;
   bool verbose = false;  // compile phases on stderr
+  PassOptions passes;    // CompileOptions::passes
 };
 
 // Throws UserError on an unknown algorithm or environment or an invalid number.
@@ -81,6 +82,7 @@ struct TrainResult {
   int64_t peak_tracked_bytes = 0;  // the runtime's peak tensor-store memory
   double final_mean_return = 0.0;  // mean over the last iterations' returns
   double compile_seconds = 0.0;
+  int64_t launches = 0;  // ops (kernels and user functions) the run executed
   double run_seconds = 0.0;
   int64_t episodes = 0;
 };
