@@ -1,5 +1,7 @@
 // The compiler driver: Context::compile and the Executable it returns.
 #include <chrono>
+#include <cstdlib>
+#include <sstream>
 #include <iostream>
 
 #include "backend/libtorch_backend.h"
@@ -86,6 +88,13 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   passes::Program program(graph_, retained_);
   passes::Options po = options.passes;
   po.verbose |= options.verbose;
+  // TEMPO_NO_PASS=vectorize,lifting (or =all) turns passes off without recompiling the program,
+  // e.g. to run a test suite with the pipeline on and off.
+  if (const char* off = std::getenv("TEMPO_NO_PASS")) {
+    std::stringstream names(off);
+    for (std::string name; std::getline(names, name, ',');)
+      if (!name.empty()) po.set(name, false);
+  }
   passes::run_pipeline(program, po);
   impl->graph = std::move(program.graph);
   impl->retained = std::move(program.retained);

