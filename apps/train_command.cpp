@@ -234,8 +234,8 @@ int run_train_command(int argc, char** argv) {
             << " s, run time: " << fmt(res.run_seconds) << " s, episodes: " << res.episodes
             << ", peak tensor memory: "
             << fmt(static_cast<double>(res.peak_tracked_bytes) / (1 << 20), 1)
-            << " MiB, launches per iteration: " << res.launches / std::max<int64_t>(1, cfg.iterations)
-            << "\n";
+            << " MiB, launches per iteration: "
+            << res.launches / std::max<int64_t>(1, cfg.iterations) << "\n";
   if (!out.empty()) {
     std::filesystem::create_directories(out);
     std::ostringstream csv;

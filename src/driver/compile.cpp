@@ -1,8 +1,8 @@
 // The compiler driver: Context::compile and the Executable it returns.
 #include <chrono>
 #include <cstdlib>
-#include <sstream>
 #include <iostream>
+#include <sstream>
 
 #include "backend/libtorch_backend.h"
 #include "driver/executable_impl.h"

@@ -72,7 +72,9 @@ const Rule kRules[] = {
      }},
     // x - 0 = x
     {OpKind::Sub,
-     [](Program& p, OpNode& op) { return is_const(p.graph, op, 1, 0) && forward_input(p, op.id, 0); }},
+     [](Program& p, OpNode& op) {
+       return is_const(p.graph, op, 1, 0) && forward_input(p, op.id, 0);
+     }},
     // x * 1 = 1 * x = x
     {OpKind::Mul,
      [](Program& p, OpNode& op) {
@@ -81,10 +83,14 @@ const Rule kRules[] = {
      }},
     // x / 1 = x
     {OpKind::Div,
-     [](Program& p, OpNode& op) { return is_const(p.graph, op, 1, 1) && forward_input(p, op.id, 0); }},
+     [](Program& p, OpNode& op) {
+       return is_const(p.graph, op, 1, 1) && forward_input(p, op.id, 0);
+     }},
     // x ^ 1 = x
     {OpKind::Pow,
-     [](Program& p, OpNode& op) { return is_const(p.graph, op, 1, 1) && forward_input(p, op.id, 0); }},
+     [](Program& p, OpNode& op) {
+       return is_const(p.graph, op, 1, 1) && forward_input(p, op.id, 0);
+     }},
     // -(-x) = x
     {OpKind::Neg,
      [](Program& p, OpNode& op) {

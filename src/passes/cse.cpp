@@ -21,7 +21,9 @@ bool mergeable(const ir::OpNode& op) {
   }
 }
 
-std::string str(const Expr& e) { return e.defined() ? e.str() : "-"; }
+std::string str(const Expr& e) {
+  return e.defined() ? e.str() : "-";
+}
 
 // Everything that determines an op's value, as a string (op ids of inputs included, so equal
 // keys mean equal values once the inputs have been merged).

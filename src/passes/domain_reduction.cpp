@@ -6,7 +6,9 @@ namespace tempo::passes {
 
 namespace {
 
-bool mentions(const Expr& e, const Dim& d) { return e.defined() && sym::depends_on(e, d.var); }
+bool mentions(const Expr& e, const Dim& d) {
+  return e.defined() && sym::depends_on(e, d.var);
+}
 
 // Whether the value of `op` cannot depend on dimension `d` of its domain.
 bool invariant_along(const ir::Graph& g, const ir::OpNode& op, const Dim& d) {
@@ -16,7 +18,8 @@ bool invariant_along(const ir::Graph& g, const ir::OpNode& op, const Dim& d) {
     case ir::OpKind::RandNormal:
     case ir::OpKind::Merge:  // placeholders keep the domain their branches are written over
       return false;
-    default: break;
+    default:
+      break;
   }
   if (mentions(op.cond, d)) return false;
   for (const Expr& e : op.attrs.exprs)

@@ -4,7 +4,8 @@
 
 namespace tempo::passes {
 
-// Removes from an op's domain every dimension its value does not vary along (no input, condition, attribute or shape mentions it), so it runs once instead of once per point.
+// Removes from an op's domain every dimension its value does not vary along (no input, condition,
+// attribute or shape mentions it), so it runs once instead of once per point.
 bool reduce_domains(Program& p);
 
 }  // namespace tempo::passes

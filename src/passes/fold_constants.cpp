@@ -16,23 +16,40 @@ std::optional<double> evaluate(OpKind k, const std::vector<double>& v) {
   switch (k) {
     case OpKind::Identity:
     case OpKind::Detach:
-    case OpKind::Cast: return v[0];
-    case OpKind::Neg: return -v[0];
-    case OpKind::Exp: return std::exp(v[0]);
-    case OpKind::Log: return std::log(v[0]);
-    case OpKind::Sqrt: return std::sqrt(v[0]);
-    case OpKind::Abs: return std::fabs(v[0]);
-    case OpKind::Tanh: return std::tanh(v[0]);
-    case OpKind::Sigmoid: return 1.0 / (1.0 + std::exp(-v[0]));
-    case OpKind::Relu: return v[0] > 0 ? v[0] : 0.0;
-    case OpKind::Add: return v[0] + v[1];
-    case OpKind::Sub: return v[0] - v[1];
-    case OpKind::Mul: return v[0] * v[1];
-    case OpKind::Div: return v[0] / v[1];
-    case OpKind::Pow: return std::pow(v[0], v[1]);
-    case OpKind::Maximum: return std::max(v[0], v[1]);
-    case OpKind::Minimum: return std::min(v[0], v[1]);
-    default: return std::nullopt;
+    case OpKind::Cast:
+      return v[0];
+    case OpKind::Neg:
+      return -v[0];
+    case OpKind::Exp:
+      return std::exp(v[0]);
+    case OpKind::Log:
+      return std::log(v[0]);
+    case OpKind::Sqrt:
+      return std::sqrt(v[0]);
+    case OpKind::Abs:
+      return std::fabs(v[0]);
+    case OpKind::Tanh:
+      return std::tanh(v[0]);
+    case OpKind::Sigmoid:
+      return 1.0 / (1.0 + std::exp(-v[0]));
+    case OpKind::Relu:
+      return v[0] > 0 ? v[0] : 0.0;
+    case OpKind::Add:
+      return v[0] + v[1];
+    case OpKind::Sub:
+      return v[0] - v[1];
+    case OpKind::Mul:
+      return v[0] * v[1];
+    case OpKind::Div:
+      return v[0] / v[1];
+    case OpKind::Pow:
+      return std::pow(v[0], v[1]);
+    case OpKind::Maximum:
+      return std::max(v[0], v[1]);
+    case OpKind::Minimum:
+      return std::min(v[0], v[1]);
+    default:
+      return std::nullopt;
   }
 }
 

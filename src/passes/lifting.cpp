@@ -2,6 +2,8 @@
 
 namespace tempo::passes {
 
-bool lift_scans(Program& p) { return false; }
+bool lift_scans(Program& p) {
+  return false;
+}
 
 }  // namespace tempo::passes

@@ -64,7 +64,8 @@ Program::Program(ir::Graph g, std::vector<std::pair<ir::OpId, int>> r)
 }
 
 bool Program::is_retained(ir::OpId op) const {
-  return std::any_of(retained.begin(), retained.end(), [&](const auto& r) { return r.first == op; });
+  return std::any_of(retained.begin(), retained.end(),
+                     [&](const auto& r) { return r.first == op; });
 }
 
 void run_pipeline(Program& p, const Options& options) {

@@ -4,7 +4,8 @@
 
 namespace tempo::passes {
 
-// Simplifies every dependence expression and condition (and op conditions) over the domain they are written in; a condition that always holds is dropped.
+// Simplifies every dependence expression and condition (and op conditions) over the domain they are
+// written in; a condition that always holds is dropped.
 bool simplify_indices(Program& p);
 
 }  // namespace tempo::passes

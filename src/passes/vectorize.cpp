@@ -18,7 +18,9 @@ using ir::OpKind;
 using ir::OpNode;
 using ir::VecRule;
 
-bool mentions(const Expr& e, const Dim& d) { return e.defined() && sym::depends_on(e, d.var); }
+bool mentions(const Expr& e, const Dim& d) {
+  return e.defined() && sym::depends_on(e, d.var);
+}
 
 int position(const Dims& domain, const Dim& d) {
   for (size_t k = 0; k < domain.size(); ++k)
@@ -112,7 +114,8 @@ enum class Input {
 
 class Vectorizer {
  public:
-  Vectorizer(Program& p, const Dim& d, Dims outer) : p_(p), g_(p.graph), d_(d), outer_(std::move(outer)) {}
+  Vectorizer(Program& p, const Dim& d, Dims outer)
+      : p_(p), g_(p.graph), d_(d), outer_(std::move(outer)) {}
 
   bool run() {
     select();
@@ -174,7 +177,8 @@ class Vectorizer {
         if (op.kind == OpKind::IndexSelect) return batched(0) && !batched(1);
         return std::all_of(in.begin(), in.end(), [](Input i) { return i == Input::Batched; });
       case VecRule::Permute:
-      case VecRule::ShapeAttr: return batched(0);
+      case VecRule::ShapeAttr:
+        return batched(0);
       case VecRule::MatMul: {
         // Batched matmul broadcasting lines the new dimension up only in these cases.
         size_t ra = rank(0), rb = rank(1);
@@ -183,7 +187,8 @@ class Vectorizer {
         if (batched(1)) return rb == 2 && ra <= 2;
         return false;
       }
-      case VecRule::None: return false;
+      case VecRule::None:
+        return false;
     }
     return false;
   }
@@ -219,7 +224,8 @@ class Vectorizer {
         if (in_[op.id]) {
           std::vector<Input> ins;
           for (EdgeId id : op.inputs) ins.push_back(classify(g_.edge(id)));
-          bool ok = std::none_of(ins.begin(), ins.end(), [](Input i) { return i == Input::Invalid; });
+          bool ok =
+              std::none_of(ins.begin(), ins.end(), [](Input i) { return i == Input::Invalid; });
           if (!ok || !rule_ok(op, ins)) {
             in_[op.id] = false;
             again = true;
@@ -342,7 +348,8 @@ class Vectorizer {
     std::vector<std::vector<Input>> ins(n);
     for (size_t k = 0; k < n; ++k)
       if (in_[k])
-        for (EdgeId id : g_.op(static_cast<OpId>(k)).inputs) ins[k].push_back(classify(g_.edge(id)));
+        for (EdgeId id : g_.op(static_cast<OpId>(k)).inputs)
+          ins[k].push_back(classify(g_.edge(id)));
     // Edges first (adapters read the sources with their original types), then the ops.
     for (size_t k = 0; k < n; ++k) {
       const OpNode op = g_.op(static_cast<OpId>(k));
@@ -377,15 +384,18 @@ class Vectorizer {
         for (int64_t& v : a.ints) ++v;
         a.ints.insert(a.ints.begin(), 0);
         return;
-      case VecRule::ShapeAttr: a.exprs.insert(a.exprs.begin(), d_.bound); return;
-      default: return;
+      case VecRule::ShapeAttr:
+        a.exprs.insert(a.exprs.begin(), d_.bound);
+        return;
+      default:
+        return;
     }
   }
 
   Program& p_;
   Graph& g_;
   Dim d_;
-  Dims outer_;             // dimensions declared before d_
+  Dims outer_;            // dimensions declared before d_
   std::vector<bool> in_;  // vectorized along d_
 };
 

@@ -1,0 +1,222 @@
+// Each pass on a small program: the SDG's text form before and after (Graph::str, without the
+// source locations), and the values of the compiled program with the pass on and off.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "api/tempo.h"
+#include "e2e/e2e_util.h"
+#include "passes/algebraic.h"
+#include "passes/cse.h"
+#include "passes/dce.h"
+#include "passes/domain_reduction.h"
+#include "passes/fold_constants.h"
+#include "passes/simplify_indices.h"
+#include "passes/vectorize.h"
+
+namespace tempo {
+namespace {
+
+using passes::Program;
+using testing::expect_close;
+using testing::source;
+
+// The text form without names and source locations (they name this file's lines).
+std::string text(const ir::Graph& g) {
+  return std::regex_replace(g.str(), std::regex("  #[^\n]*"), "");
+}
+
+// Runs one pass over the Context's program and returns the text after it.
+std::string after(const Context& ctx, bool (*pass)(Program&), bool expect_change = true) {
+  Program p(ctx.graph(), ctx.retained());
+  EXPECT_EQ(pass(p), expect_change);
+  ir::validate(p.graph);
+  return text(p.graph);
+}
+
+void sink(Context& ctx, const RT& y, const Dims& domain) {
+  ctx.udf(
+      "sink", [](auto&, auto&) { return std::vector<HostTensor>{}; }, {y}, {}, domain);
+}
+
+TEST(Passes, DeadCodeElimination) {
+  Context ctx;
+  Dim t = ctx.dim("t", "T");
+  RT x = source(ctx, {t}, {2});
+  RT unused = x.exp();
+  RT y = (x + 1.0).retain();
+  EXPECT_EQ(text(ctx.graph()),
+            "%0 = Udf() {udf=source} : f32(2) over (t)\n"
+            "%1 = Exp(%0[t]) : f32(2) over (t)\n"
+            "%2 = Const() {scalar=1, dtype=f32} : f32()\n"
+            "%3 = Add(%0[t], %2[]) : f32(2) over (t)\n");
+  EXPECT_EQ(after(ctx, passes::eliminate_dead_code),
+            "%0 = Udf() {udf=source} : f32(2) over (t)\n"
+            "%1 = Const() {scalar=1, dtype=f32} : f32()\n"
+            "%2 = Add(%0[t], %1[]) : f32(2) over (t)\n");
+}
+
+TEST(Passes, CommonSubexpressions) {
+  Context ctx;
+  Dim t = ctx.dim("t", "T");
+  RT x = source(ctx, {t}, {2});
+  RT a = x.tanh(), b = x.tanh();
+  RT y = (a * b).retain();
+  EXPECT_EQ(after(ctx, passes::eliminate_common_subexpressions),
+            "%0 = Udf() {udf=source} : f32(2) over (t)\n"
+            "%1 = Tanh(%0[t]) : f32(2) over (t)\n"
+            "%2 = Tanh(%0[t]) : f32(2) over (t)\n"
+            "%3 = Mul(%1[t], %1[t]) : f32(2) over (t)\n");
+  // Two random draws are two values.
+  Context ctx2;
+  RT r = (ctx2.rand_uniform({2}) + ctx2.rand_uniform({2})).retain();
+  after(ctx2, passes::eliminate_common_subexpressions, false);
+}
+
+TEST(Passes, AlgebraicIdentities) {
+  Context ctx;
+  Dim t = ctx.dim("t", "T");
+  RT x = source(ctx, {t}, {2, 3});
+  RT a = -(-x);                                        // -(-x) = x
+  RT b = (a * 1.0).transpose(0, 1).transpose(0, 1);    // x * 1 = x; permute o permute = id
+  RT c = b.exp().log();                                // log(exp(x)) = x
+  RT d = (c + ctx.constant(0.0, {4, 2, 3})).retain();  // + 0 that broadcasts: kept
+  EXPECT_EQ(after(ctx, passes::simplify_algebra),
+            "%0 = Udf() {udf=source} : f32(2, 3) over (t)\n"
+            "%1 = Neg(%0[t]) : f32(2, 3) over (t)\n"
+            "%2 = Neg(%1[t]) : f32(2, 3) over (t)\n"
+            "%3 = Const() {scalar=1, dtype=f32} : f32()\n"
+            "%4 = Mul(%0[t], %3[]) : f32(2, 3) over (t)\n"
+            "%5 = Permute(%0[t]) {ints=[1, 0]} : f32(3, 2) over (t)\n"
+            "%6 = Permute(%0[t]) {ints=[0, 1]} : f32(2, 3) over (t)\n"
+            "%7 = Exp(%0[t]) : f32(2, 3) over (t)\n"
+            "%8 = Log(%7[t]) : f32(2, 3) over (t)\n"
+            "%9 = Const() {exprs=[4, 2, 3], scalar=0, dtype=f32} : f32(4, 2, 3)\n"
+            "%10 = Add(%0[t], %9[]) : f32(4, 2, 3) over (t)\n");
+}
+
+TEST(Passes, ConstantFolding) {
+  Context ctx;
+  Dim t = ctx.dim("t", "T");
+  RT x = source(ctx, {t}, {2});
+  RT y = (x * (ctx.constant(0.5) * 4.0).exp()).retain();
+  EXPECT_EQ(after(ctx, passes::fold_constants),
+            "%0 = Udf() {udf=source} : f32(2) over (t)\n"
+            "%1 = Const() {scalar=0.5, dtype=f32} : f32()\n"
+            "%2 = Const() {scalar=4, dtype=f32} : f32()\n"
+            "%3 = Const() {scalar=2, dtype=f32} : f32()\n"
+            "%4 = Const() {scalar=7.38906, dtype=f32} : f32()\n"
+            "%5 = Mul(%0[t], %4[]) : f32(2) over (t)\n");
+}
+
+TEST(Passes, DomainReduction) {
+  Context ctx;
+  Dim i = ctx.dim("i", "I"), t = ctx.dim("t", "T");
+  RT x = source(ctx, {i, t}, {2});
+  RT c = ctx.constant(3.0, {2}, DType::Float32, {i, t});  // the same at every (i, t)
+  RT y = (x * c.exp()).retain();
+  EXPECT_EQ(after(ctx, passes::reduce_domains),
+            "%0 = Udf() {udf=source} : f32(2) over (i, t)\n"
+            "%1 = Const() {exprs=[2], scalar=3, dtype=f32} : f32(2)\n"
+            "%2 = Exp(%1[]) : f32(2)\n"
+            "%3 = Mul(%0[i, t], %2[]) : f32(2) over (i, t)\n");
+}
+
+TEST(Passes, SimplifyIndices) {
+  Context ctx;
+  Dim t = ctx.dim("t", "T");
+  RT x = source(ctx, {t}, {2});
+  RT y = x[max(0, t.var) + min(t.var, t.bound) - t.var].retain();
+  EXPECT_EQ(after(ctx, passes::simplify_indices),
+            "%0 = Udf() {udf=source} : f32(2) over (t)\n"
+            "%1 = Identity(%0[t]) : f32(2) over (t)\n");
+}
+
+TEST(Passes, VectorizesPerTimestepOps) {
+  Context ctx;
+  Dim t = ctx.dim("t", "T");
+  RT x = source(ctx, {t}, {4, 3});
+  RT W = ctx.constant(0.5, {3, 5});
+  RT z = x.matmul(W).tanh().sum();
+  sink(ctx, z, {t});
+  EXPECT_EQ(after(ctx, passes::vectorize),
+            "%0 = Udf() {udf=source} : f32(4, 3) over (t)\n"
+            "%1 = Const() {exprs=[3, 5], scalar=0.5, dtype=f32} : f32(3, 5)\n"
+            "%2 = MatMul(%0[0:T], %1[]) : f32(T, 4, 5)\n"
+            "%3 = Tanh(%2[]) : f32(T, 4, 5)\n"
+            "%4 = Sum(%3[]) {ints=[1, 2]} : f32(T)\n"
+            "%5 = Udf(%6[t]) {udf=sink} : () over (t)\n"
+            "%6 = Index(%4[]) {ints=[0], exprs=[t]} : f32() over (t)\n");
+}
+
+// s[t + 1] = f(s[t]) is a cycle along t: never vectorized; what reads it per step is.
+TEST(Passes, RecurrenceStaysPerStep) {
+  Context ctx;
+  Dim t = ctx.dim("t", "T");
+  RT x = source(ctx, {t}, {3});
+  RT s = ctx.placeholder({DType::Float32, {3}}, {t}, "s");
+  s[0] = ctx.zeros({3});
+  s[t.var + 1] = (s[t.var] * 0.5 + x[t.var]).named("next");
+  RT y = (s.exp() * 2.0).named("y");
+  RT total = y[slice(0, t.bound)].sum(0).retain();
+  EXPECT_EQ(after(ctx, passes::vectorize),
+            "%0 = Udf() {udf=source} : f32(3) over (t)\n"
+            "%1 = Merge(%2[] if t == 0, %5[t - 1] if 1 <= t) : f32(3) over (t)\n"
+            "%2 = Const() {exprs=[3], scalar=0, dtype=f32} : f32(3)\n"
+            "%3 = Const() {scalar=0.5, dtype=f32} : f32()\n"
+            "%4 = Mul(%1[t], %3[]) : f32(3) over (t)\n"
+            "%5 = Add(%4[t], %0[t]) : f32(3) over (t)\n"
+            "%6 = Exp(%1[0:T]) : f32(T, 3)\n"
+            "%7 = Const() {scalar=2, dtype=f32} : f32()\n"
+            "%8 = Mul(%6[], %7[]) : f32(T, 3)\n"
+            "%9 = Sum(%8[]) {ints=[0]} : f32(3)\n");
+}
+
+// The same program with every pass, with vectorization off and with no passes: same values.
+TEST(Passes, OnAndOffAgree) {
+  auto run = [](const PassOptions& po) {
+    Context ctx;
+    Dim i = ctx.dim("i", "I"), t = ctx.dim("t", "T");
+    RT x = source(ctx, {i, t}, {4, 3});
+    RT W = ctx.constant(0.25, {3, 3}) + ctx.constant(0.0, {3, 3}) * 1.0;
+    RT s = ctx.placeholder({DType::Float32, {4, 3}}, {i, t}, "s");
+    s[{i.var, 0}] = x[{i.var, 0}];
+    s[{i.var, t.var + 1}] = (s[{i.var, t.var}].matmul(W).tanh() + x[{i.var, t.var}]).named("next");
+    RT feat = (s * 2.0).sigmoid() - (s * 2.0).sigmoid().exp().log() * 0.5;
+    RT y = feat[{i.var, slice(0, t.bound)}].sum({0, 1}).retain();
+    CompileOptions o;
+    o.passes = po;
+    o.passes.check_ir = true;
+    Executable exe = ctx.compile({{i.bound, 2}, {t.bound, 6}}, o);
+    exe.run();
+    std::vector<double> out;
+    for (int64_t k = 0; k < 2; ++k)
+      for (double v : exe.get(y, {k}).to_vector()) out.push_back(v);
+    return std::make_pair(out, exe.ops_executed());
+  };
+  PassOptions no_vec;
+  no_vec.vectorize = false;
+  auto [on, on_launches] = run(PassOptions{});
+  auto [mid, mid_launches] = run(no_vec);
+  auto [off, off_launches] = run(PassOptions::none());
+  ASSERT_EQ(on.size(), off.size());
+  for (size_t k = 0; k < on.size(); ++k) {
+    EXPECT_NEAR(on[k], off[k], 1e-5);
+    EXPECT_NEAR(mid[k], off[k], 1e-5);
+  }
+  EXPECT_LT(on_launches, mid_launches);
+  EXPECT_LT(mid_launches, off_launches);
+}
+
+TEST(Passes, UnknownPassIsAnError) {
+  PassOptions o;
+  try {
+    o.set("vectorise", false);
+    ADD_FAILURE() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("vectorize"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tempo
