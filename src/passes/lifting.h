@@ -4,10 +4,12 @@
 
 namespace tempo::passes {
 
-// Lifting (TEMPO §4.1, Fig. 10): recurrent patterns become scans over the whole dimension. A sum
-// of a per-timestep window over the future (`x[t:T].sum(0)`, discounted, masked at episode ends)
-// or the past (`x[0:t+1].sum(0)`) is read at t from one scan over x[0:T], so the work over a
-// dimension of size T is O(T) instead of O(T^2).
+// Lifting (TEMPO §4.1, Fig. 10): a per-point sum over a moving window of a dimension,
+// `x[t:T].sum(0)`, `x[0:t+1].sum(0)`, `x[max(0,t-w):t+1].sum(0)`, `x[t:min(t+n,T)].sum(0)`, is
+// read from one prefix scan P of the whole dimension (sum = P[b] - P[a]), so the work over a
+// dimension of size T is O(T) instead of O(T^2); vectorization then batches the reads when b and
+// a are t + c. Not lifted yet: discounted and masked sums (the RL returns), and windows of
+// products, maxima or other reductions.
 bool lift_scans(Program& p);
 
 }  // namespace tempo::passes

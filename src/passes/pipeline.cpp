@@ -33,11 +33,12 @@ constexpr Pass kPipeline[] = {
     {"algebraic", &Options::algebraic, simplify_algebra},
     // After the rewrites above, which make more ops structurally equal.
     {"cse", &Options::cse, eliminate_common_subexpressions},
-    // Before lifting and vectorization: an op that does not vary along t must not be batched.
-    {"domain-reduction", &Options::domain_reduction, reduce_domains},
-    // Before vectorization: lifting turns the per-timestep x[t:T] windows it recognizes into
-    // reads of one scan over the whole dimension, which vectorization then sees as point reads.
+    // Before vectorization: lifting turns the per-timestep x[a(t):b(t)] window sums into point
+    // reads of one scan over the whole dimension, which vectorization then batches.
     {"lifting", &Options::lifting, lift_scans},
+    // Before vectorization (an op that does not vary along t must not be batched), after lifting
+    // (whose reads of the scan's last point, x[0:T].sum(), do not vary along t).
+    {"domain-reduction", &Options::domain_reduction, reduce_domains},
     {"vectorize", &Options::vectorize, vectorize},
     // Vectorization leaves ops that compute the same batched value from the same inputs.
     {"cse", &Options::cse, eliminate_common_subexpressions},

@@ -127,12 +127,18 @@ class Vectorizer {
  private:
   // ---- which ops ----
 
+  // index(x, 0, d + c) of an x that does not vary along d: vectorized, slice(x, 0, c:D + c).
+  bool is_point_index(const OpNode& op) const {
+    return op.kind == OpKind::Index && op.attrs.ints[0] == 0 &&
+           offset_from(op.attrs.exprs[0], d_, op.domain).has_value();
+  }
+
   bool local_ok(const OpNode& op) const {
     if (position(op.domain, d_) < 0 || ir::vec_rule(op.kind) == VecRule::None ||
         p_.is_retained(op.id) || op.inputs.empty() || mentions(op.cond, d_))
       return false;
     for (const Expr& e : op.attrs.exprs)
-      if (mentions(e, d_)) return false;
+      if (mentions(e, d_) && !is_point_index(op)) return false;
     for (const ir::TensorType& t : op.outputs)
       for (const Expr& e : t.shape.dims)
         if (mentions(e, d_)) return false;
@@ -174,6 +180,7 @@ class Vectorizer {
       case VecRule::Elementwise:
         return std::any_of(in.begin(), in.end(), [](Input i) { return i == Input::Batched; });
       case VecRule::DimAttrs:
+        if (is_point_index(op)) return !batched(0);
         if (op.kind == OpKind::IndexSelect) return batched(0) && !batched(1);
         return std::all_of(in.begin(), in.end(), [](Input i) { return i == Input::Batched; });
       case VecRule::Permute:
@@ -374,6 +381,12 @@ class Vectorizer {
   // The kind's vectorization rule (ir::VecRule) applied to the attributes.
   void transform_attrs(OpNode& op, size_t input_rank) const {
     ir::Attrs& a = op.attrs;
+    if (is_point_index(op)) {
+      int64_t c = *offset_from(a.exprs[0], d_, op.domain);
+      op.kind = OpKind::Slice;
+      a.exprs = {Expr(c), d_.bound + c};
+      return;
+    }
     switch (ir::vec_rule(op.kind)) {
       case VecRule::DimAttrs:
         if (op.kind == OpKind::Sum && a.ints.empty())
