@@ -7,6 +7,7 @@
 #include "api/tempo.h"
 #include "driver/executable_impl.h"
 #include "e2e/e2e_util.h"
+#include "ir/parse.h"
 #include "passes/algebraic.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
@@ -262,6 +263,90 @@ TEST(Passes, LiftedWindowsAgreeAndScaleLinearly) {
     for (size_t k = 0; k < on.size(); ++k) EXPECT_NEAR(on[k], off[k], 1e-4);
     EXPECT_EQ(on_moving, 0);
     EXPECT_EQ(off_moving, 1);
+  }
+}
+
+// Before/after pairs written in the IR's text form (ir::parse_graph): the pass turns `before`
+// into exactly `after` (ops it replaced stay, unread, for DCE).
+struct TextCase {
+  const char* name;
+  bool (*pass)(Program&);
+  const char* before;
+  const char* after;
+};
+
+const TextCase kTextCases[] = {
+    {"algebraic", passes::simplify_algebra,
+     R"(%0 = RandUniform() {ints=[0], exprs=[2, 3], dtype=f32} : f32(2, 3) over (t)
+        %1 = Neg(%0[t]) : f32(2, 3) over (t)
+        %2 = Neg(%1[t]) : f32(2, 3) over (t)
+        %3 = Slice(%2[t]) {ints=[1], exprs=[1, 3]} : f32(2, 2) over (t)
+        %4 = Index(%3[t]) {ints=[1], exprs=[1]} : f32(2) over (t)
+        %5 = Exp(%4[t]) : f32(2) over (t))",
+     R"(%0 = RandUniform() {ints=[0], exprs=[2, 3], dtype=f32} : f32(2, 3) over (t)
+        %1 = Neg(%0[t]) : f32(2, 3) over (t)
+        %2 = Neg(%1[t]) : f32(2, 3) over (t)
+        %3 = Slice(%0[t]) {ints=[1], exprs=[1, 3]} : f32(2, 2) over (t)
+        %4 = Index(%0[t]) {ints=[1], exprs=[2]} : f32(2) over (t)
+        %5 = Exp(%4[t]) : f32(2) over (t))"},
+    {"cse", passes::eliminate_common_subexpressions,
+     R"(%0 = RandNormal() {ints=[0], exprs=[4], dtype=f32} : f32(4) over (t)
+        %1 = Exp(%0[t - 1]) : f32(4) over (t) where 0 < t
+        %2 = Exp(%0[t - 1]) : f32(4) over (t) where 0 < t
+        %3 = Exp(%0[t]) : f32(4) over (t) where 0 < t
+        %4 = Add(%1[t], %2[t]) : f32(4) over (t) where 0 < t
+        %5 = Add(%2[t], %3[t]) : f32(4) over (t) where 0 < t)",
+     R"(%0 = RandNormal() {ints=[0], exprs=[4], dtype=f32} : f32(4) over (t)
+        %1 = Exp(%0[t - 1]) : f32(4) over (t) where 0 < t
+        %2 = Exp(%0[t - 1]) : f32(4) over (t) where 0 < t
+        %3 = Exp(%0[t]) : f32(4) over (t) where 0 < t
+        %4 = Add(%1[t], %1[t]) : f32(4) over (t) where 0 < t
+        %5 = Add(%1[t], %3[t]) : f32(4) over (t) where 0 < t)"},
+    {"domain-reduction", passes::reduce_domains,
+     R"(%0 = RandNormal() {ints=[0], exprs=[4], dtype=f32} : f32(4) over (i)
+        %1 = Const() {exprs=[4], scalar=2, dtype=f32} : f32(4) over (i, t)
+        %2 = Mul(%0[i], %1[i, t]) : f32(4) over (i, t)
+        %3 = Sum(%2[i, 0:T]) {ints=[0]} : f32(4) over (i))",
+     R"(%0 = RandNormal() {ints=[0], exprs=[4], dtype=f32} : f32(4) over (i)
+        %1 = Const() {exprs=[4], scalar=2, dtype=f32} : f32(4)
+        %2 = Mul(%0[i], %1[]) : f32(4) over (i, t)
+        %3 = Sum(%2[i, 0:T]) {ints=[0]} : f32(4) over (i))"},
+    // Along t, then along i: the sum, which no recurrence over i involves, is batched over I too.
+    {"vectorize", passes::vectorize,
+     R"(%0 = RandNormal() {ints=[0], exprs=[3], dtype=f32} : f32(3) over (i, t)
+        %1 = Merge(%2[i] if t == 0, %3[i, t - 1] if 0 < t) : f32(3) over (i, t)
+        %2 = Const() {exprs=[3], scalar=0, dtype=f32} : f32(3) over (i)
+        %3 = Add(%1[i, t], %0[i, t]) : f32(3) over (i, t)
+        %4 = Tanh(%1[i, t]) : f32(3) over (i, t)
+        %5 = Mul(%4[i, t], %0[i, t]) : f32(3) over (i, t)
+        %6 = Sum(%5[i, 0:T]) {ints=[0]} : f32(3) over (i))",
+     R"(%0 = RandNormal() {ints=[0], exprs=[3], dtype=f32} : f32(3) over (i, t)
+        %1 = Merge(%2[i] if t == 0, %3[i, t - 1] if 0 < t) : f32(3) over (i, t)
+        %2 = Const() {exprs=[3], scalar=0, dtype=f32} : f32(3) over (i)
+        %3 = Add(%1[i, t], %0[i, t]) : f32(3) over (i, t)
+        %4 = Tanh(%1[i, 0:T]) : f32(T, 3) over (i)
+        %5 = Mul(%4[i], %0[i, 0:T]) : f32(T, 3) over (i)
+        %6 = Sum(%5[0:I]) {ints=[1]} : f32(I, 3))"},
+    {"lifting", passes::lift_scans,
+     R"(%0 = RandNormal() {ints=[0], exprs=[2], dtype=f32} : f32(2) over (i, t)
+        %1 = Sum(%0[i, max(0, t - 2):t + 1]) {ints=[0]} : f32(2) over (i, t))",
+     R"(%0 = RandNormal() {ints=[0], exprs=[2], dtype=f32} : f32(2) over (i, t)
+        %1 = Sub(%4[i, t], %5[i, t]) : f32(2) over (i, t)
+        %2 = CumSum(%0[i, 0:T]) {ints=[0]} : f32(T, 2) over (i)
+        %3 = Pad(%2[i]) {ints=[0], exprs=[1, 0], scalar=0} : f32(T + 1, 2) over (i)
+        %4 = Index(%3[i]) {ints=[0], exprs=[t + 1]} : f32(2) over (i, t)
+        %5 = Index(%3[i]) {ints=[0], exprs=[max(0, t - 2)]} : f32(2) over (i, t))"},
+};
+
+TEST(Passes, TextBeforeAfter) {
+  const Dims dims = {Dim("i", "I"), Dim("t", "T")};
+  for (const TextCase& c : kTextCases) {
+    SCOPED_TRACE(c.name);
+    Program p(ir::parse_graph(c.before, dims), {});
+    ir::validate(p.graph);
+    EXPECT_TRUE(c.pass(p));
+    ir::validate(p.graph);
+    EXPECT_EQ(ir::str_without_locations(p.graph), ir::parse_graph(c.after, dims).str());
   }
 }
 
