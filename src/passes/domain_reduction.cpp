@@ -6,10 +6,6 @@ namespace tempo::passes {
 
 namespace {
 
-bool mentions(const Expr& e, const Dim& d) {
-  return e.defined() && sym::depends_on(e, d.var);
-}
-
 // Whether the value of `op` cannot depend on dimension `d` of its domain.
 bool invariant_along(const ir::Graph& g, const ir::OpNode& op, const Dim& d) {
   switch (op.kind) {

@@ -17,6 +17,10 @@ std::vector<std::vector<EdgeId>> consumers(const Graph& g) {
   return out;
 }
 
+bool mentions(const Expr& e, const Dim& d) {
+  return e.defined() && sym::depends_on(e, d.var);
+}
+
 Expr identity_phi(const Dims& domain) {
   std::vector<Expr> entries;
   for (const Dim& d : domain) entries.push_back(d.var);

@@ -12,6 +12,9 @@ namespace tempo::passes {
 // For each op, the edges that read it (its consumers), in edge order.
 std::vector<std::vector<ir::EdgeId>> consumers(const ir::Graph& g);
 
+// Whether e is defined and mentions d's variable.
+bool mentions(const Expr& e, const Dim& d);
+
 // The identity read of an op's domain: [d0, d1, ...] in the op's own variables.
 Expr identity_phi(const Dims& domain);
 

@@ -12,10 +12,6 @@ using ir::OpId;
 using ir::OpKind;
 using ir::OpNode;
 
-bool mentions(const Expr& e, const Dim& d) {
-  return e.defined() && sym::depends_on(e, d.var);
-}
-
 // The window read by `sum(x[..., a:b, ...], 0)`: which entry of phi is the slice.
 int window_entry(const Expr& phi) {
   int found = -1;

@@ -18,10 +18,6 @@ using ir::OpKind;
 using ir::OpNode;
 using ir::VecRule;
 
-bool mentions(const Expr& e, const Dim& d) {
-  return e.defined() && sym::depends_on(e, d.var);
-}
-
 int position(const Dims& domain, const Dim& d) {
   for (size_t k = 0; k < domain.size(); ++k)
     if (domain[k] == d) return static_cast<int>(k);

@@ -1,14 +1,19 @@
 // Types, shape inference, validation and dumps of the SDG.
 #include <gtest/gtest.h>
 
+#include "expect_error.h"
 #include "ir/sdg.h"
 #include "util/error.h"
 
 namespace tempo::ir {
 namespace {
 
-TensorType f32(std::vector<Expr> s) { return TensorType{DType::Float32, Shape(std::move(s))}; }
-TensorType i64(std::vector<Expr> s) { return TensorType{DType::Int64, Shape(std::move(s))}; }
+TensorType f32(std::vector<Expr> s) {
+  return TensorType{DType::Float32, Shape(std::move(s))};
+}
+TensorType i64(std::vector<Expr> s) {
+  return TensorType{DType::Int64, Shape(std::move(s))};
+}
 
 std::vector<TensorType> infer(OpKind k, const std::vector<TensorType>& in, Attrs a = {},
                               Dims dims = {}) {
@@ -29,17 +34,7 @@ Attrs exprs(std::vector<Expr> v, std::vector<int64_t> iv = {}) {
   return a;
 }
 
-template <typename F>
-void expect_user_error(F f, std::vector<std::string> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "expected a UserError";
-  } catch (const UserError& e) {
-    std::string msg = e.what();
-    for (const auto& frag : fragments)
-      EXPECT_NE(msg.find(frag), std::string::npos) << "message: " << msg << "\nmissing: " << frag;
-  }
-}
+using testing::expect_user_error;
 
 TEST(Types, Basics) {
   EXPECT_EQ(promote(DType::Int32, DType::Float32), DType::Float32);
@@ -90,8 +85,11 @@ TEST(Infer, Broadcasting) {
   EXPECT_EQ(infer1(OpKind::Add, {i64({2}), f32({2})}).str(), "f32(2)");
   EXPECT_EQ(infer1(OpKind::Div, {i64({2}), i64({2})}).dtype, DType::Float32);
   EXPECT_EQ(infer1(OpKind::Lt, {f32({2}), f32({2})}).str(), "bool(2)");
-  expect_user_error([] { infer(OpKind::Add, {f32({3}), f32({4})}); },
-                    {"RT 'x'", "here.cpp:1", "broadcast", "(3)", "(4)"});
+  expect_user_error(
+      [] {
+        infer(OpKind::Add, {f32({3}), f32({4})});
+      },
+      {"RT 'x'", "here.cpp:1", "broadcast", "(3)", "(4)"});
 }
 
 TEST(Infer, SymbolicBroadcasting) {
@@ -123,8 +121,11 @@ TEST(Infer, Movement) {
   Expr t = dims[0].var, T = dims[0].bound;
   EXPECT_EQ(infer1(OpKind::Reshape, {f32({2, 6})}, exprs({3, 4})).str(), "f32(3, 4)");
   EXPECT_EQ(infer1(OpKind::Reshape, {f32({2, 6})}, exprs({-1, 3})).str(), "f32(4, 3)");
-  expect_user_error([] { infer(OpKind::Reshape, {f32({2, 6})}, exprs({5})); },
-                    {"12 elements", "5 elements"});
+  expect_user_error(
+      [] {
+        infer(OpKind::Reshape, {f32({2, 6})}, exprs({5}));
+      },
+      {"12 elements", "5 elements"});
   EXPECT_EQ(infer1(OpKind::Permute, {f32({2, 3, 4})}, ints({2, 0, 1})).str(), "f32(4, 2, 3)");
   EXPECT_THROW(infer(OpKind::Permute, {f32({2, 3})}, ints({0, 0})), UserError);
   EXPECT_EQ(infer1(OpKind::Expand, {f32({1, 3})}, exprs({2, 5, 3})).str(), "f32(2, 5, 3)");
@@ -292,7 +293,8 @@ TEST(Validate, Errors) {
     m.name = "o";
     m.loc = std::source_location::current();
     g.add_op(m);
-    expect_user_error([&] { validate(g); }, {"RT 'o' (Merge) created at ir_test.cpp:", "never defined"});
+    expect_user_error([&] { validate(g); },
+                      {"RT 'o' (Merge) created at ir_test.cpp:", "never defined"});
   }
   {
     Counter c;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <regex>
 
+#include "expect_error.h"
 #include "util/error.h"
 
 namespace tempo::ir {
@@ -16,17 +17,7 @@ const Expr i = Expr::var("i"), t = Expr::var("t"), I = Expr::bound("I"), T = Exp
 const Dim di("i", "I"), dt("t", "T");
 const Dims dims = {di, dt};
 
-template <typename F>
-void expect_user_error(F f, std::vector<std::string> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "expected a UserError";
-  } catch (const UserError& e) {
-    std::string msg = e.what();
-    for (const auto& frag : fragments)
-      EXPECT_NE(msg.find(frag), std::string::npos) << "message: " << msg << "\nmissing: " << frag;
-  }
-}
+using testing::expect_user_error;
 
 void expect_parse_error(const std::string& text, std::vector<std::string> fragments) {
   expect_user_error([&] { parse_graph(text, dims); }, std::move(fragments));
