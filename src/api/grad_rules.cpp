@@ -199,6 +199,19 @@ std::vector<RT> local_grads(const RuleInput& r) {
       out[0] = zeros_like(ctx, x[0], loc).scatter_add(d, ik, gk, loc);
       break;
     }
+    case OpKind::DiscountedSum: {  // the weight of each x[k]: gamma^k alive(k)
+      int64_t d = a.ints[0];
+      DType dt = x[0].dtype();
+      RT w = ctx.constant(a.scalar, Shape(), dt, {}, loc)
+                 .pow(ctx.arange(x[0].shape()[d], dt, loc), loc);
+      for (int64_t k = d + 1; k < static_cast<int64_t>(x[0].rank()); ++k) w = w.unsqueeze(-1, loc);
+      if (x.size() == 2) {
+        RT ended = as_float(x[1] >= 0.5, dt, loc);
+        w = where(ended.cumsum(d, loc) - ended < 0.5, w, 0.0, loc);
+      }
+      if (need(0)) out[0] = expand_to(g.unsqueeze(d, loc), x[0], loc) * w;
+      break;
+    }
     case OpKind::CumSum: {  // reverse cumulative sum
       int64_t d = a.ints[0];
       out[0] = g.flip(d, loc).cumsum(d, loc).flip(d, loc);

@@ -243,13 +243,15 @@ RT RT::logsumexp(int64_t dim, bool keepdim, Loc loc) const {
 }
 
 RT RT::discounted_sum(double gamma, int64_t dim, Loc loc) const {
-  int64_t d = norm_dim(*this, dim, rank(), loc, "discounted_sum");
-  DType dt = ir::is_floating(dtype()) ? dtype() : DType::Float32;
-  // weights gamma^k for k in [0, n), shaped to broadcast along d.
-  RT k = ctx().arange(shape()[d], dt, loc);
-  RT w = ctx().constant(gamma, Shape(), dt, {}, loc).pow(k, loc);
-  for (int64_t i = d + 1; i < static_cast<int64_t>(rank()); ++i) w = w.unsqueeze(-1, loc);
-  return (*this * w).sum(d, false, loc);
+  Attrs a = ints_attr({norm_dim(*this, dim, rank(), loc, "discounted_sum")});
+  a.scalar = gamma;
+  return ctx().add_op1(OpKind::DiscountedSum, std::move(a), {*this}, loc);
+}
+
+RT RT::discounted_sum(double gamma, const RT& done, int64_t dim, Loc loc) const {
+  Attrs a = ints_attr({norm_dim(*this, dim, rank(), loc, "discounted_sum")});
+  a.scalar = gamma;
+  return ctx().add_op1(OpKind::DiscountedSum, std::move(a), {*this, done}, loc);
 }
 
 // ---- movement ------------------------------------------------------------------------------

@@ -119,6 +119,9 @@ class RT {
   RT logsumexp(int64_t dim, bool keepdim = false, Loc loc = Loc::current()) const;
   // sum_k gamma^k x[k] along dim (a dynamic length is fine: r[slice(t, T)].discounted_sum(0.99)).
   RT discounted_sum(double gamma, int64_t dim = 0, Loc loc = Loc::current()) const;
+  // The same within an episode: sum_k gamma^k x[k] over the k before the first done[j] >= 0.5
+  // (j < k; done has x's shape). r[t:T].discounted_sum(0.99, d[t:T]) is the return at t.
+  RT discounted_sum(double gamma, const RT& done, int64_t dim = 0, Loc loc = Loc::current()) const;
 
   // ---- movement and views ----
   RT reshape(Shape shape, Loc loc = Loc::current()) const;

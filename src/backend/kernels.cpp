@@ -343,6 +343,21 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
         out[1] = wrap(std::get<1>(r));
       });
     }
+    case ir::OpKind::DiscountedSum: {
+      const int64_t d = int_attr(0);
+      const double gamma = a.scalar;
+      return kernel(who, [d, gamma](const ValuePtr* in, size_t n, const int64_t*, ValuePtr* out) {
+        const torch::Tensor& x = tensor_of(in[0]);
+        std::vector<int64_t> shape(x.dim(), 1);
+        shape[d] = x.size(d);
+        torch::Tensor w = torch::pow(gamma, torch::arange(x.size(d), x.options())).reshape(shape);
+        if (n == 2) {  // zero from the step after the first episode end on
+          torch::Tensor ended = (tensor_of(in[1]) >= 0.5).to(x.scalar_type());
+          w = w * ((ended.cumsum(d) - ended) < 0.5).to(x.scalar_type());
+        }
+        out[0] = wrap((x * w).sum(d));
+      });
+    }
     case ir::OpKind::CumSum: {
       const int64_t d = int_attr(0);
       return kernel(who, [d, st](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {

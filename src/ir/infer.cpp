@@ -20,16 +20,13 @@ struct Ctx {
     throw UserError(cat(who, ": ", op_kind_name(kind), ": ", msg));
   }
   Expr simp(const Expr& e) const { return sym::simplify(e, domain); }
-  bool same_size(const Expr& a, const Expr& b) const {
-    return a.same(b) || simp(a).same(simp(b));
-  }
+  bool same_size(const Expr& a, const Expr& b) const { return a.same(b) || simp(a).same(simp(b)); }
   // A dim attribute checked against a rank (ints[i], already normalized by the api).
   int64_t dim(size_t i, size_t rank, bool allow_end = false) const {
     if (attrs.ints.size() <= i) fail(cat("missing dimension attribute ", i));
     int64_t d = attrs.ints[i];
     int64_t hi = static_cast<int64_t>(rank) + (allow_end ? 1 : 0);
-    if (d < 0 || d >= hi)
-      fail(cat("dimension ", d, " out of range for a tensor of rank ", rank));
+    if (d < 0 || d >= hi) fail(cat("dimension ", d, " out of range for a tensor of rank ", rank));
     return d;
   }
   const Expr& expr(size_t i) const {
@@ -225,6 +222,18 @@ std::vector<TensorType> infer(const Ctx& c) {
       TensorType v = reduce_shape(c, in[0], {d}, a.keepdim);
       return {v, TensorType{DType::Int64, v.shape}};
     }
+    case OpKind::DiscountedSum: {
+      if (in.empty() || in.size() > 2) c.fail("takes x and an optional done");
+      if (!is_floating(in[0].dtype)) c.fail(cat("needs a floating tensor, got ", in[0].str()));
+      int64_t d = c.dim(0, in[0].shape.rank());
+      if (in.size() == 2) {
+        bool same = in[1].shape.rank() == in[0].shape.rank();
+        for (size_t k = 0; same && k < in[0].shape.rank(); ++k)
+          same = c.same_size(in[0].shape[k], in[1].shape[k]);
+        if (!same) c.fail(cat("done must have x's shape: ", shapes_str(in)));
+      }
+      return {reduce_shape(c, in[0], {d}, false)};
+    }
     case OpKind::CumSum: {
       c.dim(0, in[0].shape.rank());
       TensorType t = in[0];
@@ -391,8 +400,7 @@ std::vector<TensorType> infer(const Ctx& c) {
       const Shape &x = in[0].shape, &w = in[1].shape;
       if (x.rank() != 4 || w.rank() != 4)
         c.fail(cat("expects input (N, C, H, W) and weight (O, C, kh, kw), got ", shapes_str(in)));
-      if (!c.same_size(x[1], w[1]))
-        c.fail(cat("input channels differ: ", shapes_str(in)));
+      if (!c.same_size(x[1], w[1])) c.fail(cat("input channels differ: ", shapes_str(in)));
       int64_t stride = a.ints.size() > 0 ? a.ints[0] : 1;
       int64_t pad = a.ints.size() > 1 ? a.ints[1] : 0;
       if (stride <= 0 || pad < 0) c.fail(cat("bad stride ", stride, " or padding ", pad));

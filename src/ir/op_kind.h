@@ -57,10 +57,12 @@ namespace tempo::ir {
   X(And, 2, 1, false, Elementwise)                                                                 \
   X(Or, 2, 1, false, Elementwise)                                                                  \
   X(Where, 3, 1, true, Elementwise) /* cond, a, b */                                               \
-  /* reductions and scans */                                                                       \
+  /* reductions and scans (DiscountedSum: alive(k) = no done[j] >= 0.5 for j < k, episode ends) */ \
   X(Sum, 1, 1, true, DimAttrs)       /* over dims `ints`, keepdim */                               \
   X(ReduceMax, 1, 2, true, DimAttrs) /* over dim ints[0], keepdim: values, int64 indices */        \
   X(CumSum, 1, 1, true, DimAttrs)    /* along ints[0] */                                           \
+  X(DiscountedSum, -1, 1, true,                                                                    \
+    DimAttrs) /* x[, done]: sum_k scalar^k x[k] alive(k) along ints[0] */                          \
   /* movement and views */                                                                         \
   X(Reshape, 1, 1, true, ShapeAttr)  /* to shape exprs */                                          \
   X(Permute, 1, 1, true, Permute)    /* dims order ints */                                         \

@@ -4,12 +4,16 @@
 
 namespace tempo::passes {
 
-// Lifting (TEMPO §4.1, Fig. 10): a per-point sum over a moving window of a dimension,
-// `x[t:T].sum(0)`, `x[0:t+1].sum(0)`, `x[max(0,t-w):t+1].sum(0)`, `x[t:min(t+n,T)].sum(0)`, is
-// read from one prefix scan P of the whole dimension (sum = P[b] - P[a]), so the work over a
-// dimension of size T is O(T) instead of O(T^2); vectorization then batches the reads when b and
-// a are t + c. Not lifted yet: discounted and masked sums (the RL returns), and windows of
-// products, maxima or other reductions.
+// Lifting (TEMPO §4.1, Fig. 10): a per-point floating sum over a window of a dimension that moves
+// with the point, `x[t:T].sum(0)`, `x[0:t+1].sum(0)`, `x[max(0,t-w):t+1].sum(0)`,
+// `x[t:min(t+n,T)].sum(0)` (or a sum over dim 0 and other dims), is read from one scan of the
+// whole dimension computed once, so the work over a dimension of size T is O(T) instead of
+// O(T^2): prefixes x[0:b] from cumsum(x), suffixes x[a:T] from flip(cumsum(flip(x))), other
+// windows as P[b] - P[a] of the padded prefix scan P. Vectorization then batches the reads when
+// a and b are t + c. Not lifted: windows with a step, several stacked dims, sums with keepdim,
+// integer sums, windows whose source depends on the sum (the scan would wait for its reader),
+// recurrences written with merges (s[t] = s[t-1] + x[t]), discounted and masked sums (the RL
+// returns), and windows of products, maxima or other reductions.
 bool lift_scans(Program& p);
 
 }  // namespace tempo::passes

@@ -327,6 +327,31 @@ TEST(Autodiff, MlpMatchesAutograd) {
 }
 
 // Movement, reduction and elementwise rules on one point, against autograd.
+// The episode-aware discounted sum against its eager definition (weights gamma^k, zero after
+// the first done), values and gradients.
+TEST(Autodiff, DiscountedSumMatchesAutograd) {
+  Context ctx;
+  RT a = source(ctx, {}, {5, 3}, 1);
+  HostTensor d(DType::Float32, {5, 3});
+  for (int64_t k : {4, 6, 8, 12}) d.set(k, 1.0);  // dones at (1, 1), (2, 0), (2, 2), (4, 0)
+  RT done = ctx.tensor(d);
+  RT y = (a.discounted_sum(0.9, done, 0) * a.index(0, 0) + a.discounted_sum(0.8, 1).sum()).retain();
+  RT ga = grad(y.sum(), {a})[0].retain();
+  Executable exe = ctx.compile({});
+  exe.run();
+
+  torch::Tensor ta = eager_source({}, {5, 3}, 1).requires_grad_(true);
+  torch::Tensor td = to_torch(d);
+  torch::Tensor ended_before = td.cumsum(0) - td;
+  torch::Tensor w = torch::pow(0.9, torch::arange(5, torch::kFloat32)).unsqueeze(1) *
+                    (ended_before < 0.5).to(torch::kFloat32);
+  torch::Tensor w1 = torch::pow(0.8, torch::arange(3, torch::kFloat32));
+  torch::Tensor ty = (ta * w).sum(0) * ta.select(0, 0) + (ta * w1).sum(1).sum();
+  ty.sum().backward();
+  expect_close(to_torch(exe.get(y, {})), ty, "y");
+  expect_close(to_torch(exe.get(ga, {})), ta.grad(), "da");
+}
+
 TEST(Autodiff, OpSetMatchesAutograd) {
   Context ctx;
   RT a = source(ctx, {}, {2, 3}, 1);

@@ -80,11 +80,8 @@ RT normalized(const RT& x) {
 
 RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t, int64_t n, Loc loc) {
   Expr future = n > 0 ? slice(t.var, tempo::min(t.var + n, t.bound)) : slice(t.var, t.bound);
-  RT xw = x[index_with(x, t, future)];
-  RT dw = done[index_with(done, t, future)];
-  // Dones in [t, k): an exclusive cumulative sum along the window.
-  RT before = dw.cumsum(0, loc) - dw;
-  return where(before < 0.5, xw, 0.0, loc).discounted_sum(gamma, 0, loc);
+  return x[index_with(x, t, future)].discounted_sum(gamma, done[index_with(done, t, future)], 0,
+                                                    loc);
 }
 
 TrainConfig TrainConfig::defaults(const std::string& algo) {
