@@ -9,16 +9,9 @@ namespace tempo::passes {
 
 namespace {
 
+// Placeholders (merges) keep their identity: their branches may still be rewired.
 bool mergeable(const ir::OpNode& op) {
-  switch (op.kind) {
-    case ir::OpKind::Udf:          // effects and state outside the program
-    case ir::OpKind::RandUniform:  // two draws are two different values
-    case ir::OpKind::RandNormal:
-    case ir::OpKind::Merge:  // placeholders: their branches may still be rewired
-      return false;
-    default:
-      return true;
-  }
+  return !has_effect(op) && op.kind != ir::OpKind::Merge;
 }
 
 std::string str(const Expr& e) {

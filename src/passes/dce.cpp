@@ -4,17 +4,6 @@
 
 namespace tempo::passes {
 
-namespace {
-
-// Ops that must run whether or not anything reads them: user functions have effects outside the
-// program, and a random draw advances the generator that later draws read.
-bool has_effect(const ir::OpNode& op) {
-  return op.kind == ir::OpKind::Udf || op.kind == ir::OpKind::RandUniform ||
-         op.kind == ir::OpKind::RandNormal;
-}
-
-}  // namespace
-
 bool eliminate_dead_code(Program& p) {
   const ir::Graph& g = p.graph;
   std::vector<bool> live(g.num_ops(), false);

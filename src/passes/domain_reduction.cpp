@@ -8,15 +8,8 @@ namespace {
 
 // Whether the value of `op` cannot depend on dimension `d` of its domain.
 bool invariant_along(const ir::Graph& g, const ir::OpNode& op, const Dim& d) {
-  switch (op.kind) {
-    case ir::OpKind::Udf:  // may read external state that changes from point to point
-    case ir::OpKind::RandUniform:
-    case ir::OpKind::RandNormal:
-    case ir::OpKind::Merge:  // placeholders keep the domain their branches are written over
-      return false;
-    default:
-      break;
-  }
+  // Merges (placeholders) keep the domain their branches are written over.
+  if (has_effect(op) || op.kind == ir::OpKind::Merge) return false;
   if (mentions(op.cond, d)) return false;
   for (const Expr& e : op.attrs.exprs)
     if (mentions(e, d)) return false;

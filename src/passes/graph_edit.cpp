@@ -17,6 +17,11 @@ std::vector<std::vector<EdgeId>> consumers(const Graph& g) {
   return out;
 }
 
+bool has_effect(const ir::OpNode& op) {
+  return op.kind == ir::OpKind::Udf || op.kind == ir::OpKind::RandUniform ||
+         op.kind == ir::OpKind::RandNormal;
+}
+
 bool mentions(const Expr& e, const Dim& d) {
   return e.defined() && sym::depends_on(e, d.var);
 }

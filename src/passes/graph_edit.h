@@ -12,6 +12,10 @@ namespace tempo::passes {
 // For each op, the edges that read it (its consumers), in edge order.
 std::vector<std::vector<ir::EdgeId>> consumers(const ir::Graph& g);
 
+// Ops whose value is not a function of their inputs alone: user functions (external state) and
+// random draws. They are never merged, removed as unread, or moved to fewer points.
+bool has_effect(const ir::OpNode& op);
+
 // Whether e is defined and mentions d's variable.
 bool mentions(const Expr& e, const Dim& d);
 

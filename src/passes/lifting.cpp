@@ -14,10 +14,6 @@ using ir::OpId;
 using ir::OpKind;
 using ir::OpNode;
 
-bool mentions(const Expr& e, const Dim& d) {
-  return e.defined() && sym::depends_on(e, d.var);
-}
-
 // The entry of phi that is a slice, if it is the only one (the window the sum runs over).
 int window_entry(const Expr& phi) {
   int found = -1;

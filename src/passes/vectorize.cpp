@@ -344,10 +344,10 @@ class Vectorizer {
   void apply() {
     const size_t n = g_.num_ops();
     // The original ranks, before any type changes.
-    std::vector<std::vector<size_t>> in_ranks(n);
+    std::vector<size_t> in_rank(n, 0);  // of input 0, for the ops vectorized
     for (size_t k = 0; k < n; ++k)
-      for (EdgeId id : g_.op(static_cast<OpId>(k)).inputs)
-        in_ranks[k].push_back(g_.input_type(id).shape.rank());
+      if (in_[k] && !g_.op(static_cast<OpId>(k)).inputs.empty())
+        in_rank[k] = g_.input_type(g_.op(static_cast<OpId>(k)).inputs[0]).shape.rank();
     std::vector<std::vector<Input>> ins(n);
     for (size_t k = 0; k < n; ++k)
       if (in_[k])
@@ -368,7 +368,7 @@ class Vectorizer {
     for (size_t k = 0; k < n; ++k) {
       if (!in_[k]) continue;
       OpNode& op = g_.op(static_cast<OpId>(k));
-      transform_attrs(op, in_ranks[k].empty() ? 0 : in_ranks[k][0]);
+      transform_attrs(op, in_rank[k]);
       for (ir::TensorType& t : op.outputs) t.shape.dims.insert(t.shape.dims.begin(), d_.bound);
       op.domain = new_domain(op);
     }

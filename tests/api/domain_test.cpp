@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "api/tempo.h"
-#include "util/error.h"
+#include "expect_error.h"
 
 namespace tempo {
 namespace {
@@ -18,18 +18,7 @@ std::string dom(const Dims& d) { return sym::dims_str(d); }
 
 TensorType f32(std::initializer_list<int64_t> s) { return TensorType{DType::Float32, Shape(s)}; }
 
-// Runs f, expects a UserError whose message contains every fragment.
-template <typename F>
-void expect_user_error(F f, std::vector<std::string> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "expected a UserError";
-  } catch (const UserError& e) {
-    std::string msg = e.what();
-    for (const auto& frag : fragments)
-      EXPECT_NE(msg.find(frag), std::string::npos) << "message: " << msg << "\nmissing: " << frag;
-  }
-}
+using testing::expect_user_error;
 
 std::string line_of(const Loc& l) { return where(l); }
 

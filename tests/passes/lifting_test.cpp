@@ -6,42 +6,28 @@
 #include <torch/torch.h>
 
 #include <functional>
-#include <regex>
 #include <string>
 #include <utility>
 
 #include "api/tempo.h"
 #include "driver/executable_impl.h"
 #include "e2e/e2e_util.h"
+#include "passes/pass_test_util.h"
 
 namespace tempo {
 namespace {
 
-using passes::Program;
+using testing::after_pass;
 using testing::eager_source;
 using testing::expect_close;
+using testing::moving_windows;
 using testing::source;
+using testing::text;
 using testing::to_torch;
-
-// The text form without names and source locations (they name this file's lines).
-std::string text(const ir::Graph& g) {
-  return std::regex_replace(g.str(), std::regex("  #[^\n]*"), "");
-}
 
 // Runs lifting alone over the Context's program; the text after it (validated).
 std::string lifted(const Context& ctx, bool expect_change = true) {
-  Program p(ctx.graph(), ctx.retained());
-  EXPECT_EQ(passes::lift_scans(p), expect_change);
-  ir::validate(p.graph);
-  return text(p.graph);
-}
-
-// Reads of a window that moves with d: O(D) values at each of D points.
-int moving_windows(const ir::Graph& g, const Dim& d) {
-  int n = 0;
-  for (const ir::Edge& e : g.edges())
-    for (const Expr& entry : e.phi.args()) n += entry.is_slice() && sym::depends_on(entry, d.var);
-  return n;
+  return after_pass(ctx, passes::lift_scans, expect_change);
 }
 
 // ---- the SDG after lifting --------------------------------------------------------------------

@@ -2,10 +2,7 @@
 // source locations), and the values of the compiled program with the pass on and off.
 #include <gtest/gtest.h>
 
-#include <regex>
-
 #include "api/tempo.h"
-#include "driver/executable_impl.h"
 #include "e2e/e2e_util.h"
 #include "ir/parse.h"
 #include "passes/algebraic.h"
@@ -14,6 +11,7 @@
 #include "passes/domain_reduction.h"
 #include "passes/fold_constants.h"
 #include "passes/lifting.h"
+#include "passes/pass_test_util.h"
 #include "passes/simplify_indices.h"
 #include "passes/vectorize.h"
 
@@ -23,18 +21,10 @@ namespace {
 using passes::Program;
 using testing::expect_close;
 using testing::source;
+using testing::text;
 
-// The text form without names and source locations (they name this file's lines).
-std::string text(const ir::Graph& g) {
-  return std::regex_replace(g.str(), std::regex("  #[^\n]*"), "");
-}
-
-// Runs one pass over the Context's program and returns the text after it.
 std::string after(const Context& ctx, bool (*pass)(Program&), bool expect_change = true) {
-  Program p(ctx.graph(), ctx.retained());
-  EXPECT_EQ(pass(p), expect_change);
-  ir::validate(p.graph);
-  return text(p.graph);
+  return testing::after_pass(ctx, pass, expect_change);
 }
 
 void sink(Context& ctx, const RT& y, const Dims& domain) {
@@ -209,60 +199,6 @@ TEST(Passes, OnAndOffAgree) {
   }
   EXPECT_LT(on_launches, mid_launches);
   EXPECT_LT(mid_launches, off_launches);
-}
-
-TEST(Passes, LiftsWindowSumsToAScan) {
-  Context ctx;
-  Dim t = ctx.dim("t", "T");
-  RT x = source(ctx, {t}, {2});
-  RT y = x[slice(t.var, t.bound)].sum(0).retain();
-  EXPECT_EQ(after(ctx, passes::lift_scans),
-            "%0 = Udf() {udf=source} : f32(2) over (t)\n"
-            "%1 = Index(%4[]) {ints=[0], exprs=[t]} : f32(2) over (t)\n"
-            "%2 = Flip(%0[0:T]) {ints=[0]} : f32(T, 2)\n"
-            "%3 = CumSum(%2[]) {ints=[0]} : f32(T, 2)\n"
-            "%4 = Flip(%3[]) {ints=[0]} : f32(T, 2)\n");
-}
-
-// Every window pattern, lifted or not, gives the same sums; lifted, no read of a moving window
-// is left (the work is linear in T).
-TEST(Passes, LiftedWindowsAgreeAndScaleLinearly) {
-  using Window = std::function<Expr(const Dim&)>;
-  std::vector<Window> windows = {
-      [](const Dim& t) { return slice(t.var, t.bound); },
-      [](const Dim& t) { return slice(0, t.var + 1); },
-      [](const Dim& t) { return slice(max(0, t.var - 3), t.var + 1); },
-      [](const Dim& t) { return slice(t.var, min(t.var + 3, t.bound)); },
-  };
-  for (const Window& w : windows) {
-    auto run = [&](bool lifting, int64_t T) {
-      Context ctx;
-      Dim i = ctx.dim("i", "I"), t = ctx.dim("t", "T");
-      RT x = source(ctx, {i, t}, {2, 3});
-      RT y = (x[{i.var, w(t)}].sum(0) * 2.0).retain();
-      CompileOptions o;
-      o.passes.lifting = lifting;
-      o.passes.check_ir = true;
-      Executable exe = ctx.compile({{i.bound, 2}, {t.bound, T}}, o);
-      exe.run();
-      std::vector<double> out;
-      for (int64_t a = 0; a < 2; ++a)
-        for (int64_t b = 0; b < T; ++b)
-          for (double v : exe.get(y, {a, b}).to_vector()) out.push_back(v);
-      // Reads of a window that moves with t (O(T) values at each of T points).
-      int moving = 0;
-      for (const ir::Edge& e : exe.impl().graph.edges())
-        for (const Expr& entry : e.phi.args())
-          moving += entry.is_slice() && sym::depends_on(entry, t.var);
-      return std::make_pair(out, moving);
-    };
-    auto [on, on_moving] = run(true, 40);
-    auto [off, off_moving] = run(false, 40);
-    ASSERT_EQ(on.size(), off.size());
-    for (size_t k = 0; k < on.size(); ++k) EXPECT_NEAR(on[k], off[k], 1e-4);
-    EXPECT_EQ(on_moving, 0);
-    EXPECT_EQ(off_moving, 1);
-  }
 }
 
 // Before/after pairs written in the IR's text form (ir::parse_graph): the pass turns `before`
