@@ -6,6 +6,10 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libisl-dev          # polyhedral scheduling
   libtorch-dev        # tensor backend (LibTorch, CPU)
+  # An optimized BLAS for LibTorch's matmuls: it takes over libblas.so.3 through Debian's
+  # alternatives (the reference BLAS is 2-5x slower on the RL benchmarks). The pthread flavour at
+  # one thread measured fastest; see README "Performance settings".
+  libopenblas0-pthread
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   clang-format

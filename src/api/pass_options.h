@@ -18,6 +18,7 @@ struct PassOptions {
   bool lifting = true;           // windows over x[t:T] / x[0:t+1] become scans (TEMPO §4.1)
   bool vectorize = true;         // per-timestep ops become batched ops (TEMPO §4.2)
   bool dce = true;               // dead-code elimination
+  bool fusion = true;            // same-point dataflow regions become one op each (TEMPO §4.4)
   bool check_ir = false;         // validate the IR after every pass that changed it
   bool verbose = false;          // per pass: time and op count, to stderr
 
@@ -36,6 +37,7 @@ struct PassOptions {
         {"lifting", &PassOptions::lifting},
         {"vectorize", &PassOptions::vectorize},
         {"dce", &PassOptions::dce},
+        {"fusion", &PassOptions::fusion},
     };
     return all;
   }

@@ -2,6 +2,7 @@
 // symbol layout when the kernel is made and evaluated at each launch.
 #include <c10/util/SmallVector.h>
 
+#include "backend/region_kernel.h"
 #include "backend/torch_value.h"
 #include "util/error.h"
 
@@ -482,6 +483,14 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
                                         stride, padding));
           });
     }
+
+    // ---- dataflow regions ----
+    case ir::OpKind::Fused:
+      return make_region_kernel(op, [&](const ir::Graph& body, ir::OpId b) {
+        return make_torch_kernel(body, b, layout, state);
+      });
+    case ir::OpKind::Param:
+      break;  // read by the region kernel itself
   }
   internal_error(cat("no LibTorch lowering for ", who));
 }

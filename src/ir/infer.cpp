@@ -150,6 +150,24 @@ std::vector<TensorType> infer(const Ctx& c) {
     case OpKind::Udf:
       if (!a.udf) c.fail("no user function");
       return a.udf->outputs;
+    case OpKind::Fused: {
+      if (!a.region) c.fail("no region");
+      const Graph& body = a.region->body;
+      for (const OpNode& op : body.ops())
+        if (op.kind == OpKind::Param) {
+          const int64_t k = op.attrs.ints.empty() ? -1 : op.attrs.ints[0];
+          if (k < 0 || static_cast<size_t>(k) >= in.size())
+            c.fail(cat("body parameter ", k, " out of range for ", in.size(), " inputs"));
+          if (!same_type(in[k], op.outputs[0], c.domain))
+            c.fail(cat("input ", k, " is ", in[k].str(), " but the body reads ",
+                       op.outputs[0].str()));
+        }
+      std::vector<TensorType> out;
+      for (const auto& [id, k] : a.region->outputs) out.push_back(body.op(id).outputs.at(k));
+      return out;
+    }
+    case OpKind::Param:
+      c.fail("a Param exists only in the body of a fused region");
     case OpKind::Merge:
       if (in.empty()) c.fail("a merge needs at least one branch");
       for (size_t i = 1; i < in.size(); ++i)

@@ -81,7 +81,10 @@ namespace tempo::ir {
   X(IndexAdd, 3, 1, true, None)        /* self, index [k], src: along dim ints[0] */               \
   /* linear algebra */                                                                             \
   X(MatMul, 2, 1, true, MatMul)                                                                    \
-  X(Conv2d, 2, 1, true, None) /* input (N,C,H,W), weight (O,C,kh,kw); ints = stride, padding */
+  X(Conv2d, 2, 1, true, None) /* input (N,C,H,W), weight (O,C,kh,kw); ints = stride, padding */ \
+  /* dataflow regions (passes/fusion.cpp; after autodiff, so never differentiated) */            \
+  X(Fused, -1, -1, false, None) /* runs attrs.region's body at each point of its domain */       \
+  X(Param, 0, 1, false, None)   /* in a region's body: input ints[0] of the Fused op */
 
 enum class OpKind : uint8_t {
 #define TEMPO_X(name, nin, nout, diff, vec) name,

@@ -56,6 +56,12 @@ std::string attrs_str(const OpNode& op) {
   }
   if (a.keepdim) parts.push_back("keepdim");
   if (a.udf) parts.push_back("udf=" + a.udf->name);
+  if (a.region) {
+    std::string body;
+    for (const OpNode& b : a.region->body.ops())
+      if (b.kind != OpKind::Param) body += (body.empty() ? "" : " ") + std::string(op_kind_name(b.kind));
+    parts.push_back("region=[" + body + "]");
+  }
   if (parts.empty()) return "";
   std::string s = " {";
   for (size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + parts[i];
@@ -97,6 +103,8 @@ void check_vars(const Expr& e, const Dims& dims, const OpNode& op, const char* w
                           " which is not in its domain ", dims_list(dims)));
 }
 
+}  // namespace
+
 bool same_type(const TensorType& a, const TensorType& b, const Dims& dims) {
   if (a.dtype != b.dtype || a.shape.rank() != b.shape.rank()) return false;
   for (size_t i = 0; i < a.shape.rank(); ++i) {
@@ -106,7 +114,6 @@ bool same_type(const TensorType& a, const TensorType& b, const Dims& dims) {
   return true;
 }
 
-}  // namespace
 
 std::string OpNode::describe() const {
   std::string at = loc.line() ? where(loc) : std::string("<unknown>");
@@ -237,6 +244,7 @@ void validate(const Graph& g) {
       in_types.push_back(g.input_type(eid));
     }
 
+    if (op.kind == OpKind::Param) continue;  // typed by its region's Fused op
     if (op.kind == OpKind::Merge) {
       if (op.inputs.empty()) throw UserError(cat(op.describe(), " is never defined"));
       for (size_t i = 0; i < op.inputs.size(); ++i)

@@ -25,6 +25,8 @@ struct Udf {
   std::vector<TensorType> outputs;
 };
 
+struct Region;
+
 // Attributes of an op; each kind uses the fields its entry in op_kind.h documents.
 struct Attrs {
   std::vector<int64_t> ints;
@@ -33,6 +35,7 @@ struct Attrs {
   DType dtype = DType::Float32;
   bool keepdim = false;
   std::shared_ptr<const Udf> udf;
+  std::shared_ptr<const Region> region;  // Fused
 };
 
 using OpId = int;
@@ -96,11 +99,23 @@ class Graph {
   std::vector<Edge> edges_;
 };
 
+// A dataflow region (TEMPO §4.4): the ops a Fused op runs at each point of its domain. The body
+// is a graph over the Fused op's domain whose ops read each other at the current point; Param
+// ops stand for the Fused op's inputs. Output j of the Fused op is output `outputs[j].second`
+// of body op `outputs[j].first`. Body ops are in execution order (each reads only earlier ops).
+struct Region {
+  Graph body;
+  std::vector<std::pair<OpId, int>> outputs;
+};
+
 // Shape and dtype inference: the output types of an op of `kind` with `attrs`, reading inputs of
 // the given types. Throws UserError (naming `who`, e.g. OpNode::describe()) for invalid input.
 std::vector<TensorType> infer_types(OpKind kind, const Attrs& attrs,
                                     const std::vector<TensorType>& inputs, const Dims& domain,
                                     const std::string& who);
+
+// Whether two types are equal (shapes compared after simplification over `dims`).
+bool same_type(const TensorType& a, const TensorType& b, const Dims& dims);
 
 // Structural validation: arities, edge phi arity equal to the source domain, phi mentioning only
 // the sink's domain variables, input types consistent with the recorded output types, merge

@@ -18,6 +18,9 @@ std::vector<std::vector<EdgeId>> consumers(const Graph& g) {
 }
 
 bool has_effect(const ir::OpNode& op) {
+  if (op.kind == ir::OpKind::Fused)
+    return std::any_of(op.attrs.region->body.ops().begin(), op.attrs.region->body.ops().end(),
+                       [](const ir::OpNode& b) { return has_effect(b); });
   return op.kind == ir::OpKind::Udf || op.kind == ir::OpKind::RandUniform ||
          op.kind == ir::OpKind::RandNormal;
 }

@@ -9,6 +9,7 @@
 #include "passes/dce.h"
 #include "passes/domain_reduction.h"
 #include "passes/fold_constants.h"
+#include "passes/fusion.h"
 #include "passes/graph_edit.h"
 #include "passes/lifting.h"
 #include "passes/simplify_indices.h"
@@ -42,8 +43,10 @@ constexpr Pass kPipeline[] = {
     {"vectorize", &Options::vectorize, vectorize},
     // Vectorization leaves ops that compute the same batched value from the same inputs.
     {"cse", &Options::cse, eliminate_common_subexpressions},
-    // Last: every pass above leaves the ops it replaced unread.
+    // After every pass above leaves the ops it replaced unread.
     {"dce", &Options::dce, eliminate_dead_code},
+    // Last: the passes above match single ops, which fusion hides inside regions.
+    {"fusion", &Options::fusion, fuse_dataflow},
 };
 
 size_t live_ops(const Program& p) {
