@@ -24,6 +24,10 @@ struct CompileOptions {
   // each (TEMPO §4.4): isl's scheduling time grows fast with the number of statements.
   bool fuse = true;
   PassOptions passes;    // the optimization pipeline (PassOptions::none() turns it off)
+  // Elementwise parts of fused regions run as generated C++ loops, compiled once per program and
+  // cached on disk ($TEMPO_CACHE_DIR, else ~/.cache/tempo); CPU only. TEMPO_NO_CODEGEN=1 turns
+  // it off without recompiling the program.
+  bool codegen = true;
   uint64_t seed = 0;     // random number generation
   bool verbose = false;  // print compile phases and timings to stderr
 };

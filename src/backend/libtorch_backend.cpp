@@ -1,7 +1,10 @@
 #include "backend/libtorch_backend.h"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 
 #include "backend/torch_value.h"
 #include "util/error.h"
@@ -67,14 +70,70 @@ ir::HostTensor torch_to_host(const torch::Tensor& t) {
 
 namespace {
 
+// OpenBLAS (setup.sh installs it as libblas.so.3) starts one thread per core unless told
+// otherwise; beside LibTorch's own intra-op threads they contend, and small matmuls run slower
+// (measured on the RL benchmarks: 1 BLAS thread 1.5-1.6x faster than 2 on 2 cores). Unless the
+// user set OPENBLAS_NUM_THREADS, the BLAS gets LibTorch's thread count.
+void limit_blas_threads() {
+  if (std::getenv("OPENBLAS_NUM_THREADS")) return;
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+    set(at::get_num_threads());
+}
+
+std::string loop_name(ir::OpId op, size_t step) {
+  return cat("tempo_region", op, "_step", step);
+}
+
 class LibTorchBackend final : public runtime::Backend {
  public:
-  explicit LibTorchBackend(torch::Device device) {
+  LibTorchBackend(torch::Device device, bool codegen) {
     state_.device = device;
+    state_.codegen = codegen && device.is_cpu();
     state_.generator = at::make_generator<at::CPUGeneratorImpl>(0);
   }
 
   std::string device() const override { return state_.device.str(); }
+
+  std::string prepare(const ir::Graph& g, const sym::SymbolLayout&) override {
+    state_.regions.clear();
+    if (!state_.codegen) return "";
+    std::vector<std::string> functions;
+    int ops = 0;
+    for (const ir::OpNode& op : g.ops()) {
+      if (op.kind != ir::OpKind::Fused) continue;
+      CompiledRegion& r = state_.regions[op.id];
+      r.plan = plan_region(*op.attrs.region, true);
+      r.loops.assign(r.plan.steps.size(), nullptr);
+      for (size_t k = 0; k < r.plan.steps.size(); ++k)
+        if (r.plan.steps[k].cluster()) {
+          functions.push_back(emit_cluster(op.attrs.region->body, r.plan.steps[k],
+                                           loop_name(op.id, k)));
+          ops += static_cast<int>(r.plan.steps[k].ops.size());
+        }
+    }
+    if (functions.empty()) return "";
+    try {
+      state_.library = KernelLibrary::load(library_source(functions));
+    } catch (const std::exception& e) {
+      // Correct either way: without the library every region runs on LibTorch kernels.
+      std::cerr << "[tempo] warning: code generation failed, fused regions run op by op: "
+                << e.what() << "\n";
+      state_.regions.clear();
+      return "code generation failed";
+    }
+    for (auto& [id, r] : state_.regions)
+      for (size_t k = 0; k < r.plan.steps.size(); ++k)
+        if (r.plan.steps[k].cluster()) {
+          r.loops[k] = reinterpret_cast<ClusterFn>(state_.library->symbol(loop_name(id, k)));
+          TEMPO_ASSERT(r.loops[k], "generated loop ", loop_name(id, k), " is missing");
+        }
+    return cat("generated ", functions.size(), " loops (", ops, " ops) ",
+               state_.library->from_cache()
+                   ? std::string("from the kernel cache")
+                   : cat("compiled in ", state_.library->compile_seconds(), " s"),
+               ": ", state_.library->path());
+  }
 
   std::unique_ptr<runtime::Kernel> make_kernel(const ir::Graph& g, ir::OpId op,
                                                const sym::SymbolLayout& layout) override {
@@ -117,7 +176,8 @@ class LibTorchBackend final : public runtime::Backend {
 
 }  // namespace
 
-std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& device) {
+std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& device,
+                                                        bool codegen) {
   torch::Device dev = torch::kCPU;
   try {
     dev = torch::Device(device);
@@ -135,7 +195,8 @@ std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& devic
   } else if (!dev.is_cpu()) {
     throw UserError(cat("device \"", device, "\" is not supported (use cpu or cuda)"));
   }
-  return std::make_unique<LibTorchBackend>(dev);
+  limit_blas_threads();
+  return std::make_unique<LibTorchBackend>(dev, codegen);
 }
 
 std::string default_device() {

@@ -11,7 +11,10 @@ namespace tempo::backend {
 
 // `device` is a LibTorch device string: "cpu", "cuda" or "cuda:N". A CUDA device needs a build
 // with -DTEMPO_CUDA=ON against a CUDA LibTorch; asking for one otherwise is a UserError.
-std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& device = "cpu");
+// With `codegen`, the elementwise clusters of fused regions run as generated C++ loops (CPU
+// only; backend/codegen.h), compiled once per program and cached on disk.
+std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& device = "cpu",
+                                                        bool codegen = true);
 
 // The device a program runs on by default: $TEMPO_DEVICE if set, else "cuda" in a CUDA build
 // with a GPU present, else "cpu".

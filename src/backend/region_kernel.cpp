@@ -13,7 +13,8 @@ using runtime::ValuePtr;
 
 class RegionKernel final : public Kernel {
  public:
-  RegionKernel(const ir::OpNode& fused, const MakeKernel& make) {
+  RegionKernel(const ir::OpNode& fused, const RegionPlan& plan, const MakeKernel& make_op,
+               const MakeClusterKernel& make_cluster) {
     TEMPO_ASSERT(fused.kind == ir::OpKind::Fused && fused.attrs.region, fused.describe(),
                  " is not a fused region");
     const ir::Region& r = *fused.attrs.region;
@@ -23,36 +24,55 @@ class RegionKernel final : public Kernel {
     for (const ir::OpNode& op : body.ops()) {
       base[op.id] = slots;
       slots += static_cast<int32_t>(op.outputs.size());
-    }
-    size_t max_inputs = 0;
-    for (const ir::OpNode& op : body.ops()) {
-      if (op.kind == ir::OpKind::Param) {
+      if (op.kind == ir::OpKind::Param)
         params_.emplace_back(base[op.id], static_cast<int32_t>(op.attrs.ints.at(0)));
+    }
+    auto slot = [&](const ValueRef& v) { return base[v.first] + v.second; };
+    auto op_step = [&](ir::OpId id) {
+      const ir::OpNode& op = body.op(id);
+      Step s;
+      s.kernel = add_kernel(make_op(body, id));
+      for (ir::EdgeId e : op.inputs)
+        s.inputs.push_back(slot({body.edge(e).source, body.edge(e).source_output}));
+      for (size_t k = 0; k < op.outputs.size(); ++k)
+        s.outputs.push_back(base[id] + static_cast<int32_t>(k));
+      return s;
+    };
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+      const RegionPlan::Step& ps = plan.steps[k];
+      std::unique_ptr<Kernel> generated = ps.cluster() ? make_cluster(k) : nullptr;
+      if (!generated) {
+        for (ir::OpId id : ps.ops) steps_.push_back(op_step(id));
         continue;
       }
       Step s;
-      kernels_.push_back(make(body, op.id));
-      s.kernel = kernels_.back().get();
-      for (ir::EdgeId e : op.inputs) {
-        const ir::Edge& edge = body.edge(e);
-        TEMPO_ASSERT(edge.source < op.id, fused.describe(), ": body op ", op.id,
-                     " reads a later op");
-        s.inputs.push_back(base[edge.source] + edge.source_output);
-      }
-      s.out_base = base[op.id];
-      max_inputs = std::max(max_inputs, s.inputs.size());
+      s.kernel = add_kernel(std::move(generated));
+      for (const ValueRef& v : ps.inputs) s.inputs.push_back(slot(v));
+      for (const ValueRef& v : ps.outputs) s.outputs.push_back(slot(v));
+      s.fallback_begin = fallback_.size();
+      for (ir::OpId id : ps.ops) fallback_.push_back(op_step(id));
+      s.fallback_end = fallback_.size();
       steps_.push_back(std::move(s));
+    }
+    size_t max_in = 0, max_out = 0;
+    for (const auto* list : {&steps_, &fallback_})
+      for (const Step& s : *list) {
+      max_in = std::max(max_in, s.inputs.size());
+      max_out = std::max(max_out, s.outputs.size());
     }
     for (const auto& [id, k] : r.outputs) outputs_.push_back(base[id] + k);
     values_.resize(static_cast<size_t>(slots));
-    args_.resize(max_inputs);
+    args_.resize(max_in);
+    results_.resize(max_out);
   }
 
   void run(const ValuePtr* in, size_t, const int64_t* env, ValuePtr* out) override {
     for (const auto& [slot, k] : params_) values_[slot] = in[k];
     for (const Step& s : steps_) {
-      for (size_t i = 0; i < s.inputs.size(); ++i) args_[i] = values_[s.inputs[i]];
-      s.kernel->run(args_.data(), s.inputs.size(), env, &values_[s.out_base]);
+      run_step(s, env);
+      // A generated loop may decline (no outputs): its ops run one by one.
+      if (s.fallback_end > s.fallback_begin && !values_[s.outputs[0]])
+        for (size_t k = s.fallback_begin; k < s.fallback_end; ++k) run_step(fallback_[k], env);
     }
     for (size_t j = 0; j < outputs_.size(); ++j) out[j] = values_[outputs_[j]];
     for (ValuePtr& v : values_) v.reset();
@@ -62,20 +82,31 @@ class RegionKernel final : public Kernel {
  private:
   struct Step {
     Kernel* kernel = nullptr;
-    std::vector<int32_t> inputs;  // value slots
-    int32_t out_base = 0;
+    std::vector<int32_t> inputs, outputs;  // value slots
+    size_t fallback_begin = 0, fallback_end = 0;  // a generated loop's ops, in fallback_
   };
+  void run_step(const Step& s, const int64_t* env) {
+    for (size_t i = 0; i < s.inputs.size(); ++i) args_[i] = values_[s.inputs[i]];
+    s.kernel->run(args_.data(), s.inputs.size(), env, results_.data());
+    for (size_t i = 0; i < s.outputs.size(); ++i) values_[s.outputs[i]] = std::move(results_[i]);
+  }
+  Kernel* add_kernel(std::unique_ptr<Kernel> k) {
+    kernels_.push_back(std::move(k));
+    return kernels_.back().get();
+  }
   std::vector<std::unique_ptr<Kernel>> kernels_;
-  std::vector<Step> steps_;
+  std::vector<Step> steps_, fallback_;
   std::vector<std::pair<int32_t, int32_t>> params_;  // value slot, input index
   std::vector<int32_t> outputs_;
-  std::vector<ValuePtr> values_, args_;
+  std::vector<ValuePtr> values_, args_, results_;
 };
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_region_kernel(const ir::OpNode& fused, const MakeKernel& make) {
-  return std::make_unique<RegionKernel>(fused, make);
+std::unique_ptr<Kernel> make_region_kernel(const ir::OpNode& fused, const RegionPlan& plan,
+                                           const MakeKernel& make_op,
+                                           const MakeClusterKernel& make_cluster) {
+  return std::make_unique<RegionKernel>(fused, plan, make_op, make_cluster);
 }
 
 }  // namespace tempo::backend

@@ -3,6 +3,10 @@
 
 #include <torch/torch.h>
 
+#include <unordered_map>
+
+#include "backend/codegen.h"
+#include "backend/kernel_cache.h"
 #include "ir/types.h"
 #include "runtime/backend.h"
 
@@ -38,11 +42,23 @@ ir::DType from_torch(torch::ScalarType s);  // UserError for a type Tempo does n
 torch::Tensor host_to_torch(const ir::HostTensor& h, const torch::Device& device);
 ir::HostTensor torch_to_host(const torch::Tensor& t);
 
+// A generated cluster loop (backend/codegen.h).
+using ClusterFn = void (*)(int64_t n, const void* const* in, const int64_t* index, void* const* out);
+
+// The plan of a Fused op's region and, per step, its generated loop (null: op by op).
+struct CompiledRegion {
+  RegionPlan plan;
+  std::vector<ClusterFn> loops;
+};
+
 // State the kernels share with the backend.
 struct TorchState {
   torch::Device device = torch::kCPU;
   torch::Generator generator;
   uint64_t seed = 0;  // Backend::seed
+  bool codegen = true;
+  std::shared_ptr<KernelLibrary> library;  // the program's generated loops
+  std::unordered_map<ir::OpId, CompiledRegion> regions;
 };
 
 // One kernel per op (kernels.cpp).

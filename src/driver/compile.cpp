@@ -117,11 +117,15 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   if (options.verbose) std::cerr << impl->schedule.str(impl->graph);
 
   t0 = Clock::now();
-  impl->backend = backend::make_libtorch_backend(backend::default_device());
+  const char* no_codegen = std::getenv("TEMPO_NO_CODEGEN");
+  const bool codegen = options.codegen && !(no_codegen && *no_codegen && *no_codegen != '0');
+  impl->backend = backend::make_libtorch_backend(backend::default_device(), codegen);
   impl->backend->seed(options.seed);
   impl->executor =
       std::make_unique<runtime::Executor>(impl->graph, impl->schedule, *impl->backend, impl->dims);
   log("executor", t0);
+  if (options.verbose && !impl->executor->prepare_report().empty())
+    std::cerr << "[tempo] " << impl->executor->prepare_report() << "\n";
   if (options.verbose)
     std::cerr << "[tempo] compiled for " << impl->backend->device() << " in " << ms_since(t_start)
               << " ms\n";

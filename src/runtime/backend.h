@@ -39,6 +39,14 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string device() const = 0;
+  // Called once per program before its kernels are made, for work a backend does per program
+  // (e.g. generating and compiling code for all fused regions at once). Returns a one-line
+  // report for verbose output (empty: nothing to say).
+  virtual std::string prepare(const ir::Graph& g, const sym::SymbolLayout& layout) {
+    (void)g;
+    (void)layout;
+    return "";
+  }
   // One kernel per op; never called for Merge (the executor moves merge inputs itself).
   virtual std::unique_ptr<Kernel> make_kernel(const ir::Graph& g, ir::OpId op,
                                               const sym::SymbolLayout& layout) = 0;

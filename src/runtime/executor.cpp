@@ -142,6 +142,7 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
   }
 
   // Compile the AST.
+  prepare_report_ = backend.prepare(graph, layout_);
   std::vector<std::unique_ptr<Kernel>> kernels(graph.num_ops());
   auto compile = [&](auto& self, const schedule::StmtPtr& s) -> uint32_t {
     TEMPO_ASSERT(s != nullptr, "null schedule statement");

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,7 @@ class Executor {
   const PointStore* store(ir::OpId op, int output) const;
   const MemoryAccount& memory() const { return memory_; }
   int64_t ops_executed() const { return ops_executed_; }
+  const std::string& prepare_report() const { return prepare_report_; }  // Backend::prepare
 
   struct Launcher;
   struct Node;
@@ -67,6 +69,7 @@ class Executor {
   std::vector<std::unique_ptr<DeallocOp>> deallocs_;
   int64_t ops_executed_ = 0;
   bool has_run_ = false;
+  std::string prepare_report_;
 };
 
 }  // namespace tempo::runtime
