@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/libtorch_backend.h"
 #include "eager_rl.h"
 #include "rl/algorithms/algorithms.h"
 #include "rl/envs/env.h"
@@ -456,7 +457,7 @@ int main_impl(int argc, char** argv) {
   if (o.iterations <= 0) o.iterations = 7;
   if (o.iterations - o.warmup < 5)
     throw std::runtime_error("need at least 5 measured iterations (iterations - warmup >= 5)");
-  torch::set_num_threads(o.threads);
+  tempo::backend::set_num_threads(o.threads);  // LibTorch's and the BLAS's, in both systems
   if (!o.child.empty()) return child_main(o.child, o.c, o.iterations, o.warmup, o.profile);
 
   if (o.only == "profile") {  // both systems under the sampling profiler, reports on stderr
@@ -477,7 +478,7 @@ int main_impl(int argc, char** argv) {
     std::ostringstream h;
     h << "## Tempo vs eager LibTorch actor-learner (" << (o.quick ? "--quick" : "default set")
       << ", " << o.iterations << " iterations per run, the first " << o.warmup << " not measured, "
-      << o.threads << " LibTorch thread(s))\n\n";
+      << o.threads << " LibTorch and BLAS thread(s))\n\n";
     emit(h.str());
   }
   std::vector<Row> rows;

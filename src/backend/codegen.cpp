@@ -105,9 +105,9 @@ std::string expression(OpKind k, DType out, const std::vector<std::string>& x) {
     case OpKind::Neg:
       return cat("(-", v(0), ")");
     case OpKind::Exp:
-      return fn("exp");
+      return cat("tempo_exp(", v(0), ")");
     case OpKind::Log:
-      return fn("log");
+      return cat("tempo_log(", v(0), ")");
     case OpKind::Sqrt:
       return fn("sqrt");
     case OpKind::Sin:
@@ -115,7 +115,7 @@ std::string expression(OpKind k, DType out, const std::vector<std::string>& x) {
     case OpKind::Cos:
       return fn("cos");
     case OpKind::Tanh:
-      return fn("tanh");
+      return cat("tempo_tanh(", v(0), ")");
     case OpKind::Abs:
       return fn("abs");
     case OpKind::Floor:
@@ -123,7 +123,7 @@ std::string expression(OpKind k, DType out, const std::vector<std::string>& x) {
     case OpKind::Ceil:
       return fn("ceil");
     case OpKind::Sigmoid:
-      return cat("((", T, ")1 / ((", T, ")1 + std::exp(-", v(0), ")))");
+      return cat("((", T, ")1 / ((", T, ")1 + tempo_exp(-", v(0), ")))");
     case OpKind::Relu:
       return cat("tempo_relu(", v(0), ")");
     case OpKind::Sign:
@@ -169,6 +169,51 @@ std::string expression(OpKind k, DType out, const std::vector<std::string>& x) {
 
 bool uniform_const(const ir::OpNode& op) {
   return op.kind == OpKind::Const && op.inputs.empty();
+}
+
+// Each input's Access and the split of the cluster's shape into rows and cols.
+void choose_access(const ir::Graph& body, RegionPlan::Step& step) {
+  const ir::Shape& shape = body.op(step.ops.front()).outputs[0].shape;
+  const size_t rank = shape.rank();
+  // Per input: where its sizes (right-aligned) are not 1, [first, last), if they are the
+  // cluster's there.
+  struct Span {
+    size_t first, last;
+    bool matches;
+  };
+  std::vector<Span> spans;
+  for (const ValueRef& v : step.inputs) {
+    const ir::Shape& in = body.op(v.first).outputs[v.second].shape;
+    const size_t off = rank - std::min(rank, in.rank());
+    auto size = [&](size_t k) { return k < off ? Expr(1) : in[k - off]; };
+    size_t first = 0, last = rank;
+    while (first < rank && size(first).is_const(1)) ++first;
+    while (last > first && size(last - 1).is_const(1)) --last;
+    bool matches = in.rank() <= rank;
+    for (size_t k = first; matches && k < last; ++k) matches = size(k).same(shape[k]);
+    // Dimensions of size 1 in the cluster's shape can count on either side.
+    while (first > 0 && shape[first - 1].is_const(1)) --first;
+    while (last < rank && shape[last].is_const(1)) ++last;
+    spans.push_back({first, last, matches});
+  }
+  step.split = 0;
+  for (const Span& sp : spans)
+    if (sp.matches && sp.first < sp.last && !(sp.first == 0 && sp.last == rank)) {
+      step.split = sp.last == rank ? sp.first : sp.last;
+      break;
+    }
+  for (const Span& sp : spans) {
+    Access a = Access::Expand;
+    if (sp.first >= sp.last)
+      a = Access::Scalar;
+    else if (sp.matches && sp.first == 0 && sp.last == rank)
+      a = Access::Full;
+    else if (sp.matches && sp.last == rank && sp.first == step.split)
+      a = Access::Row;
+    else if (sp.matches && sp.first == 0 && sp.last == step.split)
+      a = Access::Column;
+    step.access.push_back(a);
+  }
 }
 
 }  // namespace
@@ -260,30 +305,42 @@ RegionPlan plan_region(const ir::Region& region, bool clusters) {
         read_after |= step_of[body.edge(e).sink] != static_cast<int>(s);
       if (read_after) step.outputs.emplace_back(id, 0);
     }
+    choose_access(body, step);
   }
   return plan;
 }
 
 std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
                          const std::string& name) {
+  TEMPO_ASSERT(step.access.size() == step.inputs.size(), "cluster without access classes");
   std::ostringstream c;
   c << "extern \"C\" void " << name
-    << "(int64_t n, const void* const* in, const int64_t* index, void* const* out) {\n";
+    << "(int64_t rows, int64_t cols, const void* const* in, void* const* out) {\n";
+  std::ostringstream per_row, per_element;
   for (size_t k = 0; k < step.inputs.size(); ++k) {
     const auto& [id, o] = step.inputs[k];
-    c << "  const " << c_type(body.op(id).outputs[o].dtype) << "* in" << k << " = (const "
-      << c_type(body.op(id).outputs[o].dtype) << "*)in[" << k << "];\n";
+    const char* t = c_type(body.op(id).outputs[o].dtype);
+    const std::string x = cat("x", id, "_", o);
+    c << "  const " << t << "* __restrict in" << k << " = (const " << t << "*)in[" << k << "];\n";
+    switch (step.access[k]) {
+      case Access::Scalar:
+        c << "  const " << t << " " << x << " = in" << k << "[0];\n";
+        break;
+      case Access::Column:
+        per_row << "    const " << t << " " << x << " = in" << k << "[r];\n";
+        break;
+      case Access::Row:
+        per_element << "      const " << t << " " << x << " = in" << k << "[j];\n";
+        break;
+      case Access::Full:
+      case Access::Expand:
+        per_element << "      const " << t << " " << x << " = in" << k << "[r * cols + j];\n";
+        break;
+    }
   }
   for (size_t k = 0; k < step.outputs.size(); ++k) {
     const char* t = c_type(body.op(step.outputs[k].first).outputs[0].dtype);
-    c << "  " << t << "* out" << k << " = (" << t << "*)out[" << k << "];\n";
-  }
-  // The body of one element, given how input k is indexed (IDX(k)).
-  std::ostringstream e;
-  for (size_t k = 0; k < step.inputs.size(); ++k) {
-    const auto& [id, o] = step.inputs[k];
-    e << "    const " << c_type(body.op(id).outputs[o].dtype) << " x" << id << "_" << o << " = in"
-      << k << "[IDX(" << k << ")];\n";
+    c << "  " << t << "* __restrict out" << k << " = (" << t << "*)out[" << k << "];\n";
   }
   for (ir::OpId id : step.ops) {
     const ir::OpNode& op = body.op(id);
@@ -296,55 +353,111 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
       else
         args.push_back(cat("x", edge.source, "_", edge.source_output));
     }
-    e << "    const " << c_type(op.outputs[0].dtype) << " x" << id << "_0 = "
-      << expression(op.kind, op.outputs[0].dtype, args) << ";\n";
+    per_element << "      const " << c_type(op.outputs[0].dtype) << " x" << id << "_0 = "
+                << expression(op.kind, op.outputs[0].dtype, args) << ";\n";
   }
   for (size_t k = 0; k < step.outputs.size(); ++k)
-    e << "    out" << k << "[i] = x" << step.outputs[k].first << "_0;\n";
-  // Full or scalar inputs (the common case) get a loop the compiler can vectorize.
-  c << "  bool simple = true;\n";
-  for (size_t k = 0; k < step.inputs.size(); ++k)
-    c << "  const int64_t s" << k << " = index[" << 2 * k + 1 << "] == 1 ? 0 : 1;\n"
-      << "  simple = simple && index[" << 2 * k << "] == 1 && (index[" << 2 * k + 1
-      << "] == 1 || index[" << 2 * k + 1 << "] == n);\n";
-  c << "  if (simple) {\n#define IDX(k) (i * s##k)\n"
-    << "    for (int64_t i = 0; i < n; ++i) {\n"
-    << e.str() << "    }\n#undef IDX\n  } else {\n"
-    << "#define IDX(k) ((i / index[2 * k]) % index[2 * k + 1])\n"
-    << "    for (int64_t i = 0; i < n; ++i) {\n"
-    << e.str() << "    }\n#undef IDX\n  }\n}\n";
+    per_element << "      out" << k << "[r * cols + j] = x" << step.outputs[k].first << "_0;\n";
+  c << "  for (int64_t r = 0; r < rows; ++r) {\n"
+    << per_row.str() << "    for (int64_t j = 0; j < cols; ++j) {\n"
+    << per_element.str() << "    }\n  }\n}\n";
   return c.str();
 }
 
-bool calls_libm(const ir::Graph& body, const RegionPlan::Step& step) {
-  for (ir::OpId id : step.ops) switch (body.op(id).kind) {
-      case OpKind::Exp:
-      case OpKind::Log:
-      case OpKind::Sin:
-      case OpKind::Cos:
-      case OpKind::Tanh:
-      case OpKind::Sigmoid:
-      case OpKind::Pow:
-        return true;
-      default:
-        break;
-    }
-  return false;
+// Helpers of the generated code. The float math functions are Cephes' polynomials (range
+// reduction, then a minimax polynomial; about 1 ulp from the correctly rounded result), written
+// branch-free so that loops calling them vectorize; libm's are scalar calls. Double precision
+// calls libm.
+const char* kPrelude = R"(// Generated by Tempo: elementwise clusters of fused regions.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+// NaN-propagating like LibTorch's maximum, minimum, relu and sign.
+template <class T> static inline T tempo_max(T a, T b) { return (a > b || a != a) ? a : b; }
+template <class T> static inline T tempo_min(T a, T b) { return (a < b || a != a) ? a : b; }
+template <class T> static inline T tempo_relu(T x) { return x > T(0) || x != x ? x : T(0); }
+template <class T> static inline T tempo_sign(T x) { return x != x ? x : T((x > T(0)) - (x < T(0))); }
+
+static inline float tempo_from_bits(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
+static inline uint32_t tempo_to_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
+
+// exp(x) = 2^k exp(r), x = k ln2 + r, |r| <= ln2/2; 2^k in two factors so that gradual underflow
+// and overflow to inf come out as in libm.
+static inline float tempo_exp(float x) {
+  const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  const float k = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = xc - k * 0.693359375f;
+  r = r - k * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = p * (r * r) + r + 1.0f;
+  const int32_t ki = (int32_t)k;
+  const int32_t k1 = ki / 2, k2 = ki - k1;
+  const float out = y * tempo_from_bits((uint32_t)(k1 + 127) << 23) *
+                    tempo_from_bits((uint32_t)(k2 + 127) << 23);
+  return x != x ? x : out;
 }
 
+// log(x) = e ln2 + log(m), x = m 2^e with m in [sqrt(1/2), sqrt(2)).
+static inline float tempo_log(float x) {
+  const bool tiny = x < 1.17549435e-38f;  // subnormal: scale into the normal range first
+  const float xs = tiny ? x * 8388608.0f : x;
+  const uint32_t b = tempo_to_bits(xs);
+  int32_t e = (int32_t)((b >> 23) & 0xff) - 126 - (tiny ? 23 : 0);
+  float m = tempo_from_bits((b & 0x007fffffu) | 0x3f000000u);
+  const bool low = m < 0.707106781186547524f;
+  e = low ? e - 1 : e;
+  m = low ? m + m - 1.0f : m - 1.0f;
+  const float z = m * m;
+  float y = 7.0376836292e-2f;
+  y = y * m - 1.1514610310e-1f;
+  y = y * m + 1.1676998740e-1f;
+  y = y * m - 1.2420140846e-1f;
+  y = y * m + 1.4249322787e-1f;
+  y = y * m - 1.6668057665e-1f;
+  y = y * m + 2.0000714765e-1f;
+  y = y * m - 2.4999993993e-1f;
+  y = y * m + 3.3333331174e-1f;
+  y = y * m * z;
+  const float fe = (float)e;
+  y = y + fe * -2.12194440e-4f;
+  y = y - 0.5f * z;
+  float out = (m + y) + fe * 0.693359375f;
+  out = x == 0.0f ? -std::numeric_limits<float>::infinity() : out;
+  out = x < 0.0f ? std::numeric_limits<float>::quiet_NaN() : out;
+  out = x == std::numeric_limits<float>::infinity() ? x : out;
+  return x != x ? x : out;
+}
+
+// tanh: an odd polynomial near 0, else 1 - 2 / (exp(2|x|) + 1) with x's sign.
+static inline float tempo_tanh(float x) {
+  const float a = x < 0.0f ? -x : x;
+  const float z = x * x;
+  float p = -5.70498872745e-3f;
+  p = p * z + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  const float small = x + x * z * p;
+  float big = 1.0f - 2.0f / (tempo_exp(a + a) + 1.0f);
+  big = x < 0.0f ? -big : big;
+  return a < 0.625f ? small : big;
+}
+
+static inline double tempo_exp(double x) { return std::exp(x); }
+static inline double tempo_log(double x) { return std::log(x); }
+static inline double tempo_tanh(double x) { return std::tanh(x); }
+
+)";
+
 std::string library_source(const std::vector<std::string>& functions) {
-  std::string s =
-      "// Generated by Tempo: elementwise clusters of fused regions.\n"
-      "#include <cmath>\n#include <cstdint>\n#include <limits>\n\n"
-      "// NaN-propagating like LibTorch's maximum, minimum, relu and sign.\n"
-      "template <class T> static inline T tempo_max(T a, T b) { return (a > b || a != a) ? a : b; "
-      "}\n"
-      "template <class T> static inline T tempo_min(T a, T b) { return (a < b || a != a) ? a : b; "
-      "}\n"
-      "template <class T> static inline T tempo_relu(T x) { return x > T(0) || x != x ? x : T(0); "
-      "}\n"
-      "template <class T> static inline T tempo_sign(T x) { return x != x ? x : T((x > T(0)) - "
-      "(x < T(0))); }\n\n";
+  std::string s = kPrelude;
   for (const std::string& f : functions) s += f + "\n";
   return s;
 }

@@ -15,12 +15,24 @@ namespace tempo::backend {
 
 using ValueRef = std::pair<ir::OpId, int>;  // a body op's output
 
+// How a cluster's loop reads an input, decided from the IR's shapes. The loop runs over rows x
+// cols, the cluster's shape split at `RegionPlan::Step::split` (cols = the trailing dimensions).
+enum class Access : uint8_t {
+  Full,    // the cluster's shape: element r * cols + j
+  Scalar,  // one element
+  Row,     // the trailing dimensions only (a bias), repeated over rows: element j
+  Column,  // the leading dimensions only, repeated over cols: element r
+  Expand,  // any other broadcast: materialized at the cluster's shape first, then Full
+};
+
 // How a region's body runs: steps in an order where each reads only values before it.
 struct RegionPlan {
   struct Step {
     std::vector<ir::OpId> ops;      // one op, or the ops of an elementwise cluster in order
     std::vector<ValueRef> inputs;   // cluster: values it reads from outside, in argument order
     std::vector<ValueRef> outputs;  // cluster: values read after it or by the region's readers
+    std::vector<Access> access;     // cluster: per input
+    size_t split = 0;               // cluster: rows = prod(shape[:split]), cols = the rest
     bool cluster() const { return ops.size() > 1; }
   };
   std::vector<Step> steps;
@@ -29,16 +41,12 @@ struct RegionPlan {
 // Plans a Fused op's body. With `clusters` false every op is its own step.
 RegionPlan plan_region(const ir::Region& region, bool clusters);
 
-// The C++ source of a cluster step as `extern "C" void <name>(int64_t n, const void* const* in,
-// const int64_t* index, void* const* out)`: element i of input k is
-// in[k][(i / index[2k]) % index[2k + 1]] (full, scalar, leading or trailing broadcasts), and
-// every output has n contiguous elements.
+// The C++ source of a cluster step as `extern "C" void <name>(int64_t rows, int64_t cols,
+// const void* const* in, void* const* out)`: inputs indexed by their Access, every output
+// contiguous with rows * cols elements. The inner loop is written for the compiler to vectorize
+// (float exp, log, tanh and sigmoid are branch-free polynomials, not libm calls).
 std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
                          const std::string& name);
-
-// Whether a cluster calls scalar math functions (exp, log, tanh, ...). LibTorch's kernels compute
-// those with SIMD, so on large tensors they beat the generated loop, which calls libm per element.
-bool calls_libm(const ir::Graph& body, const RegionPlan::Step& step);
 
 // A whole library: the helpers generated functions use, then the functions.
 std::string library_source(const std::vector<std::string>& functions);

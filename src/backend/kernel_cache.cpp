@@ -26,8 +26,23 @@ std::string compiler() {
   return cxx && *cxx ? cxx : "c++";
 }
 
-// IEEE results as LibTorch computes them: no -ffast-math; -fno-math-errno only lets sqrt inline.
-constexpr const char* kFlags = "-std=c++17 -O3 -fno-math-errno -fPIC -shared";
+// IEEE results as LibTorch computes them: no -ffast-math. -fno-math-errno lets sqrt inline and
+// -fno-trapping-math lets selects vectorize (no program here enables floating-point traps). The
+// code is tuned for this CPU (-march=native), so the CPU's features are part of the cache key.
+constexpr const char* kFlags =
+    "-std=c++17 -O3 -march=native -fno-math-errno -fno-trapping-math -fPIC -shared";
+
+// The CPU's model and feature flags (/proc/cpuinfo), so that a cache shared between machines
+// never hands one machine code built for another.
+std::string cpu_signature() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, sig;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0 || line.rfind("flags", 0) == 0) sig += line + "\n";
+    if (line.empty() && !sig.empty()) break;  // the first processor is enough
+  }
+  return sig;
+}
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ULL;
@@ -72,7 +87,9 @@ std::string kernel_cache_dir() {
 
 std::shared_ptr<KernelLibrary> KernelLibrary::load(const std::string& source) {
   const std::string command = compiler() + " " + kFlags;
-  const std::string key = hex(fnv1a(std::string(kFormat) + "\n" + command + "\n" + source));
+  static const std::string cpu = cpu_signature();
+  const std::string key =
+      hex(fnv1a(std::string(kFormat) + "\n" + command + "\n" + cpu + source));
   const fs::path dir = fs::path(kernel_cache_dir()) / "kernels";
   const fs::path so = dir / ("k" + key + ".so");
   std::shared_ptr<KernelLibrary> lib(new KernelLibrary());

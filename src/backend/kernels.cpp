@@ -2,8 +2,6 @@
 // symbol layout when the kernel is made and evaluated at each launch.
 #include <c10/util/SmallVector.h>
 
-#include <limits>
-
 #include "backend/region_kernel.h"
 #include "backend/torch_value.h"
 #include "util/error.h"
@@ -155,36 +153,6 @@ std::unique_ptr<Kernel> udf_kernel(const ir::Graph& g, const ir::OpNode& op,
   });
 }
 
-// How a generated loop indexes an input of `numel` elements against its output `shape`
-// ((i / div) % mod): a full tensor, a scalar, a tensor repeated over leading dimensions (a bias)
-// or over trailing ones (a column). Anything else is materialized at the full shape first.
-void bind_input(torch::Tensor& t, const Sizes& shape, int64_t numel, int64_t* index) {
-  const int64_t m = t.numel();
-  index[0] = 1;
-  index[1] = m;
-  if (m == 1) return;
-  t = t.contiguous();
-  if (m == numel) return;  // the same elements (sizes may differ by leading ones)
-  // Right-align the input's sizes with the output's; [first, last) is where they agree.
-  const size_t r = shape.size();
-  Sizes ts(r, 1);
-  for (int64_t k = 0; k < t.dim(); ++k) ts[r - t.dim() + k] = t.size(k);
-  size_t first = 0, last = r;
-  while (first < r && ts[first] == 1) ++first;
-  while (last > first && ts[last - 1] == 1) --last;
-  bool agree = true;
-  for (size_t k = first; k < last; ++k) agree &= ts[k] == shape[k];
-  if (agree && last == r) return;  // repeated over leading dimensions: i % m
-  if (agree && first == 0) {       // repeated over trailing dimensions: (i / trailing) % m
-    for (size_t k = last; k < r; ++k) index[0] *= shape[k];
-    return;
-  }
-  t = t.expand(shape).contiguous();
-  index[1] = numel;
-}
-
-constexpr int64_t kMaxLibmLoopElements = 4096;
-
 // A cluster of a region (RegionPlan::Step) run by its generated loop.
 std::unique_ptr<Kernel> cluster_kernel(const std::string& who, const ir::Graph& body,
                                        const RegionPlan::Step& step, ClusterFn loop,
@@ -194,29 +162,33 @@ std::unique_ptr<Kernel> cluster_kernel(const std::string& who, const ir::Graph& 
   for (const auto& [id, k] : step.inputs) in_types.push_back(to_torch(body.op(id).outputs[k].dtype));
   for (const auto& [id, k] : step.outputs)
     out_types.push_back(to_torch(body.op(id).outputs[k].dtype));
-  // Above this many elements LibTorch's SIMD math beats per-element libm calls (measured with
-  // bench_codegen); the loop then declines and the region runs the cluster's ops one by one.
-  const int64_t max_numel =
-      calls_libm(body, step) ? kMaxLibmLoopElements : std::numeric_limits<int64_t>::max();
+  const std::vector<Access> access = step.access;
+  const size_t split = step.split;
   return kernel(who, [=](const ValuePtr* in, size_t, const int64_t* env, ValuePtr* out) {
     const Sizes sh = shape.eval(env);
-    int64_t numel = 1;
-    for (int64_t d : sh) numel *= d;
-    if (numel > max_numel) return;
+    int64_t rows = 1, cols = 1;
+    for (size_t d = 0; d < sh.size(); ++d) (d < split ? rows : cols) *= sh[d];
     c10::SmallVector<torch::Tensor, 8> inputs, outputs;
     c10::SmallVector<const void*, 8> in_ptrs;
     c10::SmallVector<void*, 8> out_ptrs;
-    c10::SmallVector<int64_t, 16> index(2 * in_types.size());
     for (size_t k = 0; k < in_types.size(); ++k) {
-      inputs.push_back(as(tensor_of(in[k]), in_types[k]));
-      bind_input(inputs.back(), sh, numel, &index[2 * k]);
-      in_ptrs.push_back(inputs.back().data_ptr());
+      torch::Tensor t = as(tensor_of(in[k]), in_types[k]);
+      t = access[k] == Access::Expand ? t.expand(sh).contiguous() : t.contiguous();
+      const int64_t want = access[k] == Access::Scalar ? 1
+                           : access[k] == Access::Row  ? cols
+                           : access[k] == Access::Column ? rows
+                                                         : rows * cols;
+      if (t.numel() != want)
+        internal_error(cat(who, ": generated loop input ", k, " has ", t.numel(),
+                           " elements, expected ", want));
+      in_ptrs.push_back(t.data_ptr());
+      inputs.push_back(std::move(t));
     }
     for (torch::ScalarType t : out_types) {
       outputs.push_back(torch::empty(sh, torch::TensorOptions().dtype(t)));
       out_ptrs.push_back(outputs.back().data_ptr());
     }
-    loop(numel, in_ptrs.data(), index.data(), out_ptrs.data());
+    loop(rows, cols, in_ptrs.data(), out_ptrs.data());
     for (size_t k = 0; k < outputs.size(); ++k) out[k] = wrap(std::move(outputs[k]));
   });
 }

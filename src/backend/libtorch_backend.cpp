@@ -74,11 +74,14 @@ namespace {
 // otherwise; beside LibTorch's own intra-op threads they contend, and small matmuls run slower
 // (measured on the RL benchmarks: 1 BLAS thread 1.5-1.6x faster than 2 on 2 cores). Unless the
 // user set OPENBLAS_NUM_THREADS, the BLAS gets LibTorch's thread count.
-void limit_blas_threads() {
-  if (std::getenv("OPENBLAS_NUM_THREADS")) return;
+void set_blas_threads(int n) {
   using SetThreads = void (*)(int);
   if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
-    set(at::get_num_threads());
+    set(n);
+}
+
+void limit_blas_threads() {
+  if (!std::getenv("OPENBLAS_NUM_THREADS")) set_blas_threads(at::get_num_threads());
 }
 
 std::string loop_name(ir::OpId op, size_t step) {
@@ -197,6 +200,11 @@ std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& devic
   }
   limit_blas_threads();
   return std::make_unique<LibTorchBackend>(dev, codegen);
+}
+
+void set_num_threads(int n) {
+  torch::set_num_threads(n);
+  set_blas_threads(n);
 }
 
 std::string default_device() {

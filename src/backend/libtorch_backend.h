@@ -16,6 +16,10 @@ namespace tempo::backend {
 std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& device = "cpu",
                                                         bool codegen = true);
 
+// Sets LibTorch's intra-op thread count and, where the BLAS is OpenBLAS (setup.sh installs it),
+// the BLAS's thread count too.
+void set_num_threads(int n);
+
 // The device a program runs on by default: $TEMPO_DEVICE if set, else "cuda" in a CUDA build
 // with a GPU present, else "cpu".
 std::string default_device();

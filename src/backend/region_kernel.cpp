@@ -49,14 +49,10 @@ class RegionKernel final : public Kernel {
       s.kernel = add_kernel(std::move(generated));
       for (const ValueRef& v : ps.inputs) s.inputs.push_back(slot(v));
       for (const ValueRef& v : ps.outputs) s.outputs.push_back(slot(v));
-      s.fallback_begin = fallback_.size();
-      for (ir::OpId id : ps.ops) fallback_.push_back(op_step(id));
-      s.fallback_end = fallback_.size();
       steps_.push_back(std::move(s));
     }
     size_t max_in = 0, max_out = 0;
-    for (const auto* list : {&steps_, &fallback_})
-      for (const Step& s : *list) {
+    for (const Step& s : steps_) {
       max_in = std::max(max_in, s.inputs.size());
       max_out = std::max(max_out, s.outputs.size());
     }
@@ -69,10 +65,9 @@ class RegionKernel final : public Kernel {
   void run(const ValuePtr* in, size_t, const int64_t* env, ValuePtr* out) override {
     for (const auto& [slot, k] : params_) values_[slot] = in[k];
     for (const Step& s : steps_) {
-      run_step(s, env);
-      // A generated loop may decline (no outputs): its ops run one by one.
-      if (s.fallback_end > s.fallback_begin && !values_[s.outputs[0]])
-        for (size_t k = s.fallback_begin; k < s.fallback_end; ++k) run_step(fallback_[k], env);
+      for (size_t i = 0; i < s.inputs.size(); ++i) args_[i] = values_[s.inputs[i]];
+      s.kernel->run(args_.data(), s.inputs.size(), env, results_.data());
+      for (size_t i = 0; i < s.outputs.size(); ++i) values_[s.outputs[i]] = std::move(results_[i]);
     }
     for (size_t j = 0; j < outputs_.size(); ++j) out[j] = values_[outputs_[j]];
     for (ValuePtr& v : values_) v.reset();
@@ -83,19 +78,13 @@ class RegionKernel final : public Kernel {
   struct Step {
     Kernel* kernel = nullptr;
     std::vector<int32_t> inputs, outputs;  // value slots
-    size_t fallback_begin = 0, fallback_end = 0;  // a generated loop's ops, in fallback_
   };
-  void run_step(const Step& s, const int64_t* env) {
-    for (size_t i = 0; i < s.inputs.size(); ++i) args_[i] = values_[s.inputs[i]];
-    s.kernel->run(args_.data(), s.inputs.size(), env, results_.data());
-    for (size_t i = 0; i < s.outputs.size(); ++i) values_[s.outputs[i]] = std::move(results_[i]);
-  }
   Kernel* add_kernel(std::unique_ptr<Kernel> k) {
     kernels_.push_back(std::move(k));
     return kernels_.back().get();
   }
   std::vector<std::unique_ptr<Kernel>> kernels_;
-  std::vector<Step> steps_, fallback_;
+  std::vector<Step> steps_;
   std::vector<std::pair<int32_t, int32_t>> params_;  // value slot, input index
   std::vector<int32_t> outputs_;
   std::vector<ValuePtr> values_, args_, results_;

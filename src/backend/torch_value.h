@@ -43,7 +43,7 @@ torch::Tensor host_to_torch(const ir::HostTensor& h, const torch::Device& device
 ir::HostTensor torch_to_host(const torch::Tensor& t);
 
 // A generated cluster loop (backend/codegen.h).
-using ClusterFn = void (*)(int64_t n, const void* const* in, const int64_t* index, void* const* out);
+using ClusterFn = void (*)(int64_t rows, int64_t cols, const void* const* in, void* const* out);
 
 // The plan of a Fused op's region and, per step, its generated loop (null: op by op).
 struct CompiledRegion {

@@ -2,6 +2,8 @@
 // entry rebuilt rather than loaded.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,7 +16,8 @@ namespace {
 class KernelCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "tempo_kernel_cache_test";
+    // Per process: the suite also runs as no_passes.*, possibly at the same time.
+    dir_ = ::testing::TempDir() + "tempo_kernel_cache_test." + std::to_string(getpid());
     std::filesystem::remove_all(dir_);
     setenv("TEMPO_CACHE_DIR", dir_.c_str(), 1);
   }
