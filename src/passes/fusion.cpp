@@ -73,7 +73,18 @@ struct Groups {
 class Fuser {
  public:
   explicit Fuser(Program& p) : p_(p), g_(p.graph), cons_(consumers(g_)), groups_(g_.num_ops()) {
-    for (size_t e = 0; e < g_.num_edges(); ++e) shifts_.push_back(shifts(g_, static_cast<EdgeId>(e)));
+    for (size_t e = 0; e < g_.num_edges(); ++e) {
+      shifts_.push_back(shifts(g_, static_cast<EdgeId>(e)));
+      std::vector<std::optional<int64_t>> c;
+      for (const Expr& x : g_.edge(static_cast<EdgeId>(e)).phi.args())
+        c.push_back(x.is_const() ? std::optional<int64_t>(x.value()) : std::nullopt);
+      consts_.push_back(std::move(c));
+    }
+    for (const ir::OpNode& op : g_.ops())
+      for (const Dim& d : op.domain)
+        if (std::none_of(dims_.begin(), dims_.end(), [&](const Dim& x) { return x == d; }))
+          dims_.push_back(d);
+    TEMPO_ASSERT(2 * dims_.size() + 2 * 8 <= 64, "fusion: too many dimensions to track");
   }
 
   // Merges along every same-point edge between fusible ops where the region stays schedulable.
@@ -119,30 +130,48 @@ class Fuser {
 
   // Whether merging groups a and b would put the region on a cycle that no schedule satisfies:
   // a path of data flow that leaves the region at a point p and comes back at a point p' that is
-  // not certainly lexicographically after p. The path's distance is tracked per dimension of the
-  // region as a sign (zero, positive, negative, unknown): the acting loop's path through the
-  // environment and x[t - 1] comes back one step later in t (safe), while a learner that reads
-  // the whole rollout x[i, 0:T] and feeds the next step of the same iteration does not.
+  // not certainly lexicographically after p. Along a path the state holds, per dimension of the
+  // region, the sign of the distance travelled (zero, positive, negative, unknown), and per other
+  // dimension a lower bound of the coordinate, which rules out paths through points no edge
+  // reads: a parameter updated along u (p[u] from p[u - 1], so u >= 1 there) and read by acting
+  // at p[i, 0] does not carry the update of iteration i back to acting in iteration i. The
+  // acting loop's path through the environment and x[t - 1] comes back one step later in t
+  // (safe), while a learner that reads the whole rollout x[i, 0:T] and feeds the next step of
+  // the same iteration does not.
   bool path_returns(int a, int b) const {
     enum Sign : uint8_t { Zero, Pos, Neg, Any };
     const Dims& region = g_.op(groups_.members[a][0]).domain;
     const size_t n = region.size();
-    using State = uint32_t;  // two bits per region dimension
+    // Two bits per region dimension (signs), then two bits per dimension of the program (lower
+    // bounds 0..3 of the current op's coordinates).
+    using State = uint64_t;
     auto sign = [](State s, size_t d) { return static_cast<Sign>((s >> (2 * d)) & 3); };
+    auto low = [&](State s, size_t g) { return static_cast<int64_t>((s >> (2 * (n + g))) & 3); };
     auto add = [](Sign s, int64_t k) {
       Sign ks = k == 0 ? Zero : k > 0 ? Pos : Neg;
       if (s == Zero || ks == Zero) return s == Zero ? ks : s;
       return s == ks ? s : Any;
     };
-    // The state at the sink of edge e, given the state at its source.
-    auto step = [&](State s, EdgeId e) {
-      const Dims& sink = g_.op(g_.edge(e).sink).domain;
+    // The state at the sink of edge e, given the state at its source (nullopt: the edge reads
+    // no point the path can be at).
+    auto step = [&](State s, EdgeId e) -> std::optional<State> {
+      const ir::Edge& edge = g_.edge(e);
+      const Dims& source = g_.op(edge.source).domain;
+      const Dims& sink = g_.op(edge.sink).domain;
+      for (size_t j = 0; j < source.size(); ++j)
+        if (consts_[e][j] && *consts_[e][j] < low(s, dim_index(source[j]))) return std::nullopt;
       State out = 0;
       for (size_t d = 0; d < n; ++d) {
         Sign v = Any;
         for (size_t k = 0; k < sink.size(); ++k)
           if (sink[k] == region[d] && shifts_[e][k]) v = add(sign(s, d), *shifts_[e][k]);
         out |= static_cast<State>(v) << (2 * d);
+      }
+      for (size_t k = 0; k < sink.size(); ++k) {
+        if (!shifts_[e][k]) continue;
+        const size_t g = dim_index(sink[k]);
+        const int64_t lo = std::clamp<int64_t>(low(s, g) + *shifts_[e][k], 0, 3);
+        out |= static_cast<State>(lo) << (2 * (n + g));
       }
       return out;
     };
@@ -158,12 +187,12 @@ class Fuser {
           OpId sink = g_.edge(e).sink;
           int gs = groups_.of[sink];
           if (leaving && (gs == a || gs == b)) continue;
-          work.emplace_back(sink, step(s, e));
+          if (auto next = step(s, e)) work.emplace_back(sink, *next);
         }
     };
     push_readers(a, 0, true);
     push_readers(b, 0, true);
-    std::unordered_set<uint64_t> seen;
+    std::unordered_set<State> seen;
     while (!work.empty()) {
       auto [v, s] = work.back();
       work.pop_back();
@@ -172,10 +201,16 @@ class Fuser {
         if (!later(s)) return true;
         continue;
       }
-      if (!seen.insert((static_cast<uint64_t>(gv) << 32) | s).second) continue;
+      if (!seen.insert(s ^ (static_cast<State>(gv) * 0x9e3779b97f4a7c15ULL)).second) continue;
       push_readers(gv, s, false);
     }
     return false;
+  }
+
+  size_t dim_index(const Dim& d) const {
+    for (size_t k = 0; k < dims_.size(); ++k)
+      if (dims_[k] == d) return k;
+    internal_error(cat("fusion: unknown dimension ", d.var.str()));
   }
 
   // The group's ops in an order where each reads only earlier ones (empty if there is none).
@@ -307,6 +342,8 @@ class Fuser {
   std::vector<std::vector<EdgeId>> cons_;
   Groups groups_;
   std::vector<std::vector<std::optional<int64_t>>> shifts_;  // per edge (at grouping time)
+  std::vector<std::vector<std::optional<int64_t>>> consts_;  // per edge: constant phi entries
+  Dims dims_;                                                // every dimension of the program
 };
 
 }  // namespace

@@ -137,3 +137,25 @@ TEST(Train, A2cLearnsCartPole) {
 
 }  // namespace
 }  // namespace tempo::rl
+
+namespace tempo::rl {
+namespace {
+
+// Fusion only regroups ops: with the regions running the same LibTorch kernels (no code
+// generation), PPO's returns are bit for bit those of the unfused program, with far fewer
+// launches. Generated loops round differently (last bits) but learn the same.
+TEST(Train, FusionIsExactAndCutsLaunches) {
+  TrainConfig c = TrainConfig::defaults("ppo");
+  c.iterations = 3;
+  c.codegen = false;
+  TrainResult fused = train(c, nullptr);
+  c.passes.fusion = false;
+  TrainResult unfused = train(c, nullptr);
+  ASSERT_EQ(fused.curve.size(), unfused.curve.size());
+  for (size_t k = 0; k < fused.curve.size(); ++k)
+    EXPECT_EQ(fused.curve[k].mean_return, unfused.curve[k].mean_return) << "iteration " << k;
+  EXPECT_LT(fused.launches * 3, unfused.launches);
+}
+
+}  // namespace
+}  // namespace tempo::rl

@@ -380,6 +380,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   co.whole_component = cfg.whole_component;
   co.proximity = cfg.proximity;
   co.passes = cfg.passes;
+  co.codegen = cfg.codegen;
   Clock::time_point c0 = Clock::now();
   Bounds bounds{{i.bound, I}, {t.bound, T}};
   if (u) bounds.emplace_back(u->bound, U);

@@ -64,6 +64,7 @@ struct TrainConfig {
   bool proximity = false;
   bool verbose = false;  // compile phases on stderr
   PassOptions passes;    // CompileOptions::passes
+  bool codegen = true;   // CompileOptions::codegen
 };
 
 // Throws UserError on an unknown algorithm or environment or an invalid number.
