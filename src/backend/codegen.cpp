@@ -358,8 +358,10 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
   }
   for (size_t k = 0; k < step.outputs.size(); ++k)
     per_element << "      out" << k << "[r * cols + j] = x" << step.outputs[k].first << "_0;\n";
+  // Outputs are fresh buffers, never aliasing inputs: ivdep lets GCC vectorize (it does not
+  // trust __restrict on these local pointers).
   c << "  for (int64_t r = 0; r < rows; ++r) {\n"
-    << per_row.str() << "    for (int64_t j = 0; j < cols; ++j) {\n"
+    << per_row.str() << "#pragma GCC ivdep\n    for (int64_t j = 0; j < cols; ++j) {\n"
     << per_element.str() << "    }\n  }\n}\n";
   return c.str();
 }
