@@ -43,37 +43,7 @@ std::string literal(double v, DType d) {
   return cat("(", c_type(d), ")(", os.str(), ")");
 }
 
-bool arithmetic(OpKind k) {
-  switch (k) {
-    case OpKind::Neg:
-    case OpKind::Exp:
-    case OpKind::Log:
-    case OpKind::Sqrt:
-    case OpKind::Sin:
-    case OpKind::Cos:
-    case OpKind::Tanh:
-    case OpKind::Sigmoid:
-    case OpKind::Relu:
-    case OpKind::Abs:
-    case OpKind::Sign:
-    case OpKind::Floor:
-    case OpKind::Ceil:
-    case OpKind::Add:
-    case OpKind::Sub:
-    case OpKind::Mul:
-    case OpKind::Div:
-    case OpKind::Pow:
-    case OpKind::Maximum:
-    case OpKind::Minimum:
-    case OpKind::Where:
-    case OpKind::Identity:
-    case OpKind::Detach:
-      return true;
-    default:
-      return false;
-  }
-}
-
+// Comparisons and logic: boolean results of operands of any type.
 bool logical(OpKind k) {
   switch (k) {
     case OpKind::Eq:
@@ -219,21 +189,17 @@ void choose_access(const ir::Graph& body, RegionPlan::Step& step) {
 }  // namespace
 
 bool generable(const ir::Graph& body, const ir::OpNode& op) {
-  if (op.outputs.size() != 1) return false;
+  const bool copy = op.kind == OpKind::Identity || op.kind == OpKind::Detach;
+  if (op.outputs.size() != 1 || !(ir::is_elementwise(op.kind) || copy)) return false;
+  if (logical(op.kind)) return true;
+  // Arithmetic computes in a floating output type (integer division and overflow are not
+  // LibTorch's in C++); a cast may also produce a boolean.
   const DType out = op.outputs[0].dtype;
-  if (arithmetic(op.kind)) {
-    if (!ir::is_floating(out)) return false;
-  } else if (op.kind == OpKind::Cast) {
-    if (!ir::is_floating(out) && out != DType::Bool) return false;
-  } else if (!logical(op.kind)) {
-    return false;
-  }
-  // Integer and boolean operands convert exactly; they stay out of arithmetic only as results.
+  if (!ir::is_floating(out) && !(op.kind == OpKind::Cast && out == DType::Bool)) return false;
+  if (op.kind == OpKind::Cast || op.kind == OpKind::Where) return true;
   for (ir::EdgeId e : op.inputs) {
-    const ir::TensorType& t = body.input_type(e);
-    if (t.dtype == DType::Int32 || t.dtype == DType::Int64) {
-      if (arithmetic(op.kind) && op.kind != OpKind::Where) return false;
-    }
+    const DType in = body.input_type(e).dtype;
+    if (in == DType::Int32 || in == DType::Int64) return false;
   }
   return true;
 }

@@ -7,6 +7,7 @@
 
 #include "passes/graph_edit.h"
 #include "symbolic/simplify.h"
+#include "util/error.h"
 
 namespace tempo::passes {
 
