@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
-#include <unordered_set>
+#include <set>
+#include <utility>
 
 #include "passes/graph_edit.h"
 #include "symbolic/simplify.h"
@@ -193,7 +194,7 @@ class Fuser {
     };
     push_readers(a, 0, true);
     push_readers(b, 0, true);
-    std::unordered_set<State> seen;
+    std::set<std::pair<int, State>> seen;
     while (!work.empty()) {
       auto [v, s] = work.back();
       work.pop_back();
@@ -202,7 +203,7 @@ class Fuser {
         if (!later(s)) return true;
         continue;
       }
-      if (!seen.insert(s ^ (static_cast<State>(gv) * 0x9e3779b97f4a7c15ULL)).second) continue;
+      if (!seen.insert({gv, s}).second) continue;
       push_readers(gv, s, false);
     }
     return false;
