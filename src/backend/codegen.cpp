@@ -243,7 +243,8 @@ RegionPlan plan_region(const ir::Region& region, bool clusters) {
     if (clusters && joins(id)) {
       plan.steps.back().ops.push_back(id);
     } else {
-      plan.steps.push_back({{id}, {}, {}});
+      plan.steps.emplace_back();
+      plan.steps.back().ops = {id};
       open_shape = clusters && generable(body, op) ? &op.outputs[0].shape : nullptr;
     }
     step_of[id] = static_cast<int>(plan.steps.size() - 1);
