@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
-#include <set>
+#include <unordered_set>
 #include <utility>
 
 #include "passes/graph_edit.h"
@@ -87,6 +87,11 @@ class Fuser {
         if (std::none_of(dims_.begin(), dims_.end(), [&](const Dim& x) { return x == d; }))
           dims_.push_back(d);
     TEMPO_ASSERT(2 * dims_.size() + 2 * 8 <= 64, "fusion: too many dimensions to track");
+    for (const ir::OpNode& op : g_.ops()) {
+      std::vector<size_t> ids;
+      for (const Dim& d : op.domain) ids.push_back(dim_index(d));
+      dims_of_.push_back(std::move(ids));
+    }
   }
 
   // Merges along every same-point edge between fusible ops where the region stays schedulable.
@@ -145,7 +150,8 @@ class Fuser {
     const Dims& region = g_.op(groups_.members[a][0]).domain;
     const size_t n = region.size();
     // Two bits per region dimension (signs), then two bits per dimension of the program (lower
-    // bounds 0..3 of the current op's coordinates).
+    // bounds of the current op's coordinates, 0 or 1: whether a read of the first point is ruled
+    // out; finer bounds multiplied the states searched by 5 for no merge on the RL programs).
     using State = uint64_t;
     auto sign = [](State s, size_t d) { return static_cast<Sign>((s >> (2 * d)) & 3); };
     auto low = [&](State s, size_t g) { return static_cast<int64_t>((s >> (2 * (n + g))) & 3); };
@@ -161,7 +167,7 @@ class Fuser {
       const Dims& source = g_.op(edge.source).domain;
       const Dims& sink = g_.op(edge.sink).domain;
       for (size_t j = 0; j < source.size(); ++j)
-        if (consts_[e][j] && *consts_[e][j] < low(s, dim_index(source[j]))) return std::nullopt;
+        if (consts_[e][j] && *consts_[e][j] < low(s, dims_of_[edge.source][j])) return std::nullopt;
       State out = 0;
       for (size_t d = 0; d < n; ++d) {
         Sign v = Any;
@@ -171,8 +177,8 @@ class Fuser {
       }
       for (size_t k = 0; k < sink.size(); ++k) {
         if (!shifts_[e][k]) continue;
-        const size_t g = dim_index(sink[k]);
-        const int64_t lo = std::clamp<int64_t>(low(s, g) + *shifts_[e][k], 0, 3);
+        const size_t g = dims_of_[edge.sink][k];
+        const int64_t lo = std::clamp<int64_t>(low(s, g) + *shifts_[e][k], 0, 1);
         out |= static_cast<State>(lo) << (2 * (n + g));
       }
       return out;
@@ -194,7 +200,12 @@ class Fuser {
     };
     push_readers(a, 0, true);
     push_readers(b, 0, true);
-    std::set<std::pair<int, State>> seen;
+    struct Hash {
+      size_t operator()(const std::pair<int, State>& k) const {
+        return std::hash<State>()(k.second * 0x9e3779b97f4a7c15ULL + static_cast<State>(k.first));
+      }
+    };
+    std::unordered_set<std::pair<int, State>, Hash> seen;
     while (!work.empty()) {
       auto [v, s] = work.back();
       work.pop_back();
@@ -346,6 +357,7 @@ class Fuser {
   std::vector<std::vector<std::optional<int64_t>>> shifts_;  // per edge (at grouping time)
   std::vector<std::vector<std::optional<int64_t>>> consts_;  // per edge: constant phi entries
   Dims dims_;                                                // every dimension of the program
+  std::vector<std::vector<size_t>> dims_of_;  // per op: its domain's indices in dims_
 };
 
 }  // namespace
