@@ -141,10 +141,51 @@ bool uniform_const(const ir::OpNode& op) {
   return op.kind == OpKind::Const && op.inputs.empty();
 }
 
+// Whether s has one value per row of S: S with its last dimension 1, or without it.
+bool is_row_shape(const ir::Shape& s, const ir::Shape& S) {
+  if (S.rank() == 0 || (s.rank() != S.rank() && s.rank() + 1 != S.rank())) return false;
+  for (size_t k = 0; k + 1 < S.rank(); ++k)
+    if (!s[k].same(S[k])) return false;
+  return s.rank() + 1 == S.rank() || s[S.rank() - 1].is_const(1);
+}
+
+// What an op does in a cluster of shape S.
+enum class Role { None, Element, Row, Reduce };
+
+Role role(const ir::Graph& body, const ir::OpNode& op, const ir::Shape& S) {
+  if (op.outputs.empty() || S.rank() == 0) return Role::None;
+  if (op.kind == OpKind::Sum || op.kind == OpKind::ReduceMax) {
+    if (op.inputs.size() != 1 || !ir::is_floating(op.outputs[0].dtype) ||
+        !body.input_type(op.inputs[0]).shape.same(S))
+      return Role::None;
+    const int64_t last = static_cast<int64_t>(S.rank()) - 1;
+    const std::vector<int64_t>& d = op.attrs.ints;
+    const bool over_last = op.kind == OpKind::Sum
+                               ? (d == std::vector<int64_t>{last} || (d.empty() && last == 0))
+                               : (!d.empty() && d[0] == last);
+    return over_last ? Role::Reduce : Role::None;
+  }
+  if (!generable(body, op)) return Role::None;
+  if (op.outputs[0].shape.same(S)) return Role::Element;
+  return is_row_shape(op.outputs[0].shape, S) ? Role::Row : Role::None;
+}
+
 // Each input's Access and the split of the cluster's shape into rows and cols.
 void choose_access(const ir::Graph& body, RegionPlan::Step& step) {
-  const ir::Shape& shape = body.op(step.ops.front()).outputs[0].shape;
+  const ir::Shape& shape = step.shape;
   const size_t rank = shape.rank();
+  bool per_row = false;  // rows are rows of the last dimension: split before it
+  std::vector<bool> element_reads(step.inputs.size(), false);
+  for (ir::OpId id : step.ops) {
+    const Role r = role(body, body.op(id), shape);
+    per_row |= r == Role::Row || r == Role::Reduce;
+    for (ir::EdgeId e : body.op(id).inputs) {
+      auto it = std::find(step.inputs.begin(), step.inputs.end(),
+                          ValueRef{body.edge(e).source, body.edge(e).source_output});
+      if (it != step.inputs.end() && r != Role::Row)
+        element_reads[static_cast<size_t>(it - step.inputs.begin())] = true;
+    }
+  }
   // Per input: where its sizes (right-aligned) are not 1, [first, last), if they are the
   // cluster's there.
   struct Span {
@@ -166,16 +207,22 @@ void choose_access(const ir::Graph& body, RegionPlan::Step& step) {
     while (last < rank && shape[last].is_const(1)) ++last;
     spans.push_back({first, last, matches});
   }
-  step.split = 0;
-  for (const Span& sp : spans)
-    if (sp.matches && sp.first < sp.last && !(sp.first == 0 && sp.last == rank)) {
-      step.split = sp.last == rank ? sp.first : sp.last;
-      break;
-    }
-  for (const Span& sp : spans) {
+  step.split = per_row ? rank - 1 : 0;
+  if (!per_row)
+    for (const Span& sp : spans)
+      if (sp.matches && sp.first < sp.last && !(sp.first == 0 && sp.last == rank)) {
+        step.split = sp.last == rank ? sp.first : sp.last;
+        break;
+      }
+  for (size_t k = 0; k < spans.size(); ++k) {
+    const Span& sp = spans[k];
+    const ValueRef& v = step.inputs[k];
     Access a = Access::Expand;
     if (sp.first >= sp.last)
       a = Access::Scalar;
+    else if (per_row && !element_reads[k] &&
+             is_row_shape(body.op(v.first).outputs[v.second].shape, shape))
+      a = Access::Column;  // read by per-row ops only
     else if (sp.matches && sp.first == 0 && sp.last == rank)
       a = Access::Full;
     else if (sp.matches && sp.last == rank && sp.first == step.split)
@@ -209,8 +256,6 @@ RegionPlan plan_region(const ir::Region& region, bool clusters) {
   const size_t n = body.num_ops();
   std::vector<std::vector<ir::EdgeId>> readers(n);
   for (const ir::Edge& e : body.edges()) readers[e.source].push_back(e.id);
-  std::vector<bool> region_output(n, false);
-  for (const auto& [id, k] : region.outputs) region_output[id] = true;
 
   // Order: a ready op that continues the open cluster first, so that clusters grow long.
   std::vector<int> waiting(n, 0);
@@ -230,10 +275,19 @@ RegionPlan plan_region(const ir::Region& region, bool clusters) {
   RegionPlan plan;
   std::vector<int> step_of(n, -1);
   const ir::Shape* open_shape = nullptr;  // the open cluster's shape
+  // The shape of the cluster an op opens: its own (elementwise) or its input's (a reduction).
+  auto opens = [&](const ir::OpNode& op) -> const ir::Shape* {
+    if (!op.outputs.empty() && role(body, op, op.outputs[0].shape) == Role::Element)
+      return &op.outputs[0].shape;
+    if (op.inputs.size() == 1) {
+      const ir::Shape& in = body.op(body.edge(op.inputs[0]).source).outputs[0].shape;
+      if (role(body, op, in) == Role::Reduce) return &in;
+    }
+    return nullptr;
+  };
   while (!ready.empty()) {
     auto joins = [&](ir::OpId id) {
-      const ir::OpNode& op = body.op(id);
-      return open_shape && generable(body, op) && op.outputs[0].shape.same(*open_shape);
+      return open_shape && role(body, body.op(id), *open_shape) != Role::None;
     };
     auto it = std::find_if(ready.begin(), ready.end(), joins);
     if (it == ready.end()) it = ready.begin();
@@ -245,7 +299,8 @@ RegionPlan plan_region(const ir::Region& region, bool clusters) {
     } else {
       plan.steps.emplace_back();
       plan.steps.back().ops = {id};
-      open_shape = clusters && generable(body, op) ? &op.outputs[0].shape : nullptr;
+      open_shape = clusters ? opens(op) : nullptr;
+      if (open_shape) plan.steps.back().shape = *open_shape;
     }
     step_of[id] = static_cast<int>(plan.steps.size() - 1);
     finish(id);
@@ -267,10 +322,15 @@ RegionPlan plan_region(const ir::Region& region, bool clusters) {
         if (std::find(step.inputs.begin(), step.inputs.end(), v) == step.inputs.end())
           step.inputs.push_back(v);
       }
-      bool read_after = region_output[id];
-      for (ir::EdgeId e : readers[id])
-        read_after |= step_of[body.edge(e).sink] != static_cast<int>(s);
-      if (read_after) step.outputs.emplace_back(id, 0);
+      for (size_t k = 0; k < body.op(id).outputs.size(); ++k) {
+        const ValueRef v{id, static_cast<int>(k)};
+        bool read_after =
+            std::find(region.outputs.begin(), region.outputs.end(), v) != region.outputs.end();
+        for (ir::EdgeId e : readers[id])
+          read_after |= body.edge(e).source_output == v.second &&
+                        step_of[body.edge(e).sink] != static_cast<int>(s);
+        if (read_after) step.outputs.push_back(v);
+      }
     }
     choose_access(body, step);
   }
@@ -280,56 +340,113 @@ RegionPlan plan_region(const ir::Region& region, bool clusters) {
 std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
                          const std::string& name) {
   TEMPO_ASSERT(step.access.size() == step.inputs.size(), "cluster without access classes");
+  auto value = [](ir::OpId id, int k) { return cat("x", id, "_", k); };
+  auto type_of = [&](const ValueRef& v) { return c_type(body.op(v.first).outputs[v.second].dtype); };
+  auto member = [&](ir::OpId id) {
+    return std::find(step.ops.begin(), step.ops.end(), id) != step.ops.end();
+  };
   std::ostringstream c;
   c << "extern \"C\" void " << name
     << "(int64_t rows, int64_t cols, const void* const* in, void* const* out) {\n";
-  std::ostringstream per_row, per_element;
+  std::string row_loads, element_loads;
   for (size_t k = 0; k < step.inputs.size(); ++k) {
-    const auto& [id, o] = step.inputs[k];
-    const char* t = c_type(body.op(id).outputs[o].dtype);
-    const std::string x = cat("x", id, "_", o);
+    const ValueRef& v = step.inputs[k];
+    const char* t = type_of(v);
+    const std::string x = value(v.first, v.second);
     c << "  const " << t << "* __restrict in" << k << " = (const " << t << "*)in[" << k << "];\n";
     switch (step.access[k]) {
       case Access::Scalar:
         c << "  const " << t << " " << x << " = in" << k << "[0];\n";
         break;
       case Access::Column:
-        per_row << "    const " << t << " " << x << " = in" << k << "[r];\n";
+        row_loads += cat("    const ", t, " ", x, " = in", k, "[r];\n");
         break;
       case Access::Row:
-        per_element << "      const " << t << " " << x << " = in" << k << "[j];\n";
+        element_loads += cat("      const ", t, " ", x, " = in", k, "[j];\n");
         break;
       case Access::Full:
       case Access::Expand:
-        per_element << "      const " << t << " " << x << " = in" << k << "[r * cols + j];\n";
+        element_loads += cat("      const ", t, " ", x, " = in", k, "[r * cols + j];\n");
         break;
     }
   }
-  for (size_t k = 0; k < step.outputs.size(); ++k) {
-    const char* t = c_type(body.op(step.outputs[k].first).outputs[0].dtype);
-    c << "  " << t << "* __restrict out" << k << " = (" << t << "*)out[" << k << "];\n";
-  }
-  for (ir::OpId id : step.ops) {
-    const ir::OpNode& op = body.op(id);
+  for (size_t k = 0; k < step.outputs.size(); ++k)
+    c << "  " << type_of(step.outputs[k]) << "* __restrict out" << k << " = ("
+      << type_of(step.outputs[k]) << "*)out[" << k << "];\n";
+  auto statement = [&](const ir::OpNode& op, const char* indent) {
     std::vector<std::string> args;
     for (ir::EdgeId eid : op.inputs) {
       const ir::Edge& edge = body.edge(eid);
       const ir::OpNode& src = body.op(edge.source);
-      if (uniform_const(src))
-        args.push_back(literal(src.attrs.scalar, src.outputs[0].dtype));
-      else
-        args.push_back(cat("x", edge.source, "_", edge.source_output));
+      args.push_back(uniform_const(src) ? literal(src.attrs.scalar, src.outputs[0].dtype)
+                                        : value(edge.source, edge.source_output));
     }
-    per_element << "      const " << c_type(op.outputs[0].dtype) << " x" << id << "_0 = "
-                << expression(op.kind, op.outputs[0].dtype, args) << ";\n";
+    return cat(indent, "const ", c_type(op.outputs[0].dtype), " ", value(op.id, 0), " = ",
+               expression(op.kind, op.outputs[0].dtype, args), ";\n");
+  };
+  // The body of a loop over a row: loads, then the element ops `targets` need, in order.
+  auto element_chain = [&](std::vector<ir::OpId> targets) {
+    std::vector<bool> need(body.num_ops(), false);
+    while (!targets.empty()) {
+      ir::OpId id = targets.back();
+      targets.pop_back();
+      if (need[id] || !member(id) || role(body, body.op(id), step.shape) != Role::Element)
+        continue;
+      need[id] = true;
+      for (ir::EdgeId e : body.op(id).inputs) targets.push_back(body.edge(e).source);
+    }
+    std::string s = element_loads;
+    for (ir::OpId id : step.ops)
+      if (need[id]) s += statement(body.op(id), "      ");
+    return s;
+  };
+  std::string row;  // per-row ops and reductions, in order
+  for (ir::OpId id : step.ops) {
+    const ir::OpNode& op = body.op(id);
+    switch (role(body, op, step.shape)) {
+      case Role::Row:
+        row += statement(op, "    ");
+        break;
+      case Role::Reduce: {
+        const ir::Edge& in = body.edge(op.inputs[0]);
+        const std::string x = value(in.source, in.source_output), acc = cat("acc", id);
+        const char* t = c_type(op.outputs[0].dtype);
+        const bool max = op.kind == OpKind::ReduceMax;
+        row += cat("    ", t, " ", acc, " = ",
+                   max ? cat("-std::numeric_limits<", t, ">::infinity()") : cat("(", t, ")0"),
+                   ";\n", max ? cat("    int64_t arg", id, " = 0;\n") : "",
+                   "    for (int64_t j = 0; j < cols; ++j) {\n", element_chain({in.source}));
+        // The first maximum (or NaN), as LibTorch's max along a dimension.
+        row += max ? cat("      if (", x, " > ", acc, " || (", x, " != ", x, " && ", acc,
+                         " == ", acc, ")) { ", acc, " = ", x, "; arg", id, " = j; }\n")
+                   : cat("      ", acc, " += (", t, ")", x, ";\n");
+        row += cat("    }\n    const ", t, " ", value(id, 0), " = ", acc, ";\n",
+                   max ? cat("    const int64_t ", value(id, 1), " = arg", id, ";\n") : "");
+        break;
+      }
+      default:  // element ops are computed in the loops that need them
+        break;
+    }
   }
-  for (size_t k = 0; k < step.outputs.size(); ++k)
-    per_element << "      out" << k << "[r * cols + j] = x" << step.outputs[k].first << "_0;\n";
-  // Outputs are fresh buffers, never aliasing inputs: ivdep lets GCC vectorize (it does not
-  // trust __restrict on these local pointers).
+  std::string stores;  // element outputs, in the last loop
+  std::vector<ir::OpId> targets;
+  for (size_t k = 0; k < step.outputs.size(); ++k) {
+    const auto& [id, o] = step.outputs[k];
+    if (role(body, body.op(id), step.shape) == Role::Element) {
+      stores += cat("      out", k, "[r * cols + j] = ", value(id, o), ";\n");
+      targets.push_back(id);
+    } else {
+      row += cat("    out", k, "[r] = ", value(id, o), ";\n");
+    }
+  }
+  std::string last;
+  if (!targets.empty())
+    // Outputs are fresh buffers, never aliasing inputs: ivdep lets GCC vectorize (it does not
+    // trust __restrict on these local pointers).
+    last = cat("#pragma GCC ivdep\n    for (int64_t j = 0; j < cols; ++j) {\n",
+               element_chain(targets), stores, "    }\n");
   c << "  for (int64_t r = 0; r < rows; ++r) {\n"
-    << per_row.str() << "#pragma GCC ivdep\n    for (int64_t j = 0; j < cols; ++j) {\n"
-    << per_element.str() << "    }\n  }\n}\n";
+    << row_loads << row << last << "  }\n}\n";
   return c.str();
 }
 

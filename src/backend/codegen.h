@@ -1,6 +1,9 @@
 // Code generation for dataflow regions (TEMPO §4.4). A region's body is planned as a sequence of
-// steps: single ops, which run as the backend's kernels, and elementwise clusters (connected
-// elementwise ops of one shape), which become one generated C++ loop each. All loops of a program
+// steps: single ops, which run as the backend's kernels, and clusters, which become one generated
+// C++ loop nest each. A cluster has a shape S: its elementwise ops of shape S, elementwise ops with
+// one value per row (S with its last dimension 1 or dropped) and reductions of S's last dimension
+// (sum, max with its first argmax): log-softmax, softmax and an MLP layer's epilogue are one
+// cluster each. All loops of a program
 // are compiled together by the system compiler into one shared object, cached on disk by a hash
 // of their source (backend/kernel_cache.h).
 #pragma once
@@ -28,11 +31,12 @@ enum class Access : uint8_t {
 // How a region's body runs: steps in an order where each reads only values before it.
 struct RegionPlan {
   struct Step {
-    std::vector<ir::OpId> ops;      // one op, or the ops of an elementwise cluster in order
+    std::vector<ir::OpId> ops;      // one op, or the ops of a cluster in order
     std::vector<ValueRef> inputs;   // cluster: values it reads from outside, in argument order
     std::vector<ValueRef> outputs;  // cluster: values read after it or by the region's readers
     std::vector<Access> access;     // cluster: per input
     size_t split = 0;               // cluster: rows = prod(shape[:split]), cols = the rest
+    ir::Shape shape;                // cluster: its elements' shape
     bool cluster() const { return ops.size() > 1; }
   };
   std::vector<Step> steps;

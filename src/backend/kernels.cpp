@@ -157,11 +157,14 @@ std::unique_ptr<Kernel> udf_kernel(const ir::Graph& g, const ir::OpNode& op,
 std::unique_ptr<Kernel> cluster_kernel(const std::string& who, const ir::Graph& body,
                                        const RegionPlan::Step& step, ClusterFn loop,
                                        const sym::SymbolLayout& layout) {
-  SymShape shape(body.op(step.ops.front()).outputs[0].shape.dims, layout);
+  SymShape shape(step.shape.dims, layout);
+  std::vector<SymShape> out_shapes;
   std::vector<torch::ScalarType> in_types, out_types;
   for (const auto& [id, k] : step.inputs) in_types.push_back(to_torch(body.op(id).outputs[k].dtype));
-  for (const auto& [id, k] : step.outputs)
+  for (const auto& [id, k] : step.outputs) {
     out_types.push_back(to_torch(body.op(id).outputs[k].dtype));
+    out_shapes.emplace_back(body.op(id).outputs[k].shape.dims, layout);
+  }
   const std::vector<Access> access = step.access;
   const size_t split = step.split;
   return kernel(who, [=](const ValuePtr* in, size_t, const int64_t* env, ValuePtr* out) {
@@ -184,8 +187,9 @@ std::unique_ptr<Kernel> cluster_kernel(const std::string& who, const ir::Graph& 
       in_ptrs.push_back(t.data_ptr());
       inputs.push_back(std::move(t));
     }
-    for (torch::ScalarType t : out_types) {
-      outputs.push_back(torch::empty(sh, torch::TensorOptions().dtype(t)));
+    for (size_t k = 0; k < out_types.size(); ++k) {
+      outputs.push_back(
+          torch::empty(out_shapes[k].eval(env), torch::TensorOptions().dtype(out_types[k])));
       out_ptrs.push_back(outputs.back().data_ptr());
     }
     loop(rows, cols, in_ptrs.data(), out_ptrs.data());

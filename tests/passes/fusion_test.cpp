@@ -232,3 +232,40 @@ TEST(Fusion, GeneratedMathMatchesLibTorch) {
 
 }  // namespace
 }  // namespace tempo
+
+namespace tempo {
+namespace {
+
+// Reductions of the last dimension inside generated loops: log-softmax, softmax, a row sum
+// without keepdim feeding per-row ops, and max with its argmax (ties give the first index, as in
+// LibTorch), against LibTorch on the same values.
+TEST(Fusion, GeneratedRowReductionsMatchLibTorch) {
+  auto build = [](Context& ctx) {
+    Dim t = ctx.dim("t", "T");
+    RT x = source(ctx, {t}, {5, 4});
+    RT ties = (x * 2.0).floor();  // repeated maxima in a row
+    auto [m, arg] = ties.max_with_indices(1, false);
+    RT ent = -(x.softmax(1) * x.log_softmax(1)).sum(1);  // per row, no keepdim
+    return std::vector<RT>{x.log_softmax(1).retain(), (x * 3.0).softmax(1).retain(),
+                           (ent * 2.0 + 1.0).retain(), (m + 0.5).retain(),
+                           (arg.cast(DType::Float32) + 0.5).retain()};
+  };
+  const Bounds bounds = {{Expr::bound("T"), 2}};
+  std::vector<std::vector<int64_t>> points = {{0}, {1}};
+  Result on = run({true, true}, build, bounds, points);
+  Result off = run({false, false}, build, bounds, points);
+  for (size_t k = 0; k < points.size(); ++k) {
+    torch::Tensor x = eager_source(points[k], {5, 4});
+    auto [m, arg] = (x * 2.0).floor().max(1);
+    torch::Tensor ent = -(x.softmax(1) * x.log_softmax(1)).sum(1);
+    std::vector<torch::Tensor> want = {x.log_softmax(1), (x * 3.0).softmax(1), ent * 2.0 + 1.0,
+                                       m + 0.5, arg.to(torch::kFloat32) + 0.5};
+    for (size_t o = 0; o < want.size(); ++o) {
+      expect_close(on.values[o * points.size() + k], want[o], cat("output ", o, " (generated)"));
+      expect_close(off.values[o * points.size() + k], want[o], cat("output ", o, " (unfused)"));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tempo
