@@ -415,6 +415,9 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
         row += cat("    ", t, " ", acc, " = ",
                    max ? cat("-std::numeric_limits<", t, ">::infinity()") : cat("(", t, ")0"),
                    ";\n", max ? cat("    int64_t arg", id, " = 0;\n") : "",
+                   // A sum may be reassociated (as LibTorch's vectorized sums are), so that its
+                   // loop vectorizes; the first maximum is a sequential search.
+                   max ? "" : cat("#pragma omp simd reduction(+ : ", acc, ")\n"),
                    "    for (int64_t j = 0; j < cols; ++j) {\n", element_chain({in.source}));
         // The first maximum (or NaN), as LibTorch's max along a dimension.
         row += max ? cat("      if (", x, " > ", acc, " || (", x, " != ", x, " && ", acc,
