@@ -46,8 +46,9 @@ struct RegionPlan {
 RegionPlan plan_region(const ir::Region& region, bool clusters);
 
 // The C++ source of a cluster step as `extern "C" void <name>(int64_t rows, int64_t cols,
-// const void* const* in, void* const* out)`: inputs indexed by their Access, every output
-// contiguous with rows * cols elements. The inner loop is written for the compiler to vectorize
+// const void* const* in, void* const* out)`: inputs indexed by their Access; outputs contiguous,
+// rows * cols elements (element ops) or rows (per-row ops and reductions). Loops are written for
+// the compiler to vectorize
 // (float exp, log, tanh and sigmoid are branch-free polynomials, not libm calls).
 std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
                          const std::string& name);
@@ -55,7 +56,7 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
 // A whole library: the helpers generated functions use, then the functions.
 std::string library_source(const std::vector<std::string>& functions);
 
-// Whether an op can be a member of an elementwise cluster.
+// Whether an elementwise op can be generated (as a cluster member of any role).
 bool generable(const ir::Graph& body, const ir::OpNode& op);
 
 }  // namespace tempo::backend

@@ -11,8 +11,8 @@ namespace tempo::backend {
 
 // `device` is a LibTorch device string: "cpu", "cuda" or "cuda:N". A CUDA device needs a build
 // with -DTEMPO_CUDA=ON against a CUDA LibTorch; asking for one otherwise is a UserError.
-// With `codegen`, the elementwise clusters of fused regions run as generated C++ loops (CPU
-// only; backend/codegen.h), compiled once per program and cached on disk.
+// With `codegen`, the clusters of fused regions run as generated C++ loops (CPU only;
+// backend/codegen.h), compiled once per program and cached on disk.
 std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& device = "cpu",
                                                         bool codegen = true);
 
