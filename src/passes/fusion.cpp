@@ -86,13 +86,15 @@ class Fuser {
       for (const Dim& d : op.domain)
         if (std::none_of(dims_.begin(), dims_.end(), [&](const Dim& x) { return x == d; }))
           dims_.push_back(d);
-    TEMPO_ASSERT(2 * dims_.size() + 2 * 8 <= 64, "fusion: too many dimensions to track");
     for (const ir::OpNode& op : g_.ops()) {
       std::vector<size_t> ids;
       for (const Dim& d : op.domain) ids.push_back(dim_index(d));
       dims_of_.push_back(std::move(ids));
     }
   }
+
+  // Path states pack two bits per dimension (region and program) into 64 bits.
+  bool trackable() const { return dims_.size() <= 16; }
 
   // Merges along every same-point edge between fusible ops where the region stays schedulable.
   void group() {
@@ -364,6 +366,7 @@ class Fuser {
 
 bool fuse_dataflow(Program& p) {
   Fuser f(p);
+  if (!f.trackable()) return false;  // more temporal dimensions than any program here has
   f.group();
   return f.build();
 }
