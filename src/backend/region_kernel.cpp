@@ -57,6 +57,18 @@ class RegionKernel final : public Kernel {
       max_out = std::max(max_out, s.outputs.size());
     }
     for (const auto& [id, k] : r.outputs) outputs_.push_back(base[id] + k);
+    // Each value is released after the last step that reads it (or, if none does, the step that
+    // made it), so a region holds no more intermediates than the ops would unfused. Params and
+    // the region's outputs stay until the end of the run.
+    std::vector<int> last(static_cast<size_t>(slots), -1);
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      for (int32_t v : steps_[i].outputs) last[v] = static_cast<int>(i);
+      for (int32_t v : steps_[i].inputs) last[v] = static_cast<int>(i);
+    }
+    for (const auto& [slot, k] : params_) last[slot] = -1;
+    for (int32_t v : outputs_) last[v] = -1;
+    for (size_t v = 0; v < last.size(); ++v)
+      if (last[v] >= 0) steps_[last[v]].frees.push_back(static_cast<int32_t>(v));
     values_.resize(static_cast<size_t>(slots));
     args_.resize(max_in);
     results_.resize(max_out);
@@ -67,17 +79,19 @@ class RegionKernel final : public Kernel {
     for (const Step& s : steps_) {
       for (size_t i = 0; i < s.inputs.size(); ++i) args_[i] = values_[s.inputs[i]];
       s.kernel->run(args_.data(), s.inputs.size(), env, results_.data());
+      for (size_t i = 0; i < s.inputs.size(); ++i) args_[i].reset();
       for (size_t i = 0; i < s.outputs.size(); ++i) values_[s.outputs[i]] = std::move(results_[i]);
+      for (int32_t v : s.frees) values_[v].reset();
     }
     for (size_t j = 0; j < outputs_.size(); ++j) out[j] = values_[outputs_[j]];
     for (ValuePtr& v : values_) v.reset();
-    for (ValuePtr& v : args_) v.reset();
   }
 
  private:
   struct Step {
     Kernel* kernel = nullptr;
     std::vector<int32_t> inputs, outputs;  // value slots
+    std::vector<int32_t> frees;            // value slots last used by this step
   };
   Kernel* add_kernel(std::unique_ptr<Kernel> k) {
     kernels_.push_back(std::move(k));
