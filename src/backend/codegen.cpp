@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iomanip>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "util/error.h"
@@ -274,33 +275,34 @@ RegionPlan plan_region(const ir::Region& region, bool clusters) {
 
   RegionPlan plan;
   std::vector<int> step_of(n, -1);
-  const ir::Shape* open_shape = nullptr;  // the open cluster's shape
+  bool open = false;  // the last step is a cluster that ops of its shape may join
   // The shape of the cluster an op opens: its own (elementwise) or its input's (a reduction).
-  auto opens = [&](const ir::OpNode& op) -> const ir::Shape* {
+  auto opens = [&](const ir::OpNode& op) -> std::optional<ir::Shape> {
     if (!op.outputs.empty() && role(body, op, op.outputs[0].shape) == Role::Element)
-      return &op.outputs[0].shape;
+      return op.outputs[0].shape;
     if (op.inputs.size() == 1) {
-      const ir::Shape& in = body.op(body.edge(op.inputs[0]).source).outputs[0].shape;
-      if (role(body, op, in) == Role::Reduce) return &in;
+      ir::Shape in = body.input_type(op.inputs[0]).shape;
+      if (role(body, op, in) == Role::Reduce) return in;
     }
-    return nullptr;
+    return std::nullopt;
   };
   while (!ready.empty()) {
     auto joins = [&](ir::OpId id) {
-      return open_shape && role(body, body.op(id), *open_shape) != Role::None;
+      return open && role(body, body.op(id), plan.steps.back().shape) != Role::None;
     };
     auto it = std::find_if(ready.begin(), ready.end(), joins);
     if (it == ready.end()) it = ready.begin();
     const ir::OpId id = *it;
     ready.erase(it);
     const ir::OpNode& op = body.op(id);
-    if (clusters && joins(id)) {
+    if (joins(id)) {
       plan.steps.back().ops.push_back(id);
     } else {
       plan.steps.emplace_back();
       plan.steps.back().ops = {id};
-      open_shape = clusters ? opens(op) : nullptr;
-      if (open_shape) plan.steps.back().shape = *open_shape;
+      std::optional<ir::Shape> shape = clusters ? opens(op) : std::nullopt;
+      open = shape.has_value();
+      if (open) plan.steps.back().shape = std::move(*shape);
     }
     step_of[id] = static_cast<int>(plan.steps.size() - 1);
     finish(id);

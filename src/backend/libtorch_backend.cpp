@@ -90,9 +90,8 @@ std::string loop_name(ir::OpId op, size_t step) {
 
 class LibTorchBackend final : public runtime::Backend {
  public:
-  LibTorchBackend(torch::Device device, bool codegen) {
+  LibTorchBackend(torch::Device device, bool codegen) : codegen_(codegen && device.is_cpu()) {
     state_.device = device;
-    state_.codegen = codegen && device.is_cpu();
     state_.generator = at::make_generator<at::CPUGeneratorImpl>(0);
   }
 
@@ -100,7 +99,7 @@ class LibTorchBackend final : public runtime::Backend {
 
   std::string prepare(const ir::Graph& g, const sym::SymbolLayout&) override {
     state_.regions.clear();
-    if (!state_.codegen) return "";
+    if (!codegen_) return "";
     std::vector<std::string> functions;
     int ops = 0;
     for (const ir::OpNode& op : g.ops()) {
@@ -174,6 +173,7 @@ class LibTorchBackend final : public runtime::Backend {
   }
 
  private:
+  const bool codegen_;  // generate loops for fused regions (CPU only)
   TorchState state_;
 };
 

@@ -56,7 +56,6 @@ struct TorchState {
   torch::Device device = torch::kCPU;
   torch::Generator generator;
   uint64_t seed = 0;  // Backend::seed
-  bool codegen = true;
   std::shared_ptr<KernelLibrary> library;  // the program's generated loops
   std::unordered_map<ir::OpId, CompiledRegion> regions;
 };
