@@ -45,7 +45,8 @@ const char* kUsage =
     "  --gae-lambda  advantage lambda (default 0.95; 1: full bootstrapped returns)\n"
     "  --ent-coef    entropy bonus (default 0.01)   --vf-coef  value loss weight (default 0.5)\n"
     "  --default-init  PyTorch's default init instead of orthogonal weights\n"
-    "  --out DIR     writes DIR/curve.csv and DIR/curve.svg at the end\n";
+    "  --out DIR     writes DIR/curve.csv and DIR/curve.svg at the end\n"
+    "  --profile     time every launch; print where the run's time went\n";
 
 int64_t parse_int(const std::string& flag, const std::string& s) {
   char* end = nullptr;
@@ -167,6 +168,7 @@ const std::vector<Option>& all_options() {
       {"--constant-lr", false, [](A& a, S, S) { a.cfg.lr_decay = false; }},
       {"--default-init", false, [](A& a, S, S) { a.cfg.orthogonal_init = false; }},
       {"--verbose", false, [](A& a, S, S) { a.cfg.verbose = true; }},
+      {"--profile", false, [](A& a, S, S) { a.cfg.profile = true; }},
       {"--env", true, [](A& a, S, S v) { a.cfg.env = v; }},
       {"--no-pass", true, [](A& a, S, S v) { a.cfg.passes.set(v, false); }},
       {"--seed", true, [](A& a, S f, S v) { a.cfg.seed = static_cast<uint64_t>(parse_int(f, v)); }},
@@ -236,6 +238,7 @@ int run_train_command(int argc, char** argv) {
             << fmt(static_cast<double>(res.peak_tracked_bytes) / (1 << 20), 1)
             << " MiB, launches per iteration: "
             << res.launches / std::max<int64_t>(1, cfg.iterations) << "\n";
+  std::cout << res.profile;
   if (!out.empty()) {
     std::filesystem::create_directories(out);
     std::ostringstream csv;

@@ -30,6 +30,8 @@ struct CompileOptions {
   bool codegen = true;
   uint64_t seed = 0;     // random number generation
   bool verbose = false;  // print compile phases and timings to stderr
+  // Time every launch (Executable::profile_report): where the run's time goes, per op.
+  bool profile = false;
 };
 
 // A bound value per bound symbol, e.g. {{T, 200}, {I, 10}}.
@@ -56,6 +58,9 @@ class Executable {
   MemoryStats memory() const;        // tracked device memory of tensor stores
   std::string schedule_str() const;  // the schedule AST, C-like
   int64_t ops_executed() const;      // launches in the last run (for overhead benchmarks)
+  // With CompileOptions::profile: the runs' wall time split into kernels, input reads, output
+  // stores and the executor's own work, and the ops that took longest. Empty otherwise.
+  std::string profile_report(size_t top_ops = 12) const;
   Impl& impl() { return *impl_; }
 
  private:

@@ -212,6 +212,14 @@ std::vector<RT> local_grads(const RuleInput& r) {
       if (need(0)) out[0] = expand_to(g.unsqueeze(d, loc), x[0], loc) * w;
       break;
     }
+    case OpKind::DiscountedCumSum: {  // the same links, in the other direction
+      int64_t d = a.ints[0];
+      bool reverse = a.exprs[0].value() != 0;
+      if (need(0))
+        out[0] = x.size() == 2 ? g.discounted_cumsum(a.scalar, x[1], d, !reverse, loc)
+                               : g.discounted_cumsum(a.scalar, d, !reverse, loc);
+      break;
+    }
     case OpKind::CumSum: {  // reverse cumulative sum
       int64_t d = a.ints[0];
       out[0] = g.flip(d, loc).cumsum(d, loc).flip(d, loc);

@@ -254,6 +254,20 @@ RT RT::discounted_sum(double gamma, const RT& done, int64_t dim, Loc loc) const 
   return ctx().add_op1(OpKind::DiscountedSum, std::move(a), {*this, done}, loc);
 }
 
+RT RT::discounted_cumsum(double gamma, int64_t dim, bool reverse, Loc loc) const {
+  Attrs a = ints_attr({norm_dim(*this, dim, rank(), loc, "discounted_cumsum")});
+  a.scalar = gamma;
+  a.exprs = {Expr(reverse ? 1 : 0)};
+  return ctx().add_op1(OpKind::DiscountedCumSum, std::move(a), {*this}, loc);
+}
+
+RT RT::discounted_cumsum(double gamma, const RT& done, int64_t dim, bool reverse, Loc loc) const {
+  Attrs a = ints_attr({norm_dim(*this, dim, rank(), loc, "discounted_cumsum")});
+  a.scalar = gamma;
+  a.exprs = {Expr(reverse ? 1 : 0)};
+  return ctx().add_op1(OpKind::DiscountedCumSum, std::move(a), {*this, done}, loc);
+}
+
 // ---- movement ------------------------------------------------------------------------------
 
 RT RT::reshape(Shape shape, Loc loc) const {

@@ -122,6 +122,16 @@ class RT {
   // The same within an episode: sum_k gamma^k x[k] over the k before the first done[j] >= 0.5
   // (j < k; done has x's shape). r[t:T].discounted_sum(0.99, d[t:T]) is the return at t.
   RT discounted_sum(double gamma, const RT& done, int64_t dim = 0, Loc loc = Loc::current()) const;
+  // Discounted sums from every position in one pass along dim: with `reverse`, the sum to the
+  // end, y[k] = sum_{j >= k} gamma^(j - k) x[j] (the return of every step); otherwise from the
+  // start, y[k] = sum_{j <= k} gamma^(k - j) x[j].
+  RT discounted_cumsum(double gamma, int64_t dim = 0, bool reverse = true,
+                       Loc loc = Loc::current()) const;
+  // The same within episodes: nothing flows between positions k and k + 1 where done[k] >= 0.5
+  // (done has x's shape). r[0:T].discounted_cumsum(0.99, d[0:T])[t] ==
+  // r[t:T].discounted_sum(0.99, d[t:T]).
+  RT discounted_cumsum(double gamma, const RT& done, int64_t dim = 0, bool reverse = true,
+                       Loc loc = Loc::current()) const;
 
   // ---- movement and views ----
   RT reshape(Shape shape, Loc loc = Loc::current()) const;

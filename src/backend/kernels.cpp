@@ -20,6 +20,34 @@ uint64_t mix(uint64_t x) {
 
 using runtime::Kernel;
 using runtime::ValuePtr;
+
+// y[k] = x[k] + gamma link y[k -/+ 1] along dim d (ir::OpKind::DiscountedCumSum): one pass over
+// the positions, each a row of the other dims.
+torch::Tensor discounted_cumsum(const torch::Tensor& x, const torch::Tensor* done, int64_t d,
+                                double gamma, bool reverse) {
+  torch::Tensor xs = x.movedim(d, 0).contiguous().cpu();
+  torch::Tensor ended;
+  if (done) ended = (done->movedim(d, 0) >= 0.5).contiguous().cpu();
+  torch::Tensor y = torch::empty_like(xs);
+  const int64_t n = xs.size(0), row = n ? xs.numel() / n : 0;
+  const bool* cut = done ? ended.data_ptr<bool>() : nullptr;
+  AT_DISPATCH_FLOATING_TYPES(xs.scalar_type(), "discounted_cumsum", [&] {
+    const scalar_t* in = xs.data_ptr<scalar_t>();
+    scalar_t* out = y.data_ptr<scalar_t>();
+    const auto g = static_cast<scalar_t>(gamma);
+    for (int64_t s = 0; s < n; ++s) {
+      const int64_t k = reverse ? n - 1 - s : s;
+      const int64_t prev = reverse ? k + 1 : k - 1;  // the position y[k] adds
+      const int64_t link = reverse ? k : k - 1;      // whose done cuts the link
+      for (int64_t m = 0; m < row; ++m) {
+        scalar_t v = in[k * row + m];
+        if (s > 0 && !(cut && cut[link * row + m])) v += g * out[prev * row + m];
+        out[k * row + m] = v;
+      }
+    }
+  });
+  return y.to(x.device()).movedim(0, d);
+}
 using Sizes = c10::SmallVector<int64_t, 6>;
 
 // A kernel from a callable; LibTorch errors become UserErrors naming the op.
@@ -401,6 +429,16 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
           w = w * ((ended.cumsum(d) - ended) < 0.5).to(x.scalar_type());
         }
         out[0] = wrap((x * w).sum(d));
+      });
+    }
+    case ir::OpKind::DiscountedCumSum: {
+      const int64_t d = int_attr(0);
+      const double gamma = a.scalar;
+      const bool reverse = a.exprs[0].value() != 0;
+      return kernel(who, [d, gamma, reverse](const ValuePtr* in, size_t n, const int64_t*,
+                                             ValuePtr* out) {
+        const torch::Tensor* done = n == 2 ? &tensor_of(in[1]) : nullptr;
+        out[0] = wrap(discounted_cumsum(tensor_of(in[0]), done, d, gamma, reverse));
       });
     }
     case ir::OpKind::CumSum: {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "backend/cpu_allocator.h"
 #include "backend/torch_value.h"
 #include "util/error.h"
 
@@ -199,6 +200,7 @@ std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& devic
     throw UserError(cat("device \"", device, "\" is not supported (use cpu or cuda)"));
   }
   limit_blas_threads();
+  install_caching_cpu_allocator();
   return std::make_unique<LibTorchBackend>(dev, codegen);
 }
 

@@ -1,6 +1,7 @@
 // The compiler driver: Context::compile and the Executable it returns.
 #include <chrono>
 #include <cstdlib>
+#include <iomanip>
 #include <iostream>
 #include <sstream>
 
@@ -123,6 +124,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   impl->backend->seed(options.seed);
   impl->executor =
       std::make_unique<runtime::Executor>(impl->graph, impl->schedule, *impl->backend, impl->dims);
+  impl->executor->set_profiling(options.profile);
   log("executor", t0);
   if (options.verbose && !impl->executor->prepare_report().empty())
     std::cerr << "[tempo] " << impl->executor->prepare_report() << "\n";
@@ -191,6 +193,50 @@ std::string Executable::schedule_str() const {
 
 int64_t Executable::ops_executed() const {
   return impl_->executor->ops_executed();
+}
+
+std::string Executable::profile_report(size_t top_ops) const {
+  const runtime::Executor& ex = *impl_->executor;
+  const auto& timings = ex.op_timings();
+  if (timings.empty()) return "";
+  using OpTiming = runtime::Executor::OpTiming;
+  OpTiming sum;
+  std::vector<std::pair<int64_t, ir::OpId>> by_time;
+  for (size_t op = 0; op < timings.size(); ++op) {
+    const OpTiming& t = timings[op];
+    sum.launches += t.launches;
+    sum.read_ns += t.read_ns;
+    sum.kernel_ns += t.kernel_ns;
+    sum.write_ns += t.write_ns;
+    if (t.launches) by_time.emplace_back(t.read_ns + t.kernel_ns + t.write_ns, op);
+  }
+  std::sort(by_time.rbegin(), by_time.rend());
+  const double run_ms = static_cast<double>(ex.profiled_run_ns()) / 1e6;
+  auto ms = [](int64_t ns) { return static_cast<double>(ns) / 1e6; };
+  auto share = [&](int64_t ns) { return run_ms > 0 ? 100.0 * ms(ns) / run_ms : 0.0; };
+  const int64_t rest = ex.profiled_run_ns() - sum.read_ns - sum.kernel_ns - sum.write_ns;
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << "profile: " << run_ms << " ms, " << sum.launches
+      << " launches\n"
+      << "  kernels  " << ms(sum.kernel_ns) << " ms (" << share(sum.kernel_ns) << "%)\n"
+      << "  reads    " << ms(sum.read_ns) << " ms (" << share(sum.read_ns)
+      << "%)  input lookup and slice stacking\n"
+      << "  writes   " << ms(sum.write_ns) << " ms (" << share(sum.write_ns) << "%)  output stores\n"
+      << "  executor " << ms(rest) << " ms (" << share(rest)
+      << "%)  loops, conditions, deallocation, timing\n"
+      << "  overhead per launch (all but kernels): " << std::setprecision(2)
+      << (sum.launches ? static_cast<double>(ex.profiled_run_ns() - sum.kernel_ns) / 1e3 /
+                             static_cast<double>(sum.launches)
+                       : 0.0)
+      << " us\n  top ops:        ms      %  launches  us/launch\n";
+  for (size_t k = 0; k < std::min(top_ops, by_time.size()); ++k) {
+    const OpTiming& t = timings[by_time[k].second];
+    out << std::setprecision(1) << "  " << std::setw(14) << ms(by_time[k].first) << std::setw(7)
+        << share(by_time[k].first) << std::setw(10) << t.launches << std::setw(11)
+        << std::setprecision(2) << static_cast<double>(by_time[k].first) / 1e3 / t.launches
+        << "  " << impl_->graph.op(by_time[k].second).describe() << "\n";
+  }
+  return out.str();
 }
 
 }  // namespace tempo

@@ -252,6 +252,20 @@ std::vector<TensorType> infer(const Ctx& c) {
       }
       return {reduce_shape(c, in[0], {d}, false)};
     }
+    case OpKind::DiscountedCumSum: {
+      if (in.empty() || in.size() > 2) c.fail("takes x and an optional done");
+      if (!is_floating(in[0].dtype)) c.fail(cat("needs a floating tensor, got ", in[0].str()));
+      c.dim(0, in[0].shape.rank());
+      if (a.exprs.size() != 1 || !a.exprs[0].is_const())
+        c.fail("needs its direction (1: reverse, 0: forward) as exprs[0]");
+      if (in.size() == 2) {
+        bool same = in[1].shape.rank() == in[0].shape.rank();
+        for (size_t k = 0; same && k < in[0].shape.rank(); ++k)
+          same = c.same_size(in[0].shape[k], in[1].shape[k]);
+        if (!same) c.fail(cat("done must have x's shape: ", shapes_str(in)));
+      }
+      return {in[0]};
+    }
     case OpKind::CumSum: {
       c.dim(0, in[0].shape.rank());
       TensorType t = in[0];

@@ -63,6 +63,9 @@ namespace tempo::ir {
   X(CumSum, 1, 1, true, DimAttrs)    /* along ints[0] */                                           \
   X(DiscountedSum, -1, 1, true,                                                                    \
     DimAttrs) /* x[, done]: sum_k scalar^k x[k] alive(k) along ints[0] */                          \
+  /* x[, done] along ints[0]; exprs[0] = 1: y[k] = x[k] + scalar link(k) y[k + 1], else        */   \
+  /* y[k] = x[k] + scalar link(k - 1) y[k - 1]; link(j) = done[j] < 0.5 (1 without done)      */   \
+  X(DiscountedCumSum, -1, 1, true, DimAttrs)                                                       \
   /* movement and views */                                                                         \
   X(Reshape, 1, 1, true, ShapeAttr)  /* to shape exprs */                                          \
   X(Permute, 1, 1, true, Permute)    /* dims order ints */                                         \

@@ -36,7 +36,9 @@ std::string attrs_str(const OpNode& op) {
   if (!a.exprs.empty()) parts.push_back("exprs=" + exprs_str(a.exprs));
   switch (op.kind) {
     case OpKind::Const:
-    case OpKind::Pad: {
+    case OpKind::Pad:
+    case OpKind::DiscountedSum:
+    case OpKind::DiscountedCumSum: {
       std::ostringstream os;
       os << a.scalar;
       parts.push_back("scalar=" + os.str());

@@ -34,25 +34,6 @@ bool same_cond(const Expr& a, const Expr& b) {
   return a.defined() == b.defined() && (!a.defined() || a.same(b));
 }
 
-// For each dimension of an edge's sink: the constant k with sink coordinate = source coordinate
-// + k wherever the edge reads a single shifted point along it (x[t - 1]: k = 1), or nothing where
-// the sink's coordinate is not determined by the source's (windows, broadcasts, other indices).
-std::vector<std::optional<int64_t>> shifts(const Graph& g, EdgeId id) {
-  const ir::Edge& e = g.edge(id);
-  const Dims& sink = g.op(e.sink).domain;
-  const Dims& source = g.op(e.source).domain;
-  std::vector<std::optional<int64_t>> out(sink.size());
-  for (size_t k = 0; k < sink.size(); ++k)
-    for (size_t j = 0; j < source.size(); ++j) {
-      if (!(source[j] == sink[k])) continue;
-      const Expr& x = e.phi.arg(j);
-      if (x.is_slice()) break;
-      Expr back = x.same(sink[k].var) ? Expr(0) : sym::simplify(sink[k].var - x, sink);
-      if (back.is_const()) out[k] = back.value();
-    }
-  return out;
-}
-
 // Ops grouped into regions, each group a list of ops (a singleton until merged).
 struct Groups {
   std::vector<int> of;  // op -> group

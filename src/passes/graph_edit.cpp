@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "symbolic/simplify.h"
 #include "util/error.h"
 
 namespace tempo::passes {
@@ -69,6 +70,22 @@ bool forward_input(Program& p, OpId op, int input) {
   const ir::TensorType &from = node.outputs[0], &to = g.op(e.source).outputs[e.source_output];
   if (from.dtype != to.dtype || !from.shape.same(to.shape)) return false;
   return redirect_reads(g, op, 0, e.source, e.source_output) > 0;
+}
+
+std::vector<std::optional<int64_t>> shifts(const Graph& g, EdgeId id) {
+  const ir::Edge& e = g.edge(id);
+  const Dims& sink = g.op(e.sink).domain;
+  const Dims& source = g.op(e.source).domain;
+  std::vector<std::optional<int64_t>> out(sink.size());
+  for (size_t k = 0; k < sink.size(); ++k)
+    for (size_t j = 0; j < source.size(); ++j) {
+      if (!(source[j] == sink[k])) continue;
+      const Expr& x = e.phi.arg(j);
+      if (x.is_slice()) break;
+      Expr back = x.same(sink[k].var) ? Expr(0) : sym::simplify(sink[k].var - x, sink);
+      if (back.is_const()) out[k] = back.value();
+    }
+  return out;
 }
 
 std::optional<double> const_input(const Graph& g, const ir::OpNode& op, int input) {

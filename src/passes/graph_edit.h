@@ -36,6 +36,11 @@ int redirect_reads(ir::Graph& g, ir::OpId from, int out, ir::OpId to, int to_out
 // nothing reads `op`.
 bool forward_input(Program& p, ir::OpId op, int input);
 
+// For each dimension of an edge's sink: the constant k with sink coordinate = source coordinate
+// + k wherever the edge reads a single shifted point along it (x[t - 1]: k = 1), or nothing where
+// the sink's coordinate is not determined by the source's (windows, broadcasts, other indices).
+std::vector<std::optional<int64_t>> shifts(const ir::Graph& g, ir::EdgeId id);
+
 // The value of input `input` of `op` if its source is a constant fill (any point reads the same).
 std::optional<double> const_input(const ir::Graph& g, const ir::OpNode& op, int input);
 // The op that input `input` of `op` reads.

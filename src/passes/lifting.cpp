@@ -1,6 +1,7 @@
 #include "passes/lifting.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "passes/graph_edit.h"
 #include "symbolic/simplify.h"
@@ -25,23 +26,43 @@ int window_entry(const Expr& phi) {
   return found;
 }
 
-// Whether `to` is reachable from `from` along reads (a lifted scan of `to` would then wait for
-// its own reader: the window's source must not depend on the sum).
-bool reaches(const ir::Graph& g, const std::vector<std::vector<EdgeId>>& readers, OpId from,
-             OpId to) {
-  std::vector<bool> seen(g.num_ops(), false);
-  std::vector<OpId> work{from};
-  while (!work.empty()) {
-    OpId v = work.back();
-    work.pop_back();
-    if (v == to) return true;
-    for (EdgeId e : readers[v])
-      if (!seen[g.edge(e).sink]) {
-        seen[g.edge(e).sink] = true;
-        work.push_back(g.edge(e).sink);
+// Whether a lifted scan at point q of `scan_domain` (reading all of `source` along the window
+// dim at q) could wait for the sum it replaces: some path of reads from the sum back to `source`
+// ends at a point of source not certainly later than q. It may come back at a later point along
+// one dimension of the scan, on every path: the returns of iteration i feed the actions of
+// iteration i + 1 on only. Along each path a lower bound on the distance travelled along that
+// dimension is kept, clipped to a few steps.
+bool waits_for_reader(const ir::Graph& g, const std::vector<std::vector<EdgeId>>& readers,
+                      OpId sum, OpId source, const Dims& scan_domain) {
+  constexpr int kUnknown = -1000, kClip = 4;  // kUnknown: no bound
+  auto reaches_not_later = [&](const std::optional<Dim>& along) {
+    std::vector<std::vector<bool>> seen(g.num_ops(), std::vector<bool>(2 * kClip + 2, false));
+    auto slot = [&](int lb) { return lb == kUnknown ? 0 : lb + kClip + 1; };
+    std::vector<std::pair<OpId, int>> work{{sum, 0}};
+    while (!work.empty()) {
+      auto [v, lb] = work.back();
+      work.pop_back();
+      if (v == source && lb < 1) return true;
+      for (EdgeId e : readers[v]) {
+        const OpNode& sink = g.op(g.edge(e).sink);
+        int next = kUnknown;
+        if (along && lb != kUnknown) {
+          const std::vector<std::optional<int64_t>> k = shifts(g, e);
+          for (size_t j = 0; j < sink.domain.size(); ++j)
+            if (sink.domain[j] == *along && k[j]) next = lb + static_cast<int>(*k[j]);
+          if (next != kUnknown) next = next < -kClip ? kUnknown : std::min(next, kClip);
+        }
+        if (!seen[sink.id][slot(next)]) {
+          seen[sink.id][slot(next)] = true;
+          work.emplace_back(sink.id, next);
+        }
       }
-  }
-  return false;
+    }
+    return false;
+  };
+  if (!reaches_not_later(std::nullopt)) return false;  // no path at all
+  return std::all_of(scan_domain.begin(), scan_domain.end(),
+                     [&](const Dim& d) { return reaches_not_later(d); });
 }
 
 ir::Attrs dim_attrs(int64_t dim, std::vector<Expr> exprs = {}) {
@@ -105,6 +126,62 @@ void become_index(ir::Graph& g, OpId id, OpId whole, const Dims& domain, const E
   in.phi = identity_phi(domain);
 }
 
+// A read x[..., a:b, ...] of a reduction at `op` whose window a:b (one slice entry, step 1) moves
+// with op's point and stays inside x's dimension: 0 <= a <= b <= N everywhere (a window reaching
+// outside x stays unlifted, for the scheduler to report as the user's error; a scan would read
+// past its ends instead). Every window is then a piece of one scan over all N points of x,
+// computed over the dims the other entries of the read need (`scan_domain`).
+struct MovingWindow {
+  int entry = -1;  // the slice entry of phi
+  Expr lo, hi;     // a, b
+  Dim n;           // x's dimension the window slides along
+  Dims scan_domain;
+  Read whole;  // x[..., 0:N, ...]
+};
+
+std::optional<MovingWindow> moving_window(const ir::Graph& g,
+                                          const std::vector<std::vector<EdgeId>>& readers,
+                                          const OpNode& op, EdgeId e) {
+  const ir::Edge& read = g.edge(e);
+  if (read.cond.defined()) return std::nullopt;
+  const OpNode& src = g.op(read.source);
+  MovingWindow w;
+  w.entry = window_entry(read.phi);
+  if (w.entry < 0) return std::nullopt;
+  const Expr window = read.phi.arg(w.entry);
+  if (!window.arg(2).is_const(1)) return std::nullopt;
+  w.n = src.domain[w.entry];
+  // A dim only the window mentions is one the window moves along (nothing to lift if it does
+  // not move).
+  bool moves = false;
+  for (const Dim& d : op.domain) {
+    bool in_window = mentions(window, d), elsewhere = false;
+    for (size_t k = 0; k < read.phi.size(); ++k)
+      if (static_cast<int>(k) != w.entry) elsewhere |= mentions(read.phi.arg(k), d);
+    if (in_window && elsewhere) return std::nullopt;
+    moves |= in_window;
+    if (elsewhere) w.scan_domain.push_back(d);
+  }
+  for (const Expr& s : src.outputs[read.source_output].shape.dims)
+    if (mentions(s, w.n)) return std::nullopt;  // points of different shapes do not stack
+  if (!moves || waits_for_reader(g, readers, op.id, read.source, w.scan_domain))
+    return std::nullopt;
+  w.lo = window.arg(0);
+  w.hi = window.arg(1);
+  const Dims& at = op.domain;  // where the positions are evaluated
+  if (!sym::prove_nonneg(w.lo, at) || !sym::prove_nonneg(w.hi - w.lo, at) ||
+      !sym::prove_nonneg(w.n.bound - w.hi, at))
+    return std::nullopt;
+  std::vector<Expr> all = read.phi.args();
+  all[w.entry] = slice(0, w.n.bound);
+  w.whole = Read{read.source, read.source_output, seq(all)};
+  return w;
+}
+
+bool is_suffix(const MovingWindow& w, const Dims& at) {
+  return sym::simplify(w.hi - w.n.bound, at).is_const(0);
+}
+
 // Lifts y = sum(x[..., a:b, ...], {0, rest...}) where the window a:b moves with the sink's point:
 // every window sum is read from one scan of all N points of x, O(N) work instead of O(N) per
 // point. With X = x[..., 0:N, ...] (its `rest` dims summed first: a smaller scan):
@@ -126,48 +203,20 @@ bool lift_window_sum(ir::Graph& g, const std::vector<std::vector<EdgeId>>& reade
   std::vector<int64_t> rest;
   for (int64_t d : dims)
     if (d != 0) rest.push_back(d);
-
-  const ir::Edge read = g.edge(sum.inputs[0]);
-  if (read.cond.defined()) return false;
-  const OpNode& src = g.op(read.source);
-  const int sp = window_entry(read.phi);
-  if (sp < 0) return false;
-  const Expr window = read.phi.arg(sp);
-  if (!window.arg(2).is_const(1)) return false;
-  const Dim n = src.domain[sp];
-  // The scan runs over the dims the other entries need; a dim only the window mentions is one
-  // the window moves along (nothing to lift if the window does not move).
-  Dims scan_domain;
-  bool moves = false;
-  for (const Dim& d : sum.domain) {
-    bool in_window = mentions(window, d), elsewhere = false;
-    for (size_t k = 0; k < read.phi.size(); ++k)
-      if (static_cast<int>(k) != sp) elsewhere |= mentions(read.phi.arg(k), d);
-    if (in_window && elsewhere) return false;
-    moves |= in_window;
-    if (elsewhere) scan_domain.push_back(d);
-  }
-  for (const Expr& s : src.outputs[read.source_output].shape.dims)
-    if (mentions(s, n)) return false;  // points of different shapes do not stack
-  if (!moves || reaches(g, readers, id, read.source)) return false;
-  // 0 <= a <= b <= N at every point: a window reaching outside x stays, for the scheduler to
-  // report as the user's error (the scan would read past its ends instead).
-  const Expr lo = window.arg(0), hi = window.arg(1);
-  const Dims& at = sum.domain;  // where the positions are evaluated
-  if (!sym::prove_nonneg(lo, at) || !sym::prove_nonneg(hi - lo, at) ||
-      !sym::prove_nonneg(n.bound - hi, at))
-    return false;
+  const std::optional<MovingWindow> w = moving_window(g, readers, sum, sum.inputs[0]);
+  if (!w) return false;
 
   Builder b(g, sum);
+  const Dims& at = sum.domain;
+  const Dims& scan_domain = w->scan_domain;
   const Expr here = identity_phi(scan_domain);
-  std::vector<Expr> all = read.phi.args();
-  all[sp] = slice(0, n.bound);
-  Read x{read.source, read.source_output, seq(all)};
+  Read x = w->whole;
   if (!rest.empty()) {
     ir::Attrs a;
     a.ints = rest;
     x = Read{b.add(OpKind::Sum, std::move(a), scan_domain, {x}), 0, here};
   }
+  const Expr &lo = w->lo, &hi = w->hi;
   if (lo.is_const(0)) {
     OpId scan = b.along0(OpKind::CumSum, x, scan_domain);
     if (sym::prove_positive(hi, at)) {
@@ -177,11 +226,11 @@ bool lift_window_sum(ir::Graph& g, const std::vector<std::vector<EdgeId>>& reade
     }
     return true;
   }
-  if (sym::simplify(hi - n.bound, at).is_const(0)) {
+  if (is_suffix(*w, at)) {
     OpId flipped = b.along0(OpKind::Flip, x, scan_domain);
     OpId scan = b.along0(OpKind::CumSum, {flipped, 0, here}, scan_domain);
     OpId suffix = b.along0(OpKind::Flip, {scan, 0, here}, scan_domain);
-    if (!sym::prove_positive(n.bound - lo, at)) suffix = b.pad(suffix, scan_domain, 0, 1);
+    if (!sym::prove_positive(w->n.bound - lo, at)) suffix = b.pad(suffix, scan_domain, 0, 1);
     become_index(g, id, suffix, scan_domain, lo);
     return true;
   }
@@ -201,13 +250,49 @@ bool lift_window_sum(ir::Graph& g, const std::vector<std::vector<EdgeId>>& reade
   return true;
 }
 
+// Lifts the discounted sum over the future, y = x[..., a:N, ...].discounted_sum(gamma[, done
+// read over the same window]) along dim 0 (the returns of RL), to position a of one reverse
+// discounted scan of all N points, Y[k] = X[k] + gamma link(k) Y[k + 1]: the recurrence that
+// gives every step's return in one pass (padded 1 after if a may be N). Windows that end before
+// N (n-step returns) stay per point: with episode ends a window's sum is not a difference of
+// scans.
+bool lift_discounted_suffix(ir::Graph& g, const std::vector<std::vector<EdgeId>>& readers,
+                            OpId id) {
+  const OpNode sum = g.op(id);  // a copy: adding ops invalidates references
+  if (sum.kind != OpKind::DiscountedSum || sum.attrs.ints[0] != 0 || sum.cond.defined())
+    return false;
+  const std::optional<MovingWindow> w = moving_window(g, readers, sum, sum.inputs[0]);
+  if (!w || !is_suffix(*w, sum.domain)) return false;
+  std::vector<Read> inputs{w->whole};
+  if (sum.inputs.size() == 2) {
+    // done must be read over the same window of a dimension of the same bound.
+    const ir::Edge &x = g.edge(sum.inputs[0]), &done = g.edge(sum.inputs[1]);
+    const std::optional<MovingWindow> d = moving_window(g, readers, sum, sum.inputs[1]);
+    if (!d || !done.phi.same(x.phi) || !d->n.bound.same(w->n.bound)) return false;
+    inputs.push_back(d->whole);
+  }
+  Builder b(g, sum);
+  ir::Attrs a = dim_attrs(0, {Expr(1)});
+  a.scalar = sum.attrs.scalar;
+  OpId scan = b.add(OpKind::DiscountedCumSum, std::move(a), w->scan_domain, inputs);
+  if (!sym::prove_positive(w->n.bound - w->lo, sum.domain))
+    scan = b.pad(scan, w->scan_domain, 0, 1);
+  become_index(g, id, scan, w->scan_domain, w->lo);
+  g.op(id).inputs.resize(1);  // done's edge is left unread (compaction drops it)
+  return true;
+}
+
 }  // namespace
 
 bool lift_scans(Program& p) {
   bool changed = false;
   const size_t n = p.graph.num_ops();  // the ops added are not lifted again
   std::vector<std::vector<EdgeId>> readers = consumers(p.graph);  // of the original ops
-  for (size_t k = 0; k < n; ++k) changed |= lift_window_sum(p.graph, readers, static_cast<OpId>(k));
+  for (size_t k = 0; k < n; ++k) {
+    const OpId id = static_cast<OpId>(k);
+    changed |= lift_window_sum(p.graph, readers, id) ||
+               lift_discounted_suffix(p.graph, readers, id);
+  }
   return changed;
 }
 

@@ -9,11 +9,13 @@ namespace tempo::passes {
 // `x[t:min(t+n,T)].sum(0)` (or a sum over dim 0 and other dims), is read from one scan of the
 // whole dimension computed once, so the work over a dimension of size T is O(T) instead of
 // O(T^2): prefixes x[0:b] from cumsum(x), suffixes x[a:T] from flip(cumsum(flip(x))), other
-// windows as P[b] - P[a] of the padded prefix scan P. Vectorization then batches the reads when
-// a and b are t + c. Not lifted: windows with a step, several stacked dims, sums with keepdim,
-// integer sums, windows whose source depends on the sum (the scan would wait for its reader),
-// recurrences written with merges (s[t] = s[t-1] + x[t]), discounted and masked sums (the RL
-// returns), and windows of products, maxima or other reductions.
+// windows as P[b] - P[a] of the padded prefix scan P. Discounted sums over the future,
+// `r[t:T].discounted_sum(gamma, done[t:T])` (RL returns, GAE), are read from one reverse
+// discounted scan (discounted_cumsum). Vectorization then batches the reads when a and b are
+// t + c. Not lifted: windows with a step, several stacked dims, sums with keepdim, integer sums,
+// windows whose source depends on the sum (the scan would wait for its reader), recurrences
+// written with merges (s[t] = s[t-1] + x[t]), discounted sums over windows that end before the
+// dimension does (n-step returns), and windows of products, maxima or other reductions.
 bool lift_scans(Program& p);
 
 }  // namespace tempo::passes

@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "util/error.h"
 
@@ -299,7 +300,17 @@ void Executor::run(const std::vector<std::pair<Expr, int64_t>>& bounds) {
   memory_.reset_peak();
   ops_executed_ = 0;
   has_run_ = true;
+  const auto t0 = std::chrono::steady_clock::now();
   exec(static_cast<uint32_t>(nodes_.size() - 1));  // the root is compiled last
+  if (!op_timings_.empty())
+    profiled_run_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count();
+}
+
+void Executor::set_profiling(bool on) {
+  op_timings_.assign(on ? graph_.num_ops() : 0, OpTiming{});
+  profiled_run_ns_ = 0;
 }
 
 void Executor::exec(uint32_t i) {
@@ -358,6 +369,18 @@ ValuePtr gather(InputRead& in, size_t k, Backend& backend, const int64_t* env) {
 }  // namespace
 
 void Executor::launch(Launcher& l) {
+  if (op_timings_.empty())
+    launch_impl<false>(l);
+  else
+    launch_impl<true>(l);
+}
+
+template <bool kProfile>
+void Executor::launch_impl(Launcher& l) {
+  using Clock = std::chrono::steady_clock;
+  auto ns = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
+  };
   int64_t* env = env_.data();
   for (size_t k = 0; k < l.point.size(); ++k) {
     int64_t v = l.point[k].eval(env);
@@ -374,10 +397,17 @@ void Executor::launch(Launcher& l) {
     return gather(in, 0, backend_, env);
   };
   ++ops_executed_;
+  Clock::time_point t0, t1, t2;
+  if constexpr (kProfile) t0 = Clock::now();
   if (l.merge) {
     for (InputRead& in : l.inputs) {
       if (in.has_cond && !in.cond.eval(env)) continue;
       l.outputs[0]->put(l.point_values.data(), read(in));
+      if constexpr (kProfile) {
+        OpTiming& timing = op_timings_[l.op];
+        ++timing.launches;
+        timing.read_ns += ns(t0, Clock::now());
+      }
       return;
     }
     throw UserError(cat(graph_.op(l.op).describe(), " has no branch defined at point ",
@@ -385,12 +415,21 @@ void Executor::launch(Launcher& l) {
   }
   const size_t ni = l.inputs.size();
   for (size_t i = 0; i < ni; ++i) l.in_values[i] = read(l.inputs[i]);
+  if constexpr (kProfile) t1 = Clock::now();
   l.kernel->run(l.in_values.data(), ni, env, l.out_values.data());
   for (size_t i = 0; i < ni; ++i) l.in_values[i].reset();
+  if constexpr (kProfile) t2 = Clock::now();
   for (size_t k = 0; k < l.outputs.size(); ++k) {
     if (!l.out_values[k])
       internal_error(cat("the kernel of ", graph_.op(l.op).describe(), " produced no output ", k));
     l.outputs[k]->put(l.point_values.data(), std::move(l.out_values[k]));
+  }
+  if constexpr (kProfile) {
+    OpTiming& timing = op_timings_[l.op];
+    ++timing.launches;
+    timing.read_ns += ns(t0, t1);
+    timing.kernel_ns += ns(t1, t2);
+    timing.write_ns += ns(t2, Clock::now());
   }
 }
 

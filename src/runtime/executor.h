@@ -41,6 +41,17 @@ class Executor {
   const PointStore* store(ir::OpId op, int output) const;
   const MemoryAccount& memory() const { return memory_; }
   int64_t ops_executed() const { return ops_executed_; }
+
+  // Per-op timings of the runs since profiling was switched on (TEMPO §6's launch cost): where
+  // a launch's time goes, split into reading its inputs (stacking slices), the kernel, and
+  // storing its outputs. Costs two clock reads per phase and launch; off by default.
+  struct OpTiming {
+    int64_t launches = 0;
+    int64_t read_ns = 0, kernel_ns = 0, write_ns = 0;
+  };
+  void set_profiling(bool on);
+  const std::vector<OpTiming>& op_timings() const { return op_timings_; }  // by op id
+  int64_t profiled_run_ns() const { return profiled_run_ns_; }  // wall time of profiled runs
   const std::string& prepare_report() const { return prepare_report_; }  // Backend::prepare
 
   struct Launcher;
@@ -50,6 +61,8 @@ class Executor {
  private:
   void exec(uint32_t node);
   void launch(Launcher& l);
+  template <bool kProfile>
+  void launch_impl(Launcher& l);
   void dealloc(DeallocOp& d);
 
   const ir::Graph& graph_;
@@ -68,6 +81,8 @@ class Executor {
   std::vector<std::unique_ptr<Launcher>> launchers_;
   std::vector<std::unique_ptr<DeallocOp>> deallocs_;
   int64_t ops_executed_ = 0;
+  std::vector<OpTiming> op_timings_;  // empty: not profiling
+  int64_t profiled_run_ns_ = 0;
   bool has_run_ = false;
   std::string prepare_report_;
 };

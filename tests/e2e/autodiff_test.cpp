@@ -352,6 +352,51 @@ TEST(Autodiff, DiscountedSumMatchesAutograd) {
   expect_close(to_torch(exe.get(ga, {})), ta.grad(), "da");
 }
 
+// Discounted cumulative sums in both directions, with and without episode ends, along dims 0
+// and 1, against their recurrences computed by LibTorch with autograd.
+TEST(Autodiff, DiscountedCumSumMatchesAutograd) {
+  Context ctx;
+  RT a = source(ctx, {}, {5, 3}, 1);
+  HostTensor d(DType::Float32, {5, 3});
+  for (int64_t k : {4, 6, 8, 12}) d.set(k, 1.0);
+  RT done = ctx.tensor(d);
+  RT w = source(ctx, {}, {5, 3}, 2);  // weights of the outputs in the loss
+  std::vector<RT> ys = {a.discounted_cumsum(0.9, done, 0, true),
+                        a.discounted_cumsum(0.8, done, 0, false),
+                        a.discounted_cumsum(0.7, 1, true), a.discounted_cumsum(0.6, done, 1, false)};
+  RT loss = (ys[0] * w).sum() + (ys[1] * w).sum() + (ys[2] * w).sum() + (ys[3] * w).sum();
+  for (RT& y : ys) y = y.retain();
+  RT ga = grad(loss, {a})[0].retain();
+  Executable exe = ctx.compile({});
+  exe.run();
+
+  torch::Tensor ta = eager_source({}, {5, 3}, 1).requires_grad_(true);
+  torch::Tensor td = to_torch(d), tw = eager_source({}, {5, 3}, 2);
+  // y[k] = x[k] + gamma (1 - cut) y[k -/+ 1], the cut at the earlier of the two positions.
+  auto scan = [](const torch::Tensor& x, const torch::Tensor* done, double gamma, int64_t dim,
+                 bool reverse) {
+    const int64_t n = x.size(dim);
+    std::vector<torch::Tensor> y(static_cast<size_t>(n));
+    for (int64_t s = 0; s < n; ++s) {
+      int64_t k = reverse ? n - 1 - s : s, prev = reverse ? k + 1 : k - 1;
+      y[k] = x.select(dim, k);
+      if (s == 0) continue;
+      torch::Tensor link = torch::ones_like(y[k]);
+      if (done) link = (done->select(dim, reverse ? k : k - 1) < 0.5).to(torch::kFloat32);
+      y[k] = y[k] + gamma * link * y[prev];
+    }
+    return torch::stack(y, dim);
+  };
+  std::vector<torch::Tensor> ty = {scan(ta, &td, 0.9, 0, true), scan(ta, &td, 0.8, 0, false),
+                                   scan(ta, nullptr, 0.7, 1, true), scan(ta, &td, 0.6, 1, false)};
+  torch::Tensor tloss = torch::zeros({});
+  for (const torch::Tensor& y : ty) tloss = tloss + (y * tw).sum();
+  tloss.backward();
+  for (size_t k = 0; k < ys.size(); ++k)
+    expect_close(to_torch(exe.get(ys[k], {})), ty[k], cat("y", k));
+  expect_close(to_torch(exe.get(ga, {})), ta.grad(), "da");
+}
+
 TEST(Autodiff, OpSetMatchesAutograd) {
   Context ctx;
   RT a = source(ctx, {}, {2, 3}, 1);

@@ -104,6 +104,44 @@ TEST(Lift, WindowAlongAnOuterDim) {
             "%2 = CumSum(%0[0:I, t]) {ints=[0]} : f32(I, 2) over (t)\n");
 }
 
+// The discounted sum over the future (RL returns) is one reverse discounted scan, its episode
+// ends read over the same dims; padded after where the window may be empty.
+TEST(Lift, DiscountedFutureIsAReverseDiscountedScan) {
+  Context ctx;
+  Dim i = ctx.dim("i", "I"), t = ctx.dim("t", "T");
+  RT r = source(ctx, {i, t}, {2});
+  RT done = source(ctx, {i, t}, {2}, 1);
+  Expr future = slice(t.var, t.bound);
+  r[{i.var, future}].discounted_sum(0.9, done[{i.var, future}]).retain();
+  r[{i.var, slice(t.var + 1, t.bound)}].discounted_sum(0.5).retain();
+  EXPECT_EQ(lifted(ctx),
+            "%0 = Udf() {udf=source} : f32(2) over (i, t)\n"
+            "%1 = Udf() {udf=source} : f32(2) over (i, t)\n"
+            "%2 = Index(%4[i]) {ints=[0], exprs=[t]} : f32(2) over (i, t)\n"
+            "%3 = Index(%6[i]) {ints=[0], exprs=[t + 1]} : f32(2) over (i, t)\n"
+            "%4 = DiscountedCumSum(%0[i, 0:T], %1[i, 0:T]) {ints=[0], exprs=[1], scalar=0.9} : "
+            "f32(T, 2) over (i)\n"
+            "%5 = DiscountedCumSum(%0[i, 0:T]) {ints=[0], exprs=[1], scalar=0.5} : f32(T, 2) over "
+            "(i)\n"
+            "%6 = Pad(%5[i]) {ints=[0], exprs=[0, 1], scalar=0} : f32(T + 1, 2) over (i)\n");
+}
+
+// The returns of iteration i may feed acting from iteration i + 1 on (the policy learns from
+// them): the scan over iteration i's rewards does not wait for its reader.
+TEST(Lift, DiscountedFutureFeedingTheNextIteration) {
+  Context ctx;
+  Dim i = ctx.dim("i", "I"), t = ctx.dim("t", "T");
+  RT w = ctx.placeholder({DType::Float32, {2}}, {i}, "w");
+  w[0] = ctx.zeros({2});
+  RT r = ctx.placeholder({DType::Float32, {2}}, {i, t}, "r");
+  r[{i.var, t.var}] = source(ctx, {i, t}, {2}) + w[i.var];
+  RT g = r[{i.var, slice(t.var, t.bound)}].discounted_sum(0.9);
+  w[i.var + 1] = w[i.var] + g[{i.var, slice(0, t.bound)}].sum(0);
+  std::string after = lifted(ctx);
+  EXPECT_NE(after.find("DiscountedCumSum"), std::string::npos) << after;
+  EXPECT_EQ(after.find("DiscountedSum"), std::string::npos) << after;
+}
+
 // What is not lifted: nothing changes.
 TEST(Lift, LeavesOtherSumsAlone) {
   auto unchanged = [](const std::function<void(Context&, const Dim&, const RT&)>& build) {
@@ -131,6 +169,22 @@ TEST(Lift, LeavesOtherSumsAlone) {
       [](Context&, const Dim& t, const RT& x) { x[slice(t.var, t.var + 3)].sum(0).retain(); });
   unchanged(
       [](Context&, const Dim& t, const RT& x) { x[slice(t.var - 1, t.var + 1)].sum(0).retain(); });
+  // Discounted sums over a window that ends before T (n-step returns).
+  unchanged([](Context&, const Dim& t, const RT& x) {
+    x[slice(t.var, min(t.var + 3, t.bound))].discounted_sum(0.9).retain();
+  });
+  // Episode ends read over another window than the rewards.
+  unchanged([](Context&, const Dim& t, const RT& x) {
+    x[slice(t.var, t.bound)].discounted_sum(0.9, x[slice(0, t.bound - t.var)]).retain();
+  });
+  // The rewards of the same iteration depend on the returns: r[t + 1] = x[t] + G[t].
+  unchanged([](Context& ctx, const Dim& t, const RT& x) {
+    RT r = ctx.placeholder({DType::Float32, {2}}, {t}, "r");
+    r[0] = ctx.zeros({2});
+    RT g = r[slice(t.var, t.bound)].discounted_sum(0.9);
+    r[t.var + 1] = x[t.var] + g;
+    g.retain();
+  });
   // The window's source reads the sum: s[t + 1] = x[t] + s[0:t+1].sum(0) / 2.
   unchanged([](Context& ctx, const Dim& t, const RT& x) {
     RT s = ctx.placeholder({DType::Float32, {2}}, {t}, "s");
@@ -265,6 +319,40 @@ TEST(Lift, WindowAlongAnOuterDimMatchesEager) {
           want += eager_source({s, b}, {2});
         expect_close(to_torch(exe.get(y, {a, b})), want, "window along i");
       }
+  }
+}
+
+// The returns over the future within episodes, lifted or not, against the eager definition;
+// also one step later (t + 1:T, empty at the last step), and per (i, t).
+TEST(Lift, DiscountedFutureMatchesEager) {
+  const int64_t I = 2, T = 9;
+  const double gamma = 0.9;
+  for (bool lifting : {true, false}) {
+    Context ctx;
+    Dim i = ctx.dim("i", "I"), t = ctx.dim("t", "T");
+    RT r = source(ctx, {i, t}, {3});
+    RT done = (source(ctx, {i, t}, {3}, 1) > 0.6).cast(DType::Float32);
+    Expr now = slice(t.var, t.bound), next = slice(t.var + 1, t.bound);
+    RT g = r[{i.var, now}].discounted_sum(gamma, done[{i.var, now}]).retain();
+    RT g1 = r[{i.var, next}].discounted_sum(gamma, done[{i.var, next}]).retain();
+    CompileOptions o;
+    o.passes.lifting = lifting;
+    Executable exe = ctx.compile({{i.bound, I}, {t.bound, T}}, o);
+    exe.run();
+    if (lifting) EXPECT_EQ(moving_windows(exe.impl().graph, t), 0);
+    for (int64_t a = 0; a < I; ++a)
+      for (int64_t k = 0; k < T; ++k)
+        for (int64_t from : {k, k + 1}) {
+          // sum_j gamma^(j - from) r[j] up to and including the first done.
+          torch::Tensor want = torch::zeros({3}), alive = torch::ones({3});
+          for (int64_t j = from; j < T; ++j) {
+            want += alive * std::pow(gamma, j - from) * eager_source({a, j}, {3});
+            alive = alive * (eager_source({a, j}, {3}, 1) <= 0.6).to(torch::kFloat32);
+          }
+          std::string at = cat(lifting ? "lifted" : "not lifted", " at ", a, ", ", k, " from ",
+                               from);
+          expect_close(to_torch(exe.get(from == k ? g : g1, {a, k})), want, at);
+        }
   }
 }
 

@@ -381,6 +381,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   co.proximity = cfg.proximity;
   co.passes = cfg.passes;
   co.codegen = cfg.codegen;
+  co.profile = cfg.profile;
   Clock::time_point c0 = Clock::now();
   Bounds bounds{{i.bound, I}, {t.bound, T}};
   if (u) bounds.emplace_back(u->bound, U);
@@ -395,6 +396,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   res.peak_tracked_bytes = exe.memory().peak_bytes;
   res.launches = exe.ops_executed();
   res.episodes = stats->episodes;
+  res.profile = exe.profile_report();
   // The final return: the mean over the last (up to) 10% of iterations that saw an episode end.
   size_t tail = std::max<size_t>(1, res.curve.size() / 10);
   double sum = 0;

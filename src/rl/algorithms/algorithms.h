@@ -65,6 +65,7 @@ struct TrainConfig {
   bool verbose = false;  // compile phases on stderr
   PassOptions passes;    // CompileOptions::passes
   bool codegen = true;   // CompileOptions::codegen
+  bool profile = false;  // CompileOptions::profile: TrainResult::profile
 };
 
 // Throws UserError on an unknown algorithm or environment or an invalid number.
@@ -86,6 +87,7 @@ struct TrainResult {
   int64_t launches = 0;  // ops (kernels and user functions) the run executed
   double run_seconds = 0.0;
   int64_t episodes = 0;
+  std::string profile;  // Executable::profile_report() with TrainConfig::profile
 };
 
 // Builds, compiles and runs the training program; prints one progress line per iteration to
