@@ -6,6 +6,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "passes/dataflow_paths.h"
 #include "passes/graph_edit.h"
 #include "symbolic/simplify.h"
 #include "util/error.h"
@@ -55,27 +56,14 @@ struct Groups {
 
 class Fuser {
  public:
-  explicit Fuser(Program& p) : p_(p), g_(p.graph), cons_(consumers(g_)), groups_(g_.num_ops()) {
-    for (size_t e = 0; e < g_.num_edges(); ++e) {
-      shifts_.push_back(shifts(g_, static_cast<EdgeId>(e)));
-      std::vector<std::optional<int64_t>> c;
-      for (const Expr& x : g_.edge(static_cast<EdgeId>(e)).phi.args())
-        c.push_back(x.is_const() ? std::optional<int64_t>(x.value()) : std::nullopt);
-      consts_.push_back(std::move(c));
-    }
-    for (const ir::OpNode& op : g_.ops())
-      for (const Dim& d : op.domain)
-        if (std::none_of(dims_.begin(), dims_.end(), [&](const Dim& x) { return x == d; }))
-          dims_.push_back(d);
-    for (const ir::OpNode& op : g_.ops()) {
-      std::vector<size_t> ids;
-      for (const Dim& d : op.domain) ids.push_back(dim_index(d));
-      dims_of_.push_back(std::move(ids));
-    }
-  }
+  explicit Fuser(Program& p)
+      : p_(p),
+        g_(p.graph),
+        cons_(consumers(g_)),
+        groups_(g_.num_ops()),
+        paths_(g_, groups_.of, groups_.members, cons_) {}
 
-  // Path states pack two bits per dimension (region and program) into 64 bits.
-  bool trackable() const { return dims_.size() <= 16; }
+  bool trackable() const { return paths_.trackable(); }
 
   // Merges along every same-point edge between fusible ops where the region stays schedulable.
   void group() {
@@ -86,7 +74,8 @@ class Fuser {
         if (!reads_same_point(g_, e) || !fusible(p_, src) || !same_cond(src.cond, op.cond))
           continue;
         int a = groups_.of[src.id], b = groups_.of[op.id];
-        if (a != b && only_same_point_edges_between(a, b) && !path_returns(a, b))
+        if (a != b && only_same_point_edges_between(a, b) &&
+            !paths_.comes_back_early({a, b}, {a, b}, op.domain))
           groups_.merge(a, b);
       }
     }
@@ -116,97 +105,6 @@ class Fuser {
           if ((s == a || s == b) && s != x && !reads_same_point(g_, e)) return false;
         }
     return true;
-  }
-
-  // Whether merging groups a and b would put the region on a cycle that no schedule satisfies:
-  // a path of data flow that leaves the region at a point p and comes back at a point p' that is
-  // not certainly lexicographically after p. Along a path the state holds, per dimension of the
-  // region, the sign of the distance travelled (zero, positive, negative, unknown), and per other
-  // dimension a lower bound of the coordinate, which rules out paths through points no edge
-  // reads: a parameter updated along u (p[u] from p[u - 1], so u >= 1 there) and read by acting
-  // at p[i, 0] does not carry the update of iteration i back to acting in iteration i. The
-  // acting loop's path through the environment and x[t - 1] comes back one step later in t
-  // (safe), while a learner that reads the whole rollout x[i, 0:T] and feeds the next step of
-  // the same iteration does not.
-  bool path_returns(int a, int b) const {
-    enum Sign : uint8_t { Zero, Pos, Neg, Any };
-    const Dims& region = g_.op(groups_.members[a][0]).domain;
-    const size_t n = region.size();
-    // Two bits per region dimension (signs), then two bits per dimension of the program (lower
-    // bounds of the current op's coordinates, 0 or 1: whether a read of the first point is ruled
-    // out; finer bounds multiplied the states searched by 5 for no merge on the RL programs).
-    using State = uint64_t;
-    auto sign = [](State s, size_t d) { return static_cast<Sign>((s >> (2 * d)) & 3); };
-    auto low = [&](State s, size_t g) { return static_cast<int64_t>((s >> (2 * (n + g))) & 3); };
-    auto add = [](Sign s, int64_t k) {
-      Sign ks = k == 0 ? Zero : k > 0 ? Pos : Neg;
-      if (s == Zero || ks == Zero) return s == Zero ? ks : s;
-      return s == ks ? s : Any;
-    };
-    // The state at the sink of edge e, given the state at its source (nullopt: the edge reads
-    // no point the path can be at).
-    auto step = [&](State s, EdgeId e) -> std::optional<State> {
-      const ir::Edge& edge = g_.edge(e);
-      const Dims& source = g_.op(edge.source).domain;
-      const Dims& sink = g_.op(edge.sink).domain;
-      for (size_t j = 0; j < source.size(); ++j)
-        if (consts_[e][j] && *consts_[e][j] < low(s, dims_of_[edge.source][j])) return std::nullopt;
-      State out = 0;
-      for (size_t d = 0; d < n; ++d) {
-        Sign v = Any;
-        for (size_t k = 0; k < sink.size(); ++k)
-          if (sink[k] == region[d] && shifts_[e][k]) v = add(sign(s, d), *shifts_[e][k]);
-        out |= static_cast<State>(v) << (2 * d);
-      }
-      for (size_t k = 0; k < sink.size(); ++k) {
-        if (!shifts_[e][k]) continue;
-        const size_t g = dims_of_[edge.sink][k];
-        const int64_t lo = std::clamp<int64_t>(low(s, g) + *shifts_[e][k], 0, 1);
-        out |= static_cast<State>(lo) << (2 * (n + g));
-      }
-      return out;
-    };
-    auto later = [&](State s) {
-      for (size_t d = 0; d < n; ++d)
-        if (sign(s, d) != Zero) return sign(s, d) == Pos;
-      return false;
-    };
-    std::vector<std::pair<OpId, State>> work;
-    auto push_readers = [&](int grp, State s, bool leaving) {
-      for (OpId m : groups_.members[grp])
-        for (EdgeId e : cons_[m]) {
-          OpId sink = g_.edge(e).sink;
-          int gs = groups_.of[sink];
-          if (leaving && (gs == a || gs == b)) continue;
-          if (auto next = step(s, e)) work.emplace_back(sink, *next);
-        }
-    };
-    push_readers(a, 0, true);
-    push_readers(b, 0, true);
-    struct Hash {
-      size_t operator()(const std::pair<int, State>& k) const {
-        return std::hash<State>()(k.second * 0x9e3779b97f4a7c15ULL + static_cast<State>(k.first));
-      }
-    };
-    std::unordered_set<std::pair<int, State>, Hash> seen;
-    while (!work.empty()) {
-      auto [v, s] = work.back();
-      work.pop_back();
-      int gv = groups_.of[v];
-      if (gv == a || gv == b) {
-        if (!later(s)) return true;
-        continue;
-      }
-      if (!seen.insert({gv, s}).second) continue;
-      push_readers(gv, s, false);
-    }
-    return false;
-  }
-
-  size_t dim_index(const Dim& d) const {
-    for (size_t k = 0; k < dims_.size(); ++k)
-      if (dims_[k] == d) return k;
-    internal_error(cat("fusion: unknown dimension ", d.var.str()));
   }
 
   // The group's ops in an order where each reads only earlier ones (empty if there is none).
@@ -337,10 +235,12 @@ class Fuser {
   Graph& g_;
   std::vector<std::vector<EdgeId>> cons_;
   Groups groups_;
-  std::vector<std::vector<std::optional<int64_t>>> shifts_;  // per edge (at grouping time)
-  std::vector<std::vector<std::optional<int64_t>>> consts_;  // per edge: constant phi entries
-  Dims dims_;                                                // every dimension of the program
-  std::vector<std::vector<size_t>> dims_of_;  // per op: its domain's indices in dims_
+  // Merging a and b must not put the region on a cycle that no schedule satisfies: a path of
+  // data flow that leaves it at a point p and comes back at a point not certainly after p. The
+  // acting loop's path through the environment and x[t - 1] comes back one step later in t
+  // (safe), while a learner that reads the whole rollout x[i, 0:T] and feeds the next step of
+  // the same iteration does not.
+  DataflowPaths paths_;  // over the graph as it is before regions are built
 };
 
 }  // namespace

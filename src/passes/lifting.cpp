@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "passes/dataflow_paths.h"
 #include "passes/graph_edit.h"
 #include "symbolic/simplify.h"
 
@@ -26,43 +27,40 @@ int window_entry(const Expr& phi) {
   return found;
 }
 
-// Whether a lifted scan at point q of `scan_domain` (reading all of `source` along the window
-// dim at q) could wait for the sum it replaces: some path of reads from the sum back to `source`
-// ends at a point of source not certainly later than q. It may come back at a later point along
-// one dimension of the scan, on every path: the returns of iteration i feed the actions of
-// iteration i + 1 on only. Along each path a lower bound on the distance travelled along that
-// dimension is kept, clipped to a few steps.
-bool waits_for_reader(const ir::Graph& g, const std::vector<std::vector<EdgeId>>& readers,
-                      OpId sum, OpId source, const Dims& scan_domain) {
-  constexpr int kUnknown = -1000, kClip = 4;  // kUnknown: no bound
-  auto reaches_not_later = [&](const std::optional<Dim>& along) {
-    std::vector<std::vector<bool>> seen(g.num_ops(), std::vector<bool>(2 * kClip + 2, false));
-    auto slot = [&](int lb) { return lb == kUnknown ? 0 : lb + kClip + 1; };
-    std::vector<std::pair<OpId, int>> work{{sum, 0}};
-    while (!work.empty()) {
-      auto [v, lb] = work.back();
-      work.pop_back();
-      if (v == source && lb < 1) return true;
-      for (EdgeId e : readers[v]) {
-        const OpNode& sink = g.op(g.edge(e).sink);
-        int next = kUnknown;
-        if (along && lb != kUnknown) {
-          const std::vector<std::optional<int64_t>> k = shifts(g, e);
-          for (size_t j = 0; j < sink.domain.size(); ++j)
-            if (sink.domain[j] == *along && k[j]) next = lb + static_cast<int>(*k[j]);
-          if (next != kUnknown) next = next < -kClip ? kUnknown : std::min(next, kClip);
-        }
-        if (!seen[sink.id][slot(next)]) {
-          seen[sink.id][slot(next)] = true;
-          work.emplace_back(sink.id, next);
-        }
+// Whether `to` is reachable from `from` along reads.
+bool reaches(const ir::Graph& g, const std::vector<std::vector<EdgeId>>& readers, OpId from,
+             OpId to) {
+  std::vector<bool> seen(g.num_ops(), false);
+  std::vector<OpId> work{from};
+  while (!work.empty()) {
+    OpId v = work.back();
+    work.pop_back();
+    if (v == to) return true;
+    for (EdgeId e : readers[v])
+      if (!seen[g.edge(e).sink]) {
+        seen[g.edge(e).sink] = true;
+        work.push_back(g.edge(e).sink);
       }
-    }
-    return false;
-  };
-  if (!reaches_not_later(std::nullopt)) return false;  // no path at all
-  return std::all_of(scan_domain.begin(), scan_domain.end(),
-                     [&](const Dim& d) { return reaches_not_later(d); });
+  }
+  return false;
+}
+
+// Whether a scan at a point q of `scan_domain`, reading all of `source` along the window's
+// dimension, would wait for the sum it replaces: some path of reads from the sum back to
+// `source` ends at a point not certainly lexicographically after q. The returns of iteration i
+// may feed acting from iteration i + 1 on (the policy learns from them).
+bool scan_waits_for_reader(const ir::Graph& g, const std::vector<std::vector<EdgeId>>& readers,
+                           OpId sum, OpId source, const Dims& scan_domain) {
+  if (!reaches(g, readers, sum, source)) return false;
+  std::vector<int> group_of(g.num_ops());
+  std::vector<std::vector<OpId>> members(g.num_ops());
+  for (size_t k = 0; k < g.num_ops(); ++k) {
+    group_of[k] = static_cast<int>(k);
+    members[k] = {static_cast<OpId>(k)};
+  }
+  const std::vector<std::vector<EdgeId>> now = consumers(g);  // with the ops lifting added
+  DataflowPaths paths(g, group_of, members, now);
+  return !paths.trackable() || paths.comes_back_early({sum}, {source}, scan_domain);
 }
 
 ir::Attrs dim_attrs(int64_t dim, std::vector<Expr> exprs = {}) {
@@ -164,7 +162,7 @@ std::optional<MovingWindow> moving_window(const ir::Graph& g,
   }
   for (const Expr& s : src.outputs[read.source_output].shape.dims)
     if (mentions(s, w.n)) return std::nullopt;  // points of different shapes do not stack
-  if (!moves || waits_for_reader(g, readers, op.id, read.source, w.scan_domain))
+  if (!moves || scan_waits_for_reader(g, readers, op.id, read.source, w.scan_domain))
     return std::nullopt;
   w.lo = window.arg(0);
   w.hi = window.arg(1);
