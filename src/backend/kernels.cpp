@@ -176,7 +176,7 @@ std::unique_ptr<Kernel> udf_kernel(const ir::Graph& g, const ir::OpNode& op,
             }(),
             ")"));
       }
-      out[k] = wrap(host_to_torch(res[k], st->device));
+      out[k] = wrap(host_to_torch(std::move(res[k]), st->device));
     }
   });
 }

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <iostream>
 
 #include "backend/cpu_allocator.h"
@@ -46,7 +47,9 @@ ir::DType from_torch(torch::ScalarType s) {
   throw UserError(cat("tensor type ", c10::toString(s), " is not supported by Tempo"));
 }
 
-torch::Tensor host_to_torch(const ir::HostTensor& h, const torch::Device& device) {
+namespace {
+
+void check_host(const ir::HostTensor& h) {
   int64_t numel = 1;
   for (int64_t d : h.shape) {
     if (d < 0) throw UserError(cat("host tensor with negative size ", d));
@@ -56,8 +59,24 @@ torch::Tensor host_to_torch(const ir::HostTensor& h, const torch::Device& device
   if (h.data.size() != want)
     throw UserError(cat("host tensor of type ", ir::dtype_name(h.dtype), " and ", numel,
                         " elements holds ", h.data.size(), " bytes instead of ", want));
+}
+
+}  // namespace
+
+torch::Tensor host_to_torch(ir::HostTensor&& h, const torch::Device& device) {
+  check_host(h);
+  if (device != torch::kCPU || h.data.empty()) return host_to_torch(std::as_const(h), device);
+  // The tensor takes the host buffer over instead of copying it.
+  auto* owned = new std::vector<uint8_t>(std::move(h.data));
+  return torch::from_blob(
+      owned->data(), h.shape, [owned](void*) { delete owned; },
+      torch::TensorOptions().dtype(to_torch(h.dtype)));
+}
+
+torch::Tensor host_to_torch(const ir::HostTensor& h, const torch::Device& device) {
+  check_host(h);
   torch::Tensor t = torch::empty(h.shape, torch::TensorOptions().dtype(to_torch(h.dtype)));
-  if (want) std::memcpy(t.data_ptr(), h.data.data(), want);
+  if (!h.data.empty()) std::memcpy(t.data_ptr(), h.data.data(), h.data.size());
   if (device != torch::kCPU) t = t.to(device);
   return t;
 }

@@ -40,6 +40,8 @@ ir::DType from_torch(torch::ScalarType s);  // UserError for a type Tempo does n
 
 // Conversions between host tensors and tensors on `device`.
 torch::Tensor host_to_torch(const ir::HostTensor& h, const torch::Device& device);
+// The same, taking h's buffer over on the CPU (no copy).
+torch::Tensor host_to_torch(ir::HostTensor&& h, const torch::Device& device);
 ir::HostTensor torch_to_host(const torch::Tensor& t);
 
 // A generated cluster loop (backend/codegen.h).

@@ -94,22 +94,30 @@ HostTensor HostTensor::scalar(double v, DType dt) {
   return t;
 }
 
-HostTensor HostTensor::from(const std::vector<float>& v, std::vector<int64_t> shp) {
-  HostTensor t(DType::Float32, std::move(shp));
+namespace {
+
+// Copies the values in without zero-filling first (observations can be megabytes a step).
+template <typename T>
+HostTensor host_from(const std::vector<T>& v, DType dt, std::vector<int64_t> shp) {
+  HostTensor t;
+  t.dtype = dt;
+  t.shape = std::move(shp);
   if (static_cast<int64_t>(v.size()) != t.numel())
     throw UserError(cat("HostTensor::from: ", v.size(), " values for a shape of ", t.numel(),
                         " elements"));
-  std::memcpy(t.data.data(), v.data(), v.size() * sizeof(float));
+  const auto* bytes = reinterpret_cast<const uint8_t*>(v.data());
+  t.data.assign(bytes, bytes + v.size() * sizeof(T));
   return t;
 }
 
+}  // namespace
+
+HostTensor HostTensor::from(const std::vector<float>& v, std::vector<int64_t> shp) {
+  return host_from(v, DType::Float32, std::move(shp));
+}
+
 HostTensor HostTensor::from(const std::vector<int64_t>& v, std::vector<int64_t> shp) {
-  HostTensor t(DType::Int64, std::move(shp));
-  if (static_cast<int64_t>(v.size()) != t.numel())
-    throw UserError(cat("HostTensor::from: ", v.size(), " values for a shape of ", t.numel(),
-                        " elements"));
-  std::memcpy(t.data.data(), v.data(), v.size() * sizeof(int64_t));
-  return t;
+  return host_from(v, DType::Int64, std::move(shp));
 }
 
 int64_t HostTensor::numel() const { return numel_of(shape); }

@@ -217,7 +217,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   const Policy acting(discrete, pi.forward_at(start, o), discrete ? RT() : RT(log_std[start]));
   RT a = acting.sample();
 
-  auto step_fn = [env, stats, discrete, N, obs_dim, act_dim, aspace](
+  auto result = std::make_shared<StepResult>();  // reused: no allocation per step
+  auto step_fn = [env, stats, result, discrete, N, obs_dim, act_dim, aspace](
                      const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
     std::vector<float> act(static_cast<size_t>(in[0].numel()));
     for (size_t k = 0; k < act.size(); ++k) {
@@ -228,7 +229,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
       }
       act[k] = static_cast<float>(v);
     }
-    StepResult r = env->step(act);
+    env->step_into(act, *result);
+    const StepResult& r = *result;
     Clock::time_point now = Clock::now();
     if (p[0] > 0 && p[1] + 1 == stats->steps && stats->last_step_of_iteration)
       stats->iteration_seconds.push_back(
