@@ -66,6 +66,13 @@ class NullBackend : public runtime::Backend {
                           const std::vector<int64_t>&) override {
     return v_;
   }
+  runtime::ValuePtr new_block(const runtime::Value&, int64_t) override { return v_; }
+  runtime::ValuePtr write_row(const runtime::Value&, int64_t, const runtime::Value&) override {
+    return v_;
+  }
+  runtime::ValuePtr block_rows(const runtime::Value&, int64_t, int64_t, int64_t) override {
+    return v_;
+  }
   runtime::ValuePtr from_host(const HostTensor&) override { return v_; }
   HostTensor to_host(const runtime::ValuePtr&) override { return HostTensor(); }
   void seed(uint64_t) override {}

@@ -28,6 +28,10 @@ struct CompileOptions {
   // cached on disk ($TEMPO_CACHE_DIR, else ~/.cache/tempo); CPU only. TEMPO_NO_CODEGEN=1 turns
   // it off without recompiling the program.
   bool codegen = true;
+  // Outputs read as x[0:T], x[t:T] or x[0:t+1] along their last dimension live in one block per
+  // run of that dimension (TEMPO §6), so those reads are views, not copies. TEMPO_NO_BLOCK_STORES=1
+  // turns it off without recompiling the program.
+  bool block_stores = true;
   uint64_t seed = 0;     // random number generation
   bool verbose = false;  // print compile phases and timings to stderr
   // Time every launch (Executable::profile_report): where the run's time goes, per op.

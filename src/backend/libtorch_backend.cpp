@@ -180,6 +180,28 @@ class LibTorchBackend final : public runtime::Backend {
     }
   }
 
+  runtime::ValuePtr new_block(const runtime::Value& row, int64_t rows) override {
+    const torch::Tensor& r = static_cast<const TorchValue&>(row).tensor;
+    std::vector<int64_t> shape{rows};
+    shape.insert(shape.end(), r.sizes().begin(), r.sizes().end());
+    return wrap(torch::empty(shape, r.options()));
+  }
+  runtime::ValuePtr write_row(const runtime::Value& block, int64_t index,
+                              const runtime::Value& row) override {
+    const torch::Tensor& b = static_cast<const TorchValue&>(block).tensor;
+    const torch::Tensor& r = static_cast<const TorchValue&>(row).tensor;
+    if (r.scalar_type() != b.scalar_type() || r.device() != b.device() ||
+        r.sizes() != b.sizes().slice(1))
+      return nullptr;
+    torch::Tensor dst = b.select(0, index);
+    dst.copy_(r);
+    return wrap(std::move(dst));
+  }
+  runtime::ValuePtr block_rows(const runtime::Value& block, int64_t start, int64_t stop,
+                               int64_t step) override {
+    return wrap(static_cast<const TorchValue&>(block).tensor.slice(0, start, stop, step));
+  }
+
   runtime::ValuePtr from_host(const ir::HostTensor& t) override {
     return wrap(host_to_torch(t, state_.device));
   }

@@ -122,8 +122,11 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   const bool codegen = options.codegen && !(no_codegen && *no_codegen && *no_codegen != '0');
   impl->backend = backend::make_libtorch_backend(backend::default_device(), codegen);
   impl->backend->seed(options.seed);
-  impl->executor =
-      std::make_unique<runtime::Executor>(impl->graph, impl->schedule, *impl->backend, impl->dims);
+  const char* no_blocks = std::getenv("TEMPO_NO_BLOCK_STORES");
+  const bool blocks =
+      options.block_stores && !(no_blocks && *no_blocks && *no_blocks != '0');
+  impl->executor = std::make_unique<runtime::Executor>(impl->graph, impl->schedule,
+                                                       *impl->backend, impl->dims, blocks);
   impl->executor->set_profiling(options.profile);
   log("executor", t0);
   if (options.verbose && !impl->executor->prepare_report().empty())

@@ -22,8 +22,10 @@ class Executor {
   // `graph` and `backend` must outlive the executor. `dims` lists temporal dimensions to lay out
   // first (e.g. the Context's, in declaration order); every dimension of an op domain and every
   // schedule iterator is added after them.
+  // With `block_stores`, outputs read as x[0:T], x[t:T] or x[0:t+1] along their last dimension
+  // are kept in blocks (PointStore), so those reads are views instead of stacked copies.
   Executor(const ir::Graph& graph, const schedule::Schedule& schedule, Backend& backend,
-           const Dims& dims = {});
+           const Dims& dims = {}, bool block_stores = true);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;

@@ -24,6 +24,7 @@ void PointStore::clear() {
   for (auto& [k, v] : map_) memory_->release(*v);
   flat_.clear();
   map_.clear();
+  blocks_.clear();
   size_ = 0;
   bytes_ = 0;
 }
@@ -43,6 +44,42 @@ void PointStore::reset(const int64_t* bounds) {
   }
   if (overflow) throw UserError(cat("the temporal domain of ", who_, " has more than 2^63 points"));
   flat_mode_ = total_ <= kFlatLimit;
+  block_rows_ = rank_ ? bounds_[rank_ - 1] : 1;
+}
+
+ValuePtr PointStore::into_block(int64_t k, ValuePtr v) {
+  Block& b = blocks_[k / block_rows_];
+  if (!b.data) {
+    b.data = blocks_backend_->new_block(*v, block_rows_);
+    b.held.assign(static_cast<size_t>(block_rows_), false);
+  }
+  const int64_t r = k % block_rows_;
+  ValuePtr row = blocks_backend_->write_row(*b.data, r, *v);
+  if (!row) {  // does not fit the block: kept as it is
+    if (b.live == 0) blocks_.erase(k / block_rows_);
+    return v;
+  }
+  if (!b.held[r]) {
+    b.held[r] = true;
+    ++b.live;
+  }
+  return row;
+}
+
+ValuePtr PointStore::rows(const int64_t* point, int64_t start, int64_t stop, int64_t step) const {
+  if (!blocks_backend_ || rank_ == 0 || step < 1 || start < 0 || stop > block_rows_ ||
+      stop <= start)
+    return nullptr;
+  int64_t k = 0;
+  for (size_t i = 0; i + 1 < rank_; ++i) {
+    if (point[i] < 0 || point[i] >= bounds_[i]) return nullptr;
+    k += point[i] * strides_[i];
+  }
+  auto it = blocks_.find(k / block_rows_);
+  if (it == blocks_.end()) return nullptr;
+  for (int64_t r = start; r < stop; r += step)
+    if (!it->second.held[r]) return nullptr;
+  return blocks_backend_->block_rows(*it->second.data, start, stop, step);
 }
 
 bool PointStore::contains(const int64_t* point) const {
@@ -66,6 +103,13 @@ bool PointStore::erase_key(int64_t k) {
   bytes_ -= removed->nbytes();
   memory_->release(*removed);
   --size_;
+  if (blocks_backend_) {
+    auto it = blocks_.find(k / block_rows_);
+    if (it != blocks_.end() && it->second.held[k % block_rows_]) {
+      it->second.held[k % block_rows_] = false;
+      if (--it->second.live == 0) blocks_.erase(it);  // its memory goes with the last view
+    }
+  }
   return true;
 }
 

@@ -48,6 +48,12 @@ struct MemoryAccount {
 // A point store: maps each point of an op output's temporal domain to one value. Points are
 // linearized (row-major over the run's bounds) into an int64 key; small domains use a flat vector
 // grown on demand, large ones a hash map (memory proportional to the live entries).
+//
+// With blocks (TEMPO §6's block store, for outputs read as x[0:T], x[t:T] or x[0:t+1] along
+// their last dimension), the points that differ only in the last coordinate are rows of one
+// preallocated block: a stored value is copied into its row and kept as a view of it, and a read
+// of consecutive points is one view of the block (rows()) instead of a stack of copies. A block
+// is dropped when its last row is erased.
 class PointStore {
  public:
   // `who` names the op output in error messages; `rank` is the number of domain dimensions.
@@ -60,8 +66,17 @@ class PointStore {
   void reset(const int64_t* bounds);
   void clear();
 
+  // Keeps values in blocks from the next reset() on (`backend` makes and views them).
+  void use_blocks(Backend* backend) { blocks_backend_ = backend; }
+  bool blocked() const { return blocks_backend_ != nullptr; }
+  // The points of `point` with the last coordinate in start:stop:step, as one view of their block;
+  // null where some are missing or not in the block (the caller then stacks the points).
+  ValuePtr rows(const int64_t* point, int64_t start, int64_t stop, int64_t step) const;
+
   void put(const int64_t* point, ValuePtr v) {
-    ValuePtr& slot = slot_for_write(key(point));
+    const int64_t k = key(point);
+    if (blocks_backend_) v = into_block(k, std::move(v));
+    ValuePtr& slot = slot_for_write(k);
     if (slot) {
       bytes_ -= slot->nbytes();
       memory_->release(*slot);
@@ -122,6 +137,7 @@ class PointStore {
     return map_[k];
   }
   bool erase_key(int64_t k);
+  ValuePtr into_block(int64_t k, ValuePtr v);
   std::string point_str(const int64_t* point) const;
   [[noreturn]] void missing(const int64_t* point) const;
   [[noreturn]] void out_of_range(const int64_t* point) const;
@@ -136,6 +152,15 @@ class PointStore {
   int64_t bytes_ = 0, peak_bytes_ = 0;
   std::vector<ValuePtr> flat_;
   std::unordered_map<int64_t, ValuePtr> map_;
+
+  struct Block {
+    ValuePtr data;
+    std::vector<bool> held;  // per row: the point's value is this row
+    int64_t live = 0;        // rows held
+  };
+  Backend* blocks_backend_ = nullptr;
+  int64_t block_rows_ = 1;  // the last dimension's bound
+  std::unordered_map<int64_t, Block> blocks_;  // by key / block_rows_
 };
 
 // Only point stores exist so far; block and window stores (TEMPO §6) would share this interface.

@@ -3,6 +3,7 @@
 #include <functional>
 #include <string>
 
+#include "driver/executable_impl.h"
 #include "e2e/e2e_util.h"
 
 namespace tempo {
@@ -146,6 +147,48 @@ TEST(Patterns, DomainsUnion) {
     for (int64_t tt = 0; tt < 4; ++tt)
       expect_close(to_torch(exe.get(y, {ii, tt})),
                    eager_source({tt}, {3}, 1) * eager_source({ii}, {3}, 2), "y");
+}
+
+// Block stores (TEMPO §6): prefixes and suffixes that move with t are views of one block per
+// i; the values equal those of point stores and of eager maxima, and the source itself is read
+// back per point from its rows. A source also read through a sliding window keeps a point store.
+TEST(Patterns, BlockStoresMatchPointStores) {
+  const int64_t I = 2, T = 7;
+  for (bool blocks : {true, false}) {
+    Context ctx;
+    Dim i = ctx.dim("i", "I"), t = ctx.dim("t", "T");
+    RT x = source(ctx, {i, t}, {3}).retain();
+    RT w = source(ctx, {i, t}, {3}, 1);
+    RT past = x[{i.var, slice(0, t.var + 1)}].max(0).retain();
+    RT future = x[{i.var, slice(t.var, t.bound)}].max(0).retain();
+    RT all = x[{i.var, slice(0, t.bound)}].max(0).retain();
+    RT window = w[{i.var, slice(max(0, t.var - 2), t.var + 1)}].max(0).retain();
+    RT w_past = w[{i.var, slice(0, t.var + 1)}].max(0).retain();
+    CompileOptions o;
+    o.block_stores = blocks;
+    Executable exe = ctx.compile({{i.bound, I}, {t.bound, T}}, o);
+    exe.run();
+    const runtime::Executor& ex = *exe.impl().executor;
+    EXPECT_EQ(ex.store(exe.impl().op_map[x.op()], 0)->blocked(), blocks);
+    EXPECT_FALSE(ex.store(exe.impl().op_map[w.op()], 0)->blocked());
+    auto max_of = [](int64_t a, int64_t from, int64_t to, uint64_t salt) {
+      std::vector<torch::Tensor> xs;
+      for (int64_t k = from; k < to; ++k) xs.push_back(eager_source({a, k}, {3}, salt));
+      return std::get<0>(torch::stack(xs).max(0));
+    };
+    const std::string what = blocks ? "block store" : "point store";
+    for (int64_t a = 0; a < I; ++a) {
+      expect_close(to_torch(exe.get(all, {a})), max_of(a, 0, T, 0), what + " all");
+      for (int64_t k = 0; k < T; ++k) {
+        expect_close(to_torch(exe.get(x, {a, k})), eager_source({a, k}, {3}), what + " x");
+        expect_close(to_torch(exe.get(past, {a, k})), max_of(a, 0, k + 1, 0), what + " past");
+        expect_close(to_torch(exe.get(future, {a, k})), max_of(a, k, T, 0), what + " future");
+        expect_close(to_torch(exe.get(window, {a, k})),
+                     max_of(a, std::max<int64_t>(0, k - 2), k + 1, 1), what + " window");
+        expect_close(to_torch(exe.get(w_past, {a, k})), max_of(a, 0, k + 1, 1), what + " w");
+      }
+    }
+  }
 }
 
 }  // namespace
