@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "api/tempo.h"
+#include "backend/cpu_allocator.h"
 #include "util/error.h"
 
 namespace tempo {
@@ -24,6 +25,34 @@ std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+// The launch profile accounts for every launch and names the ops that took longest; without
+// CompileOptions::profile there is none. Tensors come from the caching allocator, which serves
+// the second run's tensors from its free lists.
+TEST(Program, ProfileAndAllocator) {
+  Context ctx;
+  Dim t = ctx.dim("t", "T");
+  RT x = scalar_source(ctx, {t}, [](const auto& p) { return static_cast<double>(p[0]); });
+  RT s = ctx.placeholder({DType::Float32, {}}, {t}, "s");
+  s[0] = ctx.zeros({});
+  s[t.var + 1] = (s[t.var] + x[t.var]).named("step");
+  RT last = s[t.bound - 1].retain();
+  CompileOptions o;
+  o.profile = true;
+  Executable exe = ctx.compile({{t.bound, 50}}, o);
+  exe.run();
+  const int64_t hits = backend::cpu_allocator_stats().cache_hits;
+  exe.run();
+  std::string report = exe.profile_report();
+  EXPECT_NE(report.find(std::to_string(2 * exe.ops_executed()) + " launches"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("RT 'step'"), std::string::npos) << report;
+  EXPECT_TRUE(ctx.compile({{t.bound, 50}}).profile_report().empty());
+  if (std::getenv("TEMPO_CPU_CACHE_MB") == nullptr) {
+    EXPECT_TRUE(backend::cpu_allocator_stats().installed);
+    EXPECT_GT(backend::cpu_allocator_stats().cache_hits, hits);
+  }
 }
 
 TEST(Program, AffineMap) {
