@@ -32,6 +32,9 @@ struct CompileOptions {
   // run of that dimension (TEMPO §6), so those reads are views, not copies. TEMPO_NO_BLOCK_STORES=1
   // turns it off without recompiling the program.
   bool block_stores = true;
+  // A generated loop may write its output into the buffer of an input that is dead after it
+  // (TEMPO §5.2's buffer donation); TEMPO_NO_DONATION=1 turns it off.
+  bool donation = true;
   uint64_t seed = 0;     // random number generation
   bool verbose = false;  // print compile phases and timings to stderr
   // Time every launch (Executable::profile_report): where the run's time goes, per op.

@@ -355,7 +355,11 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
     const ValueRef& v = step.inputs[k];
     const char* t = type_of(v);
     const std::string x = value(v.first, v.second);
-    c << "  const " << t << "* __restrict in" << k << " = (const " << t << "*)in[" << k << "];\n";
+    // A full input may share its buffer with an element output (donation, cluster_kernel):
+    // no __restrict on those pointers.
+    const bool full = step.access[k] == Access::Full;
+    c << "  const " << t << (full ? "* in" : "* __restrict in") << k << " = (const " << t
+      << "*)in[" << k << "];\n";
     switch (step.access[k]) {
       case Access::Scalar:
         c << "  const " << t << " " << x << " = in" << k << "[0];\n";
@@ -372,9 +376,11 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
         break;
     }
   }
-  for (size_t k = 0; k < step.outputs.size(); ++k)
-    c << "  " << type_of(step.outputs[k]) << "* __restrict out" << k << " = ("
-      << type_of(step.outputs[k]) << "*)out[" << k << "];\n";
+  for (size_t k = 0; k < step.outputs.size(); ++k) {
+    const bool element = role(body, body.op(step.outputs[k].first), step.shape) == Role::Element;
+    c << "  " << type_of(step.outputs[k]) << (element ? "* out" : "* __restrict out") << k
+      << " = (" << type_of(step.outputs[k]) << "*)out[" << k << "];\n";
+  }
   auto statement = [&](const ir::OpNode& op, const char* indent) {
     std::vector<std::string> args;
     for (ir::EdgeId eid : op.inputs) {
@@ -446,8 +452,8 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
   }
   std::string last;
   if (!targets.empty())
-    // Outputs are fresh buffers, never aliasing inputs: ivdep lets GCC vectorize (it does not
-    // trust __restrict on these local pointers).
+    // An output aliases at most a full input, element by element at the same index (read
+    // before written): ivdep lets GCC vectorize regardless.
     last = cat("#pragma GCC ivdep\n    for (int64_t j = 0; j < cols; ++j) {\n",
                element_chain(targets), stores, "    }\n");
   c << "  for (int64_t r = 0; r < rows; ++r) {\n"

@@ -184,7 +184,7 @@ std::unique_ptr<Kernel> udf_kernel(const ir::Graph& g, const ir::OpNode& op,
 // A cluster of a region (RegionPlan::Step) run by its generated loop.
 std::unique_ptr<Kernel> cluster_kernel(const std::string& who, const ir::Graph& body,
                                        const RegionPlan::Step& step, ClusterFn loop,
-                                       const sym::SymbolLayout& layout) {
+                                       const sym::SymbolLayout& layout, bool donation) {
   SymShape shape(step.shape.dims, layout);
   std::vector<SymShape> out_shapes;
   std::vector<torch::ScalarType> in_types, out_types;
@@ -215,9 +215,31 @@ std::unique_ptr<Kernel> cluster_kernel(const std::string& who, const ir::Graph& 
       in_ptrs.push_back(t.data_ptr());
       inputs.push_back(std::move(t));
     }
+    // Buffer donation (TEMPO §5.2): an element output takes over the buffer of a full input
+    // that nothing else can see any more (the caller passed its last reference, no view shares
+    // its storage); the loop reads each element before it writes it.
+    c10::SmallVector<bool, 8> donated(in_types.size(), false);
+    auto donor = [&](const Sizes& want, torch::ScalarType type) -> int {
+      for (size_t j = 0; j < in_types.size(); ++j) {
+        if (donated[j] || access[j] != Access::Full || in[j].use_count() != 1) continue;
+        const torch::Tensor& t = tensor_of(in[j]);
+        if (t.scalar_type() != type || !t.is_contiguous() || t.use_count() != 2 ||
+            t.storage().use_count() != 1 || t.sizes() != c10::IntArrayRef(want) ||
+            t.data_ptr() != inputs[j].data_ptr())
+          continue;
+        return static_cast<int>(j);
+      }
+      return -1;
+    };
     for (size_t k = 0; k < out_types.size(); ++k) {
-      outputs.push_back(
-          torch::empty(out_shapes[k].eval(env), torch::TensorOptions().dtype(out_types[k])));
+      const Sizes want = out_shapes[k].eval(env);
+      const int j = donation ? donor(want, out_types[k]) : -1;
+      if (j >= 0) {
+        donated[j] = true;
+        outputs.push_back(inputs[j]);
+      } else {
+        outputs.push_back(torch::empty(want, torch::TensorOptions().dtype(out_types[k])));
+      }
       out_ptrs.push_back(outputs.back().data_ptr());
     }
     loop(rows, cols, in_ptrs.data(), out_ptrs.data());
@@ -578,7 +600,8 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
           },
           [&](size_t k) -> std::unique_ptr<Kernel> {
             if (!compiled || !compiled->loops[k]) return nullptr;
-            return cluster_kernel(who, a.region->body, plan.steps[k], compiled->loops[k], layout);
+            return cluster_kernel(who, a.region->body, plan.steps[k], compiled->loops[k], layout,
+                                  state.donation);
           });
     }
     case ir::OpKind::Param:

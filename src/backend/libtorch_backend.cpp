@@ -110,8 +110,10 @@ std::string loop_name(ir::OpId op, size_t step) {
 
 class LibTorchBackend final : public runtime::Backend {
  public:
-  LibTorchBackend(torch::Device device, bool codegen) : codegen_(codegen && device.is_cpu()) {
+  LibTorchBackend(torch::Device device, BackendOptions options)
+      : codegen_(options.codegen && device.is_cpu()) {
     state_.device = device;
+    state_.donation = options.donation;
     state_.generator = at::make_generator<at::CPUGeneratorImpl>(0);
   }
 
@@ -222,7 +224,7 @@ class LibTorchBackend final : public runtime::Backend {
 }  // namespace
 
 std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& device,
-                                                        bool codegen) {
+                                                        BackendOptions options) {
   torch::Device dev = torch::kCPU;
   try {
     dev = torch::Device(device);
@@ -242,7 +244,7 @@ std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& devic
   }
   limit_blas_threads();
   install_caching_cpu_allocator();
-  return std::make_unique<LibTorchBackend>(dev, codegen);
+  return std::make_unique<LibTorchBackend>(dev, options);
 }
 
 void set_num_threads(int n) {

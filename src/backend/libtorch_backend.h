@@ -11,10 +11,15 @@ namespace tempo::backend {
 
 // `device` is a LibTorch device string: "cpu", "cuda" or "cuda:N". A CUDA device needs a build
 // with -DTEMPO_CUDA=ON against a CUDA LibTorch; asking for one otherwise is a UserError.
-// With `codegen`, the clusters of fused regions run as generated C++ loops (CPU only;
-// backend/codegen.h), compiled once per program and cached on disk.
+struct BackendOptions {
+  // The clusters of fused regions run as generated C++ loops (CPU only; backend/codegen.h),
+  // compiled once per program and cached on disk.
+  bool codegen = true;
+  // A generated loop writes its output into a dead input's buffer (TEMPO §5.2's donation).
+  bool donation = true;
+};
 std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& device = "cpu",
-                                                        bool codegen = true);
+                                                        BackendOptions options = {});
 
 // Sets LibTorch's intra-op thread count and, where the BLAS is OpenBLAS (setup.sh installs it),
 // the BLAS's thread count too.

@@ -69,6 +69,12 @@ class RegionKernel final : public Kernel {
     for (int32_t v : outputs_) last[v] = -1;
     for (size_t v = 0; v < last.size(); ++v)
       if (last[v] >= 0) steps_[last[v]].frees.push_back(static_cast<int32_t>(v));
+    // A value read once by the step that frees it is handed over (moved), so that the step's
+    // kernel holds its only reference and may reuse its buffer (donation).
+    for (Step& s : steps_)
+      for (int32_t v : s.inputs)
+        s.hand_over.push_back(std::count(s.frees.begin(), s.frees.end(), v) == 1 &&
+                              std::count(s.inputs.begin(), s.inputs.end(), v) == 1);
     values_.resize(static_cast<size_t>(slots));
     args_.resize(max_in);
     results_.resize(max_out);
@@ -77,7 +83,8 @@ class RegionKernel final : public Kernel {
   void run(const ValuePtr* in, size_t, const int64_t* env, ValuePtr* out) override {
     for (const auto& [slot, k] : params_) values_[slot] = in[k];
     for (const Step& s : steps_) {
-      for (size_t i = 0; i < s.inputs.size(); ++i) args_[i] = values_[s.inputs[i]];
+      for (size_t i = 0; i < s.inputs.size(); ++i)
+        args_[i] = s.hand_over[i] ? std::move(values_[s.inputs[i]]) : values_[s.inputs[i]];
       s.kernel->run(args_.data(), s.inputs.size(), env, results_.data());
       for (size_t i = 0; i < s.inputs.size(); ++i) args_[i].reset();
       for (size_t i = 0; i < s.outputs.size(); ++i) values_[s.outputs[i]] = std::move(results_[i]);
@@ -92,6 +99,7 @@ class RegionKernel final : public Kernel {
     Kernel* kernel = nullptr;
     std::vector<int32_t> inputs, outputs;  // value slots
     std::vector<int32_t> frees;            // value slots last used by this step
+    std::vector<bool> hand_over;           // per input: moved in (its last use)
   };
   Kernel* add_kernel(std::unique_ptr<Kernel> k) {
     kernels_.push_back(std::move(k));

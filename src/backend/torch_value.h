@@ -58,6 +58,7 @@ struct TorchState {
   torch::Device device = torch::kCPU;
   torch::Generator generator;
   uint64_t seed = 0;  // Backend::seed
+  bool donation = true;  // BackendOptions::donation
   std::shared_ptr<KernelLibrary> library;  // the program's generated loops
   std::unordered_map<ir::OpId, CompiledRegion> regions;
 };

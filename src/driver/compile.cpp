@@ -16,6 +16,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// TEMPO_NO_<FEATURE>=1 turns a feature off in any program without recompiling it, e.g. to run a
+// test suite with it off.
+bool switched_off(const char* variable) {
+  const char* v = std::getenv(variable);
+  return v && *v && *v != '0';
+}
+
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
@@ -118,13 +125,12 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   if (options.verbose) std::cerr << impl->schedule.str(impl->graph);
 
   t0 = Clock::now();
-  const char* no_codegen = std::getenv("TEMPO_NO_CODEGEN");
-  const bool codegen = options.codegen && !(no_codegen && *no_codegen && *no_codegen != '0');
-  impl->backend = backend::make_libtorch_backend(backend::default_device(), codegen);
+  backend::BackendOptions bo;
+  bo.codegen = options.codegen && !switched_off("TEMPO_NO_CODEGEN");
+  bo.donation = options.donation && !switched_off("TEMPO_NO_DONATION");
+  impl->backend = backend::make_libtorch_backend(backend::default_device(), bo);
   impl->backend->seed(options.seed);
-  const char* no_blocks = std::getenv("TEMPO_NO_BLOCK_STORES");
-  const bool blocks =
-      options.block_stores && !(no_blocks && *no_blocks && *no_blocks != '0');
+  const bool blocks = options.block_stores && !switched_off("TEMPO_NO_BLOCK_STORES");
   impl->executor = std::make_unique<runtime::Executor>(impl->graph, impl->schedule,
                                                        *impl->backend, impl->dims, blocks);
   impl->executor->set_profiling(options.profile);

@@ -162,14 +162,14 @@ std::optional<MovingWindow> moving_window(const ir::Graph& g,
   }
   for (const Expr& s : src.outputs[read.source_output].shape.dims)
     if (mentions(s, w.n)) return std::nullopt;  // points of different shapes do not stack
-  if (!moves || scan_waits_for_reader(g, readers, op.id, read.source, w.scan_domain))
-    return std::nullopt;
+  if (!moves) return std::nullopt;
   w.lo = window.arg(0);
   w.hi = window.arg(1);
   const Dims& at = op.domain;  // where the positions are evaluated
   if (!sym::prove_nonneg(w.lo, at) || !sym::prove_nonneg(w.hi - w.lo, at) ||
       !sym::prove_nonneg(w.n.bound - w.hi, at))
     return std::nullopt;
+  if (scan_waits_for_reader(g, readers, op.id, read.source, w.scan_domain)) return std::nullopt;
   std::vector<Expr> all = read.phi.args();
   all[w.entry] = slice(0, w.n.bound);
   w.whole = Read{read.source, read.source_output, seq(all)};
