@@ -83,6 +83,7 @@ struct Case {
   std::string env = "CartPole-v1";
   std::string obs;  // synthetic env: "3x64x64"
   int64_t envs = 16, steps = 128, hidden = 64, layers = 2, n_step = 0;
+  int64_t epochs = 0;  // PPO update epochs per rollout (0: TrainConfig's default)
   bool proximity = false;
   // Tempo's REINFORCE learning from the acting forward pass per timestep, returns not
   // normalized (TrainConfig::per_step); the eager baseline ignores it.
@@ -105,6 +106,7 @@ TrainConfig config_of(const Case& c, int64_t iterations) {
   cfg.layers = c.layers;
   cfg.n_step = c.n_step;
   cfg.proximity = c.proximity;
+  if (c.epochs > 0) cfg.epochs = c.epochs;
   if (c.per_step) {
     cfg.per_step = true;
     cfg.normalize_returns = false;
@@ -173,7 +175,7 @@ std::string child_command(const std::string& system, const Case& c, int64_t iter
   cmd << "/proc/" << getpid() << "/exe --child " << system << " --algo " << c.algo << " --env "
       << c.env << " --envs " << c.envs << " --steps " << c.steps << " --hidden " << c.hidden
       << " --layers " << c.layers << " --n-step " << c.n_step << " --iterations " << iterations
-      << " --warmup " << warmup << " --threads " << threads;
+      << " --warmup " << warmup << " --threads " << threads << " --epochs " << c.epochs;
   if (!c.obs.empty()) cmd << " --obs " << c.obs;
   if (c.proximity) cmd << " --proximity";
   if (c.per_step) cmd << " --per-step";
@@ -440,6 +442,8 @@ int main_impl(int argc, char** argv) {
       o.c.layers = std::stoll(next());
     else if (a == "--n-step")
       o.c.n_step = std::stoll(next());
+    else if (a == "--epochs")
+      o.c.epochs = std::stoll(next());
     else if (a == "--proximity")
       o.c.proximity = true;
     else if (a == "--per-step")
@@ -449,7 +453,7 @@ int main_impl(int argc, char** argv) {
                    "FILE.md] [--plot FILE.svg] [--algos reinforce,ppo] [--iterations N] "
                    "[--warmup W] [--threads K]\n"
                    "  profile: --only profile [--algo A --envs N --steps T --hidden H --layers L"
-                   " --env E --obs CxHxW --n-step n --proximity]\n";
+                   " --env E --obs CxHxW --n-step n --epochs E --proximity]\n";
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
