@@ -1,12 +1,14 @@
-// REINFORCE, A2C and PPO as one recurrent-tensor program family (TEMPO Alg. 1).
+// The shared part of the RL programs (TEMPO Alg. 1): acting, advantage estimation, and the
+// training driver around each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp).
 //
 // Acting runs per (i, t): o[0, 0] = reset(), o[i, t + 1] = step(a[i, t]) and o[i + 1, 0] = the
 // last observation of iteration i, so every env call is ordered by data dependences. Learning
 // runs per iteration i on the whole rollout read as constant-range slices x[i, 0:T] (batched
-// forward passes), except the returns, which read the future x[i, t:T] per timestep. PPO's
-// updates run per (i, u) on minibatches of that rollout, with parameters over (i, u); acting
-// reads them at (i, 0).
+// forward passes); returns and advantages read the future x[i, t:T] per timestep, which the
+// lifting pass turns into one reverse scan per iteration. PPO's updates run per (i, u) on
+// minibatches of that rollout, with parameters over (i, u); acting reads them at (i, 0).
 #include "rl/algorithms/algorithms.h"
+#include "rl/algorithms/program.h"
 
 #include <algorithm>
 #include <chrono>
@@ -60,6 +62,10 @@ Expr index_with(const RT& x, const Dim& t, const Expr& entry) {
   return e.size() == 1 ? e[0] : seq(e);
 }
 
+}  // namespace
+
+namespace detail {
+
 RT rollout(const RT& x, const Dim& t) {
   return x[index_with(x, t, slice(0, t.bound))];
 }
@@ -76,7 +82,7 @@ RT normalized(const RT& x) {
   return c / deviation(c);
 }
 
-}  // namespace
+}  // namespace detail
 
 RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t, int64_t n, Loc loc) {
   Expr future = n > 0 ? slice(t.var, tempo::min(t.var + n, t.bound)) : slice(t.var, t.bound);
@@ -131,38 +137,38 @@ void validate(const TrainConfig& c) {
     throw UserError(cat("unknown optimizer '", c.optimizer, "' (expected adam or sgd)"));
 }
 
-namespace {
+namespace detail {
 
-// The action distribution of a policy network's output `out`: categorical over discrete actions,
-// else a diagonal normal with the state-independent `log_std`.
-class Policy {
- public:
-  Policy(bool discrete, const RT& out, const RT& log_std) {
-    if (discrete)
-      categorical_.emplace(out);
-    else
-      normal_.emplace(out, log_std);
-  }
-  RT sample() const { return categorical_ ? categorical_->sample() : normal_->sample(); }
-  RT log_prob(const RT& actions) const {
-    return categorical_ ? categorical_->log_prob(actions) : normal_->log_prob(actions);
-  }
-  RT entropy() const { return categorical_ ? categorical_->entropy() : normal_->entropy(); }
+Policy::Policy(bool discrete, const RT& out, const RT& log_std) {
+  if (discrete)
+    categorical_.emplace(out);
+  else
+    normal_.emplace(out, log_std);
+}
+RT Policy::sample() const { return categorical_ ? categorical_->sample() : normal_->sample(); }
+RT Policy::log_prob(const RT& actions) const {
+  return categorical_ ? categorical_->log_prob(actions) : normal_->log_prob(actions);
+}
+RT Policy::entropy() const { return categorical_ ? categorical_->entropy() : normal_->entropy(); }
 
- private:
-  std::optional<nn::Categorical> categorical_;
-  std::optional<nn::Normal> normal_;
-};
-
-// (T, N, ...) -> (T * N, ...).
-RT flat(const RT& x) {
-  std::vector<Expr> dims = x.shape().dims;
-  dims[1] = dims[0] * dims[1];
-  dims.erase(dims.begin());
-  return x.reshape(Shape(dims));
+Advantages advantages(Acting& a) {
+  const TrainConfig& cfg = a.cfg;
+  nn::MLP vf(a.ctx, a.mlp_sizes(1), a.steps, nn::tanh, nn::identity, true, a.init);
+  for (const nn::Parameter& p : vf.parameters()) a.params.push_back(p);
+  // With the acting parameters (computed once per rollout, as CleanRL does).
+  RT V0 = vf.forward_at(a.start, rollout(a.obs, a.t)).squeeze(-1).detach();       // (T, N)
+  RT Vn = vf.forward_at(a.start, rollout(a.final_obs, a.t)).squeeze(-1).detach();  // (T, N)
+  RT R = rollout(a.reward, a.t);
+  RT TERM = rollout(a.terminated, a.t);
+  RT delta = R + cfg.gamma * (1.0 - TERM) * Vn - V0;  // (T, N)
+  // GAE: the per-timestep TD errors discounted by gamma * lambda within episodes.
+  RT adv_t =
+      discounted_returns(delta.index(0, a.t.var), a.done, cfg.gamma * cfg.gae_lambda, a.t);
+  RT ADV = rollout(adv_t, a.t).detach();
+  return Advantages{vf, V0, ADV, ADV + V0};
 }
 
-}  // namespace
+}  // namespace detail
 
 TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   validate(cfg);
@@ -214,7 +220,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
     params.push_back(log_std);
   }
   // One distribution for acting: PPO and per-step REINFORCE also read its log-probabilities.
-  const Policy acting(discrete, pi.forward_at(start, o), discrete ? RT() : RT(log_std[start]));
+  const detail::Policy acting(discrete, pi.forward_at(start, o),
+                              discrete ? RT() : RT(log_std[start]));
   RT a = acting.sample();
 
   auto result = std::make_shared<StepResult>();  // reused: no allocation per step
@@ -262,77 +269,15 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   o[{i.var, t.var + 1}] = next_obs;
   o[{i.var + 1, Expr(0)}] = next_obs[{i.var, t.bound - 1}];
 
-  // ---- learning, on the whole rollout (batched forward passes) ----
-  RT O = rollout(o, t);  // (T, N, obs)
-  RT A = rollout(a, t);  // (T, N) or (T, N, act)
-  RT loss;
-  if (!use_value && cfg.per_step) {
-    // TEMPO Alg. 1: the loss of each timestep from the acting forward pass itself (no
-    // recomputation); its backward pass can run as soon as the returns of that step exist.
-    RT G = discounted_returns(reward, done, cfg.gamma, t, cfg.n_step);
-    if (cfg.normalize_returns) {
-      // Statistics of the whole rollout: every step waits for its end.
-      RT all = rollout(G, t);
-      RT mean = all.mean();
-      G = (G - mean) / deviation(all - mean);
-    }
-    RT step_loss =
-        -(acting.log_prob(a) * G.detach()).mean() - cfg.ent_coef * acting.entropy().mean();
-    loss = rollout(step_loss, t).mean();
-  } else if (!use_value) {
-    const Policy learner(discrete, pi(O), log_std);
-    RT G = rollout(discounted_returns(reward, done, cfg.gamma, t, cfg.n_step), t);
-    if (cfg.normalize_returns) G = normalized(G);
-    loss = -(learner.log_prob(A) * G.detach()).mean() - cfg.ent_coef * learner.entropy().mean();
-  } else {
-    nn::MLP vf(ctx, mlp_sizes(1), steps, nn::tanh, nn::identity, true, init);
-    for (const nn::Parameter& p : vf.parameters()) params.push_back(p);
-    // Advantages with the acting parameters (computed once per rollout, as CleanRL does).
-    RT V0 = vf.forward_at(start, O).squeeze(-1).detach();                      // (T, N)
-    RT Vn = vf.forward_at(start, rollout(final_obs, t)).squeeze(-1).detach();  // (T, N)
-    RT R = rollout(reward, t);
-    RT TERM = rollout(terminated, t);
-    RT delta = R + cfg.gamma * (1.0 - TERM) * Vn - V0;  // (T, N)
-    // GAE: the per-timestep TD errors discounted by gamma * lambda within episodes.
-    RT adv_t = discounted_returns(delta.index(0, t.var), done, cfg.gamma * cfg.gae_lambda, t);
-    RT ADV = rollout(adv_t, t).detach();
-    RT RET = ADV + V0;
-    if (!ppo) {
-      const Policy learner(discrete, pi(O), log_std);
-      RT V = vf(O).squeeze(-1);
-      RT vloss = 0.5 * (V - RET).square().mean();
-      loss = -(learner.log_prob(A) * normalized(ADV)).mean() + cfg.vf_coef * vloss -
-             cfg.ent_coef * learner.entropy().mean();
-    } else {
-      // Minibatch u % M of epoch u / M: rows of the flattened rollout in a random order drawn
-      // once per (iteration, epoch).
-      const int64_t rows = T * N, M = cfg.minibatches, B = rows / M;
-      auto batch_fn = [seed, rows, M, B](const std::vector<HostTensor>&,
-                                         const std::vector<int64_t>& p) {
-        std::vector<int64_t> perm(static_cast<size_t>(rows));
-        std::iota(perm.begin(), perm.end(), 0);
-        std::mt19937_64 rng(seed * 1000003 + static_cast<uint64_t>(p[0]) * 7919 +
-                            static_cast<uint64_t>(p[1] / M));
-        std::shuffle(perm.begin(), perm.end(), rng);
-        HostTensor idx(DType::Int64, {B});
-        for (int64_t k = 0; k < B; ++k) idx.set(k, static_cast<double>(perm[(p[1] % M) * B + k]));
-        return std::vector<HostTensor>{idx};
-      };
-      RT idx = ctx.udf("minibatch", batch_fn, {}, {TensorType{DType::Int64, {B}}}, {i, *u})[0];
-      auto mb = [&](const RT& x) { return flat(x).index_select(0, idx); };
-      // The acting policy's log-probabilities, fixed during the updates.
-      RT old_logp = rollout(acting.log_prob(a), t).detach();
-      RT Ob = mb(O);
-      const Policy learner(discrete, pi(Ob), log_std);
-      RT ratio = (learner.log_prob(mb(A)) - mb(old_logp)).exp();
-      RT nadv = normalized(mb(ADV));
-      RT pg = -((ratio * nadv).minimum(ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * nadv)).mean();
-      RT V = vf(Ob).squeeze(-1), V0b = mb(V0), RETb = mb(RET);
-      RT Vclipped = V0b + (V - V0b).clamp(-cfg.clip, cfg.clip);
-      RT vloss = 0.5 * (V - RETb).square().maximum((Vclipped - RETb).square()).mean();
-      loss = pg + cfg.vf_coef * vloss - cfg.ent_coef * learner.entropy().mean();
-    }
-  }
+  // ---- learning: each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp) ----
+  detail::Acting acting_program{ctx,       cfg,    i,         t,         u,          steps,
+                                start,     discrete, mlp_sizes, init,    pi,         log_std,
+                                params,    acting, o,         a,         reward,     done,
+                                terminated, final_obs};
+  RT loss = ppo                 ? detail::ppo_loss(acting_program)
+            : use_value         ? detail::a2c_loss(acting_program)
+                                : detail::reinforce_loss(acting_program);
+  params = acting_program.params;
   loss = loss.named("loss");
 
   optim::LearningRate lr = cfg.lr;

@@ -1,0 +1,74 @@
+// The parts the RL programs share (internal to src/rl/algorithms/): the acting program every
+// algorithm learns from, written once in program.cpp, and one loss per algorithm in its own file
+// (reinforce.cpp, a2c.cpp, ppo.cpp), the way CleanRL gives each algorithm one readable file.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "nn/distributions.h"
+#include "nn/module.h"
+#include "rl/algorithms/algorithms.h"
+
+namespace tempo::rl::detail {
+
+// The action distribution of a policy network's output `out`: categorical over discrete actions,
+// else a diagonal normal with the state-independent `log_std`.
+class Policy {
+ public:
+  Policy(bool discrete, const RT& out, const RT& log_std);
+  RT sample() const;
+  RT log_prob(const RT& actions) const;
+  RT entropy() const;
+
+ private:
+  std::optional<nn::Categorical> categorical_;
+  std::optional<nn::Normal> normal_;
+};
+
+// The acting program over iterations i and timesteps t: o[0, 0] = reset(), o[i, t + 1] =
+// step(a[i, t]), o[i + 1, 0] = the last observation of iteration i, actions sampled from the
+// policy network with the parameters of the start of the iteration.
+struct Acting {
+  Context& ctx;
+  const TrainConfig& cfg;
+  Dim i, t;
+  std::optional<Dim> u;  // PPO's update dimension: parameters are state over (i, u)
+  nn::Steps steps;
+  Expr start;  // the parameter point that acts in iteration i
+  bool discrete;
+  std::function<std::vector<int64_t>(int64_t out)> mlp_sizes;  // obs -> hidden... -> out
+  nn::Linear::Init init;
+  nn::MLP pi;
+  nn::Parameter log_std;  // continuous actions only
+  std::vector<nn::Parameter> params;  // what the optimizer updates (learners add theirs)
+  std::optional<Policy> policy;  // the acting distribution
+  RT obs, actions;  // o[i, t], a[i, t]
+  // Per step: the reward, whether the episode ended (terminated or truncated), whether it
+  // terminated, and the episode's own last observation (before an automatic reset).
+  RT reward, done, terminated, final_obs;
+};
+
+// x read over the whole of t at the current point of x's other dims: x[i, 0:T] (T, ...).
+RT rollout(const RT& x, const Dim& t);
+// Normalized over all elements (CleanRL's advantage normalization).
+RT normalized(const RT& x);
+// The standard deviation of a centered RT over all elements (eps inside the sqrt).
+RT deviation(const RT& centered);
+
+// The losses, each over the domain its parameters update on.
+RT reinforce_loss(Acting& a);
+RT a2c_loss(Acting& a);
+RT ppo_loss(Acting& a);
+
+// GAE over the rollout with the acting parameters (A2C, PPO): the value network (its
+// parameters added to a.params), its values V0 of the rollout's observations, the advantages
+// and the returns ADV + V0, each (T, N) and detached.
+struct Advantages {
+  nn::MLP vf;
+  RT values, advantages, returns;
+};
+Advantages advantages(Acting& a);
+
+}  // namespace tempo::rl::detail
