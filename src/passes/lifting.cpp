@@ -280,6 +280,83 @@ bool lift_discounted_suffix(ir::Graph& g, const std::vector<std::vector<EdgeId>>
   return true;
 }
 
+// Lifts a running sum written as a recurrence and read only at its end,
+//   acc[.., 0, ..] = x[.., 0, ..];  acc[.., d, ..] = acc[.., d - 1, ..] + x[.., d, ..] (d >= 1);
+//   y = acc[.., D - 1, ..],
+// to y = x[.., 0:D, ..].sum(0): one reduction that vectorization batches, instead of D dependent
+// adds. Symbolic autodiff writes the gradient of a parameter read at every step this way (it
+// frees each step's contribution as soon as it is added); as a sum, TEMPO Alg. 1's per-step
+// learner runs batched over t. The sum rounds like LibTorch's reduction, not like the chain.
+bool lift_running_sum(ir::Graph& g, const std::vector<std::vector<EdgeId>>& readers, OpId id) {
+  const OpNode merge = g.op(id);  // a copy: adding ops invalidates references
+  if (merge.kind != OpKind::Merge || merge.inputs.size() != 2 || merge.cond.defined() ||
+      !ir::is_floating(merge.outputs[0].dtype))
+    return false;
+  const ir::Edge first = g.edge(merge.inputs[0]), step = g.edge(merge.inputs[1]);
+  const OpNode& add = g.op(step.source);
+  if (add.kind != OpKind::Add || add.inputs.size() != 2 || readers[add.id].size() != 1)
+    return false;
+  const Dims& domain = merge.domain;
+  const Expr here = identity_phi(domain);
+  for (size_t j = 0; j < domain.size(); ++j) {
+    const Dim& d = domain[j];
+    auto at = [&](const Expr& e) {
+      std::vector<Expr> p = here.args();
+      p[j] = e;
+      return seq(p);
+    };
+    auto same_cond = [&](const Expr& c, const Expr& want) {
+      return c.defined() && sym::simplify(c, domain).same(sym::simplify(want, domain));
+    };
+    if (!same_cond(first.cond, d.var == 0) || !same_cond(step.cond, d.var >= 1) ||
+        !same_cond(add.cond, d.var >= 1) || !step.phi.same(here) || !(add.domain == domain))
+      continue;
+    // The add reads acc one step back and x where the first branch reads x at 0.
+    const ir::Edge &a0 = g.edge(add.inputs[0]), &a1 = g.edge(add.inputs[1]);
+    const ir::Edge& back = a0.source == id ? a0 : a1;
+    const ir::Edge& x = a0.source == id ? a1 : a0;
+    if (back.source != id || x.source == id || back.cond.defined() || x.cond.defined() ||
+        !sym::simplify(back.phi, domain).same(sym::simplify(at(d.var - 1), domain)) ||
+        !x.phi.same(here) || first.source != x.source || first.source_output != x.source_output ||
+        !sym::simplify(first.phi, domain).same(at(Expr(0))) ||
+        !(g.op(x.source).domain == domain))
+      continue;
+    // Every other reader reads the last point along d, and nothing else changes along d.
+    const Expr last = d.bound - 1;
+    bool only_last = true;
+    for (EdgeId e : readers[id]) {
+      if (g.edge(e).sink == add.id) continue;
+      const ir::Edge& r = g.edge(e);
+      const Dims& at_sink = g.op(r.sink).domain;
+      only_last &= !r.phi.arg(j).is_slice() &&
+                   sym::simplify(r.phi.arg(j) - last, at_sink).is_const(0);
+    }
+    if (!only_last) continue;
+    Dims rest;
+    for (const Dim& k : domain)
+      if (!(k == d)) rest.push_back(k);
+    Builder b(g, merge);
+    ir::Attrs a = dim_attrs(0);
+    OpId sum = b.add(OpKind::Sum, std::move(a), rest,
+                     {{x.source, x.source_output, sym::seq([&] {
+                         std::vector<Expr> p = here.args();
+                         p[j] = slice(0, d.bound);
+                         return p;
+                       }())}});
+    for (EdgeId e : readers[id]) {
+      ir::Edge& r = g.edge(e);
+      if (r.sink == add.id) continue;
+      std::vector<Expr> p = r.phi.args();
+      p.erase(p.begin() + static_cast<std::ptrdiff_t>(j));
+      r.source = sum;
+      r.source_output = 0;
+      r.phi = seq(p);
+    }
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool lift_scans(Program& p) {
@@ -289,7 +366,8 @@ bool lift_scans(Program& p) {
   for (size_t k = 0; k < n; ++k) {
     const OpId id = static_cast<OpId>(k);
     changed |= lift_window_sum(p.graph, readers, id) ||
-               lift_discounted_suffix(p.graph, readers, id);
+               lift_discounted_suffix(p.graph, readers, id) ||
+               lift_running_sum(p.graph, readers, id);
   }
   return changed;
 }

@@ -11,10 +11,12 @@ namespace tempo::passes {
 // O(T^2): prefixes x[0:b] from cumsum(x), suffixes x[a:T] from flip(cumsum(flip(x))), other
 // windows as P[b] - P[a] of the padded prefix scan P. Discounted sums over the future,
 // `r[t:T].discounted_sum(gamma, done[t:T])` (RL returns, GAE), are read from one reverse
-// discounted scan (discounted_cumsum). Vectorization then batches the reads when a and b are
-// t + c. Not lifted: windows with a step, several stacked dims, sums with keepdim, integer sums,
-// windows whose source depends on the sum (the scan would wait for its reader), recurrences
-// written with merges (s[t] = s[t-1] + x[t]), discounted sums over windows that end before the
+// discounted scan (discounted_cumsum). A running sum written as a recurrence and read only at
+// its end (acc[t] = acc[t - 1] + x[t], read at T - 1: autodiff's gradient of a parameter read at
+// every step) becomes one sum over x[0:T]. Vectorization then batches the reads when a and b
+// are t + c. Not lifted: windows with a step, several stacked dims, sums with keepdim, integer
+// sums, windows whose source depends on the sum at the same point (the scan would wait for its
+// reader), recurrences read before their end, discounted sums over windows that end before the
 // dimension does (n-step returns), and windows of products, maxima or other reductions.
 bool lift_scans(Program& p);
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "api/autodiff.h"
 #include "api/tempo.h"
 #include "driver/executable_impl.h"
 #include "e2e/e2e_util.h"
@@ -391,6 +392,34 @@ TEST(Lift, WindowOverARecurrenceMatchesEager) {
     total += state;
     expect_close(to_torch(exe.get(out, {k})), total, "sum of a recurrence");
     state = eager_source({k}, {2}) + total * 0.5;
+  }
+}
+
+// The gradient of a parameter read at every step is a running sum along t written as a
+// recurrence (autodiff frees each step's term as it adds it), read at its end: lifted to one sum
+// over the batched terms, with no recurrence left; the same values as LibTorch's autograd.
+TEST(Lift, RunningGradientSumIsOneSum) {
+  const int64_t T = 9;
+  for (bool lifting : {true, false}) {
+    Context ctx;
+    Dim t = ctx.dim("t", "T");
+    RT x = source(ctx, {t}, {3});
+    RT w = source(ctx, {}, {3}, 1);
+    RT y = (w * x).tanh().sum();
+    RT g = grad(y[slice(0, t.bound)].sum(), {w})[0].retain();
+    CompileOptions o;
+    o.passes.lifting = lifting;
+    o.passes.check_ir = true;
+    Executable exe = ctx.compile({{t.bound, T}}, o);
+    exe.run();
+    int merges = 0;
+    for (const ir::OpNode& op : exe.impl().graph.ops()) merges += op.kind == ir::OpKind::Merge;
+    EXPECT_EQ(merges, lifting ? 0 : 1);
+    torch::Tensor tw = eager_source({}, {3}, 1).requires_grad_(true);
+    torch::Tensor total = torch::zeros({});
+    for (int64_t k = 0; k < T; ++k) total = total + (tw * eager_source({k}, {3})).tanh().sum();
+    total.backward();
+    expect_close(to_torch(exe.get(g, {})), tw.grad(), lifting ? "lifted" : "not lifted");
   }
 }
 
