@@ -31,6 +31,22 @@ RT as_float(const RT& m, DType dt, Loc loc) {
   return m.cast(dt, loc);
 }
 
+// The gradient of picking elements of x along d (gather, a max's argmax): g scattered into zeros
+// at `index`. Where the index picks one element per position of the other dims (size 1 along
+// d), it is g where the position along d equals the index, else 0: elementwise ops that
+// vectorize over temporal dims and fuse, where a scatter does neither.
+RT pick_grad(Context& ctx, const RT& x, int64_t d, const RT& index, const RT& g, Loc loc) {
+  const Shape &xs = x.shape(), &is = index.shape();
+  bool one = is.rank() == xs.rank() && is[d].is_const(1) && g.shape().same(is);
+  for (size_t k = 0; one && k < xs.rank(); ++k)
+    one = static_cast<int64_t>(k) == d || is[k].same(xs[k]);
+  if (!one) return zeros_like(ctx, x, loc).scatter_add(d, index, g, loc);
+  RT position = ctx.arange(xs[d], DType::Int64, loc);
+  for (size_t k = static_cast<size_t>(d) + 1; k < xs.rank(); ++k)
+    position = position.unsqueeze(-1, loc);
+  return where(position == index, g, 0.0, loc);
+}
+
 std::vector<RT> matmul_grads(const RuleInput& r) {
   const RT &a = r.in[0], &b = r.in[1], &g = r.g[0];
   Loc loc = r.loc;
@@ -196,7 +212,7 @@ std::vector<RT> local_grads(const RuleInput& r) {
       int64_t d = a.ints[0];
       RT gk = a.keepdim ? g : g.unsqueeze(d, loc);
       RT ik = a.keepdim ? r.out[1] : r.out[1].unsqueeze(d, loc);
-      out[0] = zeros_like(ctx, x[0], loc).scatter_add(d, ik, gk, loc);
+      out[0] = pick_grad(ctx, x[0], d, ik, gk, loc);
       break;
     }
     case OpKind::DiscountedSum: {  // the weight of each x[k]: gamma^k alive(k)
@@ -280,7 +296,7 @@ std::vector<RT> local_grads(const RuleInput& r) {
       if (need(0)) out[0] = zeros_like(ctx, x[0], loc).index_add(a.ints[0], x[1], g, loc);
       break;
     case OpKind::Gather:
-      if (need(0)) out[0] = zeros_like(ctx, x[0], loc).scatter_add(a.ints[0], x[1], g, loc);
+      if (need(0)) out[0] = pick_grad(ctx, x[0], a.ints[0], x[1], g, loc);
       break;
     case OpKind::ScatterAdd:
       if (need(0)) out[0] = g;
