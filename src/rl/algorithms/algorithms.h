@@ -52,8 +52,8 @@ struct TrainConfig {
   int64_t n_step = 0;             // REINFORCE: 0 for Monte-Carlo returns, n for n-step returns
   bool normalize_returns = true;  // REINFORCE: returns normalized over the rollout
   // REINFORCE: learn from the acting forward pass, one loss term per timestep (TEMPO Alg. 1),
-  // instead of recomputing the forward pass over the rollout. With n-step returns, no
-  // normalization and proximity, step t's backward runs at t + n and frees its activations.
+  // instead of recomputing the forward pass over the rollout. The passes batch the per-step
+  // backward passes over t (one batched backward pass per iteration).
   bool per_step = false;
   int64_t hidden = 64;
   int64_t layers = 2;              // hidden layers of the policy and value networks
