@@ -49,11 +49,11 @@ struct MemoryAccount {
 // linearized (row-major over the run's bounds) into an int64 key; small domains use a flat vector
 // grown on demand, large ones a hash map (memory proportional to the live entries).
 //
-// With blocks (TEMPO §6's block store, for outputs read as x[0:T], x[t:T] or x[0:t+1] along
-// their last dimension), the points that differ only in the last coordinate are rows of one
-// preallocated block: a stored value is copied into its row and kept as a view of it, and a read
-// of consecutive points is one view of the block (rows()) instead of a stack of copies. A block
-// is dropped when its last row is erased.
+// With blocks (TEMPO §6's block store; the executor uses them for outputs read as x[0:t+1] or
+// x[t:T] along their last dimension), the points that differ only in the last coordinate are
+// rows of one preallocated block: a stored value is copied into its row and kept as a view of
+// it, and a read of consecutive points is one view of the block (rows()) instead of a stack of
+// copies. A block is dropped when its last row is erased.
 class PointStore {
  public:
   // `who` names the op output in error messages; `rank` is the number of domain dimensions.
