@@ -28,8 +28,8 @@ struct CompileOptions {
   // cached on disk ($TEMPO_CACHE_DIR, else ~/.cache/tempo); CPU only. TEMPO_NO_CODEGEN=1 turns
   // it off without recompiling the program.
   bool codegen = true;
-  // Outputs read as x[0:T], x[t:T] or x[0:t+1] along their last dimension live in one block per
-  // run of that dimension (TEMPO §6), so those reads are views, not copies. TEMPO_NO_BLOCK_STORES=1
+  // Outputs read as x[0:t+1] or x[t:T] along their last dimension live in one block per run of
+  // that dimension (TEMPO §6), so those reads are views, not copies. TEMPO_NO_BLOCK_STORES=1
   // turns it off without recompiling the program.
   bool block_stores = true;
   // A generated loop may write its output into the buffer of an input that is dead after it

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "api/context.h"
 #include "symbolic/simplify.h"
@@ -242,30 +243,38 @@ RT RT::logsumexp(int64_t dim, bool keepdim, Loc loc) const {
   return keepdim ? r : r.squeeze(d, loc);
 }
 
-RT RT::discounted_sum(double gamma, int64_t dim, Loc loc) const {
-  Attrs a = ints_attr({norm_dim(*this, dim, rank(), loc, "discounted_sum")});
+namespace {
+
+// The attributes of a discounted sum (direction: none) or scan (reverse or forward) along dim.
+Attrs discounted_attrs(const RT& x, double gamma, int64_t dim, std::optional<bool> reverse,
+                       Loc loc) {
+  Attrs a = ints_attr(
+      {norm_dim(x, dim, x.rank(), loc, reverse ? "discounted_cumsum" : "discounted_sum")});
   a.scalar = gamma;
-  return ctx().add_op1(OpKind::DiscountedSum, std::move(a), {*this}, loc);
+  if (reverse) a.exprs = {Expr(*reverse ? 1 : 0)};
+  return a;
+}
+
+}  // namespace
+
+RT RT::discounted_sum(double gamma, int64_t dim, Loc loc) const {
+  return ctx().add_op1(OpKind::DiscountedSum,
+                       discounted_attrs(*this, gamma, dim, std::nullopt, loc), {*this}, loc);
 }
 
 RT RT::discounted_sum(double gamma, const RT& done, int64_t dim, Loc loc) const {
-  Attrs a = ints_attr({norm_dim(*this, dim, rank(), loc, "discounted_sum")});
-  a.scalar = gamma;
-  return ctx().add_op1(OpKind::DiscountedSum, std::move(a), {*this, done}, loc);
+  return ctx().add_op1(OpKind::DiscountedSum,
+                       discounted_attrs(*this, gamma, dim, std::nullopt, loc), {*this, done}, loc);
 }
 
 RT RT::discounted_cumsum(double gamma, int64_t dim, bool reverse, Loc loc) const {
-  Attrs a = ints_attr({norm_dim(*this, dim, rank(), loc, "discounted_cumsum")});
-  a.scalar = gamma;
-  a.exprs = {Expr(reverse ? 1 : 0)};
-  return ctx().add_op1(OpKind::DiscountedCumSum, std::move(a), {*this}, loc);
+  return ctx().add_op1(OpKind::DiscountedCumSum,
+                       discounted_attrs(*this, gamma, dim, reverse, loc), {*this}, loc);
 }
 
 RT RT::discounted_cumsum(double gamma, const RT& done, int64_t dim, bool reverse, Loc loc) const {
-  Attrs a = ints_attr({norm_dim(*this, dim, rank(), loc, "discounted_cumsum")});
-  a.scalar = gamma;
-  a.exprs = {Expr(reverse ? 1 : 0)};
-  return ctx().add_op1(OpKind::DiscountedCumSum, std::move(a), {*this, done}, loc);
+  return ctx().add_op1(OpKind::DiscountedCumSum,
+                       discounted_attrs(*this, gamma, dim, reverse, loc), {*this, done}, loc);
 }
 
 // ---- movement ------------------------------------------------------------------------------

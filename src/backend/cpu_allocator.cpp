@@ -137,8 +137,4 @@ CpuAllocatorStats cpu_allocator_stats() {
                                        : CpuAllocatorStats{};
 }
 
-void empty_cpu_cache() {
-  if (CachingCpuAllocator::instance) CachingCpuAllocator::instance->empty();
-}
-
 }  // namespace tempo::backend

@@ -25,7 +25,4 @@ void install_caching_cpu_allocator();
 
 CpuAllocatorStats cpu_allocator_stats();
 
-// Frees every cached block (e.g. before measuring resident memory).
-void empty_cpu_cache();
-
 }  // namespace tempo::backend

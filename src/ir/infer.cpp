@@ -108,6 +108,18 @@ TensorType reduce_shape(const Ctx& c, const TensorType& x, const std::vector<int
   return out;
 }
 
+// The inputs of the discounted sums and scans: a floating x and an optional done of x's shape.
+void check_discounted(const Ctx& c, const std::vector<TensorType>& in) {
+  if (in.empty() || in.size() > 2) c.fail("takes x and an optional done");
+  if (!is_floating(in[0].dtype)) c.fail(cat("needs a floating tensor, got ", in[0].str()));
+  if (in.size() == 2) {
+    bool same = in[1].shape.rank() == in[0].shape.rank();
+    for (size_t k = 0; same && k < in[0].shape.rank(); ++k)
+      same = c.same_size(in[0].shape[k], in[1].shape[k]);
+    if (!same) c.fail(cat("done must have x's shape: ", shapes_str(in)));
+  }
+}
+
 TensorType matmul(const Ctx& c, const TensorType& a, const TensorType& b) {
   if (a.shape.rank() == 0 || b.shape.rank() == 0)
     c.fail(cat("operands must have at least one dimension, got ", shapes_str(c.in)));
@@ -241,29 +253,15 @@ std::vector<TensorType> infer(const Ctx& c) {
       return {v, TensorType{DType::Int64, v.shape}};
     }
     case OpKind::DiscountedSum: {
-      if (in.empty() || in.size() > 2) c.fail("takes x and an optional done");
-      if (!is_floating(in[0].dtype)) c.fail(cat("needs a floating tensor, got ", in[0].str()));
+      check_discounted(c, in);
       int64_t d = c.dim(0, in[0].shape.rank());
-      if (in.size() == 2) {
-        bool same = in[1].shape.rank() == in[0].shape.rank();
-        for (size_t k = 0; same && k < in[0].shape.rank(); ++k)
-          same = c.same_size(in[0].shape[k], in[1].shape[k]);
-        if (!same) c.fail(cat("done must have x's shape: ", shapes_str(in)));
-      }
       return {reduce_shape(c, in[0], {d}, false)};
     }
     case OpKind::DiscountedCumSum: {
-      if (in.empty() || in.size() > 2) c.fail("takes x and an optional done");
-      if (!is_floating(in[0].dtype)) c.fail(cat("needs a floating tensor, got ", in[0].str()));
+      check_discounted(c, in);
       c.dim(0, in[0].shape.rank());
       if (a.exprs.size() != 1 || !a.exprs[0].is_const())
         c.fail("needs its direction (1: reverse, 0: forward) as exprs[0]");
-      if (in.size() == 2) {
-        bool same = in[1].shape.rank() == in[0].shape.rank();
-        for (size_t k = 0; same && k < in[0].shape.rank(); ++k)
-          same = c.same_size(in[0].shape[k], in[1].shape[k]);
-        if (!same) c.fail(cat("done must have x's shape: ", shapes_str(in)));
-      }
       return {in[0]};
     }
     case OpKind::CumSum: {

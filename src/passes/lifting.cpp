@@ -293,7 +293,7 @@ bool lift_running_sum(ir::Graph& g, const std::vector<std::vector<EdgeId>>& read
       !ir::is_floating(merge.outputs[0].dtype))
     return false;
   const ir::Edge first = g.edge(merge.inputs[0]), step = g.edge(merge.inputs[1]);
-  const OpNode& add = g.op(step.source);
+  const OpNode add = g.op(step.source);  // a copy too
   if (add.kind != OpKind::Add || add.inputs.size() != 2 || readers[add.id].size() != 1)
     return false;
   const Dims& domain = merge.domain;
@@ -335,14 +335,9 @@ bool lift_running_sum(ir::Graph& g, const std::vector<std::vector<EdgeId>>& read
     Dims rest;
     for (const Dim& k : domain)
       if (!(k == d)) rest.push_back(k);
+    const Read whole{x.source, x.source_output, at(slice(0, d.bound))};
     Builder b(g, merge);
-    ir::Attrs a = dim_attrs(0);
-    OpId sum = b.add(OpKind::Sum, std::move(a), rest,
-                     {{x.source, x.source_output, sym::seq([&] {
-                         std::vector<Expr> p = here.args();
-                         p[j] = slice(0, d.bound);
-                         return p;
-                       }())}});
+    const OpId sum = b.add(OpKind::Sum, dim_attrs(0), rest, {whole});
     for (EdgeId e : readers[id]) {
       ir::Edge& r = g.edge(e);
       if (r.sink == add.id) continue;
