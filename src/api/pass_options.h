@@ -1,7 +1,9 @@
 // The compiler's optimization switches (part of CompileOptions; read by the passes layer).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "util/error.h"
@@ -17,8 +19,12 @@ struct PassOptions {
   bool domain_reduction = true;  // drop dimensions an op's value does not vary along
   bool lifting = true;           // windows over x[t:T] / x[0:t+1] become scans (TEMPO §4.1)
   bool vectorize = true;         // per-timestep ops become batched ops (TEMPO §4.2)
+  bool tiling = true;            // windows along the dims in `tiles` run tile by tile (§4.3)
   bool dce = true;               // dead-code elimination
   bool fusion = true;            // same-point dataflow regions become one op each (TEMPO §4.4)
+  // Tile sizes per temporal dimension, {{"t", 64}}: a window x[a:b] along t that feeds a
+  // reduction runs as tiles of at most 64 points along t (passes/tiling.h). Empty: no tiling.
+  std::vector<std::pair<std::string, int64_t>> tiles;
   bool check_ir = false;         // validate the IR after every pass that changed it
   bool verbose = false;          // per pass: time and op count, to stderr
 
@@ -36,6 +42,7 @@ struct PassOptions {
         {"domain-reduction", &PassOptions::domain_reduction},
         {"lifting", &PassOptions::lifting},
         {"vectorize", &PassOptions::vectorize},
+        {"tiling", &PassOptions::tiling},
         {"dce", &PassOptions::dce},
         {"fusion", &PassOptions::fusion},
     };

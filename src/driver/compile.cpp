@@ -71,6 +71,16 @@ void check_bounds(const ir::Graph& g, const Bounds& bounds, const Loc& loc) {
   }
 }
 
+// A tile larger than its dimension would be one partial tile: almost certainly a mistake.
+void check_tiles(const Dims& dims, const PassOptions& po, const Bounds& bounds, const Loc& loc) {
+  for (const auto& [name, size] : po.tiles)
+    for (const Dim& d : dims)
+      for (const auto& [b, v] : bounds)
+        if (d.name() == name && b.same(d.bound) && size > v)
+          throw UserError(cat("tile size ", size, " for ", name, " exceeds its bound ",
+                              d.bound.name(), " = ", v, " (at ", where(loc), ")"));
+}
+
 }  // namespace
 
 Executable Context::compile(const Bounds& bounds, const CompileOptions& options, Loc loc) {
@@ -87,6 +97,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   auto t0 = Clock::now();
   ir::validate(graph_);
   check_bounds(graph_, bounds, loc);
+  check_tiles(dims_, options.passes, bounds, loc);
   log("validate", t0);
   if (options.verbose)
     std::cerr << "[tempo] SDG: " << graph_.num_ops() << " ops, " << graph_.num_edges()

@@ -13,6 +13,7 @@
 #include "passes/graph_edit.h"
 #include "passes/lifting.h"
 #include "passes/simplify_indices.h"
+#include "passes/tiling.h"
 #include "passes/vectorize.h"
 #include "util/error.h"
 
@@ -41,6 +42,9 @@ constexpr Pass kPipeline[] = {
     // (whose reads of the scan's last point, x[0:T].sum(), do not vary along t).
     {"domain-reduction", &Options::domain_reduction, reduce_domains},
     {"vectorize", &Options::vectorize, vectorize},
+    // After vectorization, whose batched reads of whole dimensions (a learner's x[0:T]) are
+    // windows it splits; after lifting, which turns window sums into scans (no tiles needed).
+    {"tiling", &Options::tiling, tile_windows},
     // Vectorization leaves ops that compute the same batched value from the same inputs.
     {"cse", &Options::cse, eliminate_common_subexpressions},
     // After every pass above leaves the ops it replaced unread.
@@ -74,6 +78,7 @@ bool Program::is_retained(ir::OpId op) const {
 
 void run_pipeline(Program& p, const Options& options) {
   using Clock = std::chrono::steady_clock;
+  p.options = options;
   for (const Pass& pass : kPipeline) {
     if (!(options.*pass.enabled)) continue;
     auto t0 = Clock::now();

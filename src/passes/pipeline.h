@@ -20,6 +20,8 @@ struct Program {
   std::vector<std::pair<ir::OpId, int>> retained;
   // For each op id the user's program had, its id in `graph` now (-1: removed).
   std::vector<ir::OpId> op_map;
+  // The switches and settings the pipeline runs with (tile sizes, verbosity).
+  Options options;
 
   Program(ir::Graph g, std::vector<std::pair<ir::OpId, int>> r);
   bool is_retained(ir::OpId op) const;

@@ -1,0 +1,569 @@
+#include "passes/tiling.h"
+
+#include <algorithm>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "passes/graph_edit.h"
+#include "symbolic/simplify.h"
+#include "util/error.h"
+
+namespace tempo::passes {
+
+namespace {
+
+using ir::EdgeId;
+using ir::Graph;
+using ir::OpId;
+using ir::OpKind;
+using ir::OpNode;
+
+// The range of the tiled dimension a window covers, in the reading op's variables.
+struct Window {
+  Expr lo, hi;
+  bool same(const Window& o) const { return lo.same(o.lo) && hi.same(o.hi); }
+};
+
+// Where an op's output carries the window: its axis, whose size is (window size) x factor (a
+// reshape that merges the window axis with later axes multiplies the factor).
+struct Tiled {
+  int axis = 0;
+  Expr factor = Expr(1);
+};
+
+// How the tiles of a reduction of the window axis are combined.
+enum class Agg { None, Sum, Max };
+
+// What an op's tiling rule says about it, given which inputs carry the window.
+struct Rule {
+  std::string refusal;  // non-empty: the op cannot be tiled, and why
+  Agg agg = Agg::None;  // a reduction of the window axis: the op becomes a partial over one tile
+  Tiled out;            // otherwise: where its outputs carry the window
+  // Inputs that do not carry the window but span it along an axis: (input, axis), sliced to the
+  // tile (a broadcast input of size 1 there needs nothing).
+  std::vector<std::pair<int, int>> spans;
+  Expr factor = Expr(1);  // the factor of the tiled inputs (of the spans too)
+};
+
+Rule refuse(const OpNode& op, const std::string& why) {
+  Rule r;
+  r.refusal = cat(op.describe(), ": ", why);
+  return r;
+}
+
+int shifted(int axis, int removed_at) { return axis - (removed_at < axis ? 1 : 0); }
+
+class Tiler {
+ public:
+  Tiler(Program& p, const Dim& d, int64_t size, bool verbose)
+      : p_(p), g_(p.graph), d_(d), z_(size), verbose_(verbose), consumers_(consumers(p.graph)) {}
+
+  // Tiles every window along d whose ops can all be tiled; returns whether anything changed.
+  bool run() {
+    bool changed = false;
+    std::set<EdgeId> seen_edges;
+    std::set<OpId> seen_slices;
+    const size_t n_edges = g_.num_edges(), n_ops = g_.num_ops();
+    for (EdgeId e = 0; e < static_cast<EdgeId>(n_edges); ++e) {
+      if (seen_edges.count(e) || !window_of_edge(e)) continue;
+      changed |= tile_group(e, -1, seen_edges, seen_slices);
+    }
+    for (OpId s = 0; s < static_cast<OpId>(n_ops); ++s) {
+      if (seen_slices.count(s) || !window_of_slice(s)) continue;
+      changed |= tile_group(-1, s, seen_edges, seen_slices);
+    }
+    return changed;
+  }
+
+ private:
+  // A read `x[..., a:b, ...]` of a source over d with one slice entry, along d: its window.
+  std::optional<Window> window_of_edge(EdgeId id) const {
+    const ir::Edge& e = g_.edge(id);
+    if (!e.phi.defined() || !e.phi.is_seq()) return std::nullopt;
+    const Dims& src = g_.op(e.source).domain;
+    std::optional<Window> w;
+    int slices = 0;
+    for (size_t k = 0; k < src.size(); ++k) {
+      const Expr& entry = e.phi.arg(k);
+      if (!entry.is_slice()) continue;
+      ++slices;
+      if (src[k] == d_ && entry.arg(2).is_const(1)) w = Window{entry.arg(0), entry.arg(1)};
+    }
+    if (slices != 1) return std::nullopt;
+    return w;
+  }
+
+  // A Slice op over an axis of d's size (d vectorized into a spatial axis): its window.
+  std::optional<Window> window_of_slice(OpId id) const {
+    const OpNode& op = g_.op(id);
+    if (op.kind != OpKind::Slice || op.inputs.size() != 1) return std::nullopt;
+    ir::TensorType in = g_.input_type(op.inputs[0]);
+    int64_t axis = op.attrs.ints[0];
+    if (axis < 0 || axis >= static_cast<int64_t>(in.shape.rank()) ||
+        !in.shape[axis].same(d_.bound))
+      return std::nullopt;
+    return Window{op.attrs.exprs[0], op.attrs.exprs[1]};
+  }
+
+  Expr input_size(const OpNode& op, int input, int axis) const {
+    return g_.input_type(op.inputs[input]).shape[axis];
+  }
+  int rank(const OpNode& op, int input) const {
+    return static_cast<int>(g_.input_type(op.inputs[input]).shape.rank());
+  }
+
+  // ---- per-kind tiling rules (the reverse of the vectorization rules) --------------------------
+
+  Rule rule(const OpNode& op, const std::vector<std::optional<Tiled>>& in) const {
+    Rule r;
+    bool first = true;
+    for (const auto& t : in) {
+      if (!t) continue;
+      if (!first && !sym::simplify(t->factor - r.factor, op.domain).is_const(0))
+        return refuse(op, "its inputs carry the window in differently merged axes");
+      r.factor = t->factor;
+      first = false;
+    }
+    const int out_rank = op.outputs.empty() ? 0 : static_cast<int>(op.outputs[0].shape.rank());
+    const auto& ints = op.attrs.ints;
+    auto window_axis = [&](int input) { return in[input] ? in[input]->axis : -1; };
+    auto keep = [&](int axis) {
+      r.out = Tiled{axis, r.factor};
+      return r;
+    };
+    auto reduce = [&](Agg a) {
+      r.agg = a;
+      return r;
+    };
+    // Inputs aligned to the output from the right (broadcasting): the tiled ones must agree;
+    // the others either broadcast along the window axis or span it.
+    auto aligned = [&]() -> Rule {
+      int axis = -1;
+      for (size_t j = 0; j < in.size(); ++j) {
+        if (!in[j]) continue;
+        int a = in[j]->axis + out_rank - rank(op, static_cast<int>(j));
+        if (axis >= 0 && a != axis) return refuse(op, "its inputs carry the window in different axes");
+        axis = a;
+      }
+      for (size_t j = 0; j < in.size(); ++j) {
+        int a = axis - (out_rank - rank(op, static_cast<int>(j)));
+        if (in[j] || a < 0 || input_size(op, static_cast<int>(j), a).is_const(1)) continue;
+        r.spans.emplace_back(static_cast<int>(j), a);
+      }
+      return keep(axis);
+    };
+    const int a = window_axis(0);
+    switch (op.kind) {
+      case OpKind::Sum: {
+        if (a < 0) break;
+        if (ints.empty() || std::count(ints.begin(), ints.end(), a)) return reduce(Agg::Sum);
+        int out = a;
+        if (!op.attrs.keepdim)
+          for (int64_t x : ints) out -= x < a;
+        return keep(out);
+      }
+      case OpKind::ReduceMax:
+        if (a < 0) break;
+        if (ints[0] == a) return reduce(Agg::Max);
+        return keep(op.attrs.keepdim ? a : shifted(a, static_cast<int>(ints[0])));
+      case OpKind::CumSum:
+      case OpKind::Flip:
+      case OpKind::Pad:
+      case OpKind::Slice:
+        if (a < 0 || ints[0] == a) break;
+        return keep(a);
+      case OpKind::Index:
+      case OpKind::Squeeze:
+        if (a < 0 || ints[0] == a) break;
+        return keep(shifted(a, static_cast<int>(ints[0])));
+      case OpKind::Unsqueeze:
+        if (a < 0) break;
+        return keep(a + (ints[0] <= a ? 1 : 0));
+      case OpKind::Permute:
+        if (a < 0) break;
+        return keep(static_cast<int>(std::find(ints.begin(), ints.end(), a) - ints.begin()));
+      case OpKind::Expand:
+        if (a < 0) break;
+        return keep(a + out_rank - rank(op, 0));
+      case OpKind::Gather: {
+        int axis = a >= 0 ? a : window_axis(1);
+        if (axis < 0 || ints[0] == axis) break;
+        return aligned();
+      }
+      case OpKind::IndexSelect:
+        if (a < 0 || in[1] || ints[0] == a) break;
+        return keep(a);
+      case OpKind::Reshape:
+        if (a < 0) break;
+        return reshape_rule(op, *in[0], r);
+      case OpKind::MatMul:
+        return matmul_rule(op, in, r);
+      default:
+        if (ir::vec_rule(op.kind) == ir::VecRule::Elementwise) return aligned();
+        break;
+    }
+    return refuse(op, cat(ir::op_kind_name(op.kind), " has no tiling rule for the window axis"));
+  }
+
+  // A reshape keeps the axes before the window axis and merges the window axis with the axes
+  // after it into one (rows of a flattened rollout): the tile's rows stay contiguous.
+  Rule reshape_rule(const OpNode& op, const Tiled& t, Rule r) const {
+    const ir::Shape& from = g_.input_type(op.inputs[0]).shape;
+    const ir::Shape& to = op.outputs[0].shape;
+    const int a = t.axis;
+    if (static_cast<int>(to.rank()) <= a) return refuse(op, "the reshape drops the window axis");
+    for (int k = 0; k < a; ++k)
+      if (!sym::simplify(from[k] - to[k], op.domain).is_const(0))
+        return refuse(op, "the reshape changes the axes before the window axis");
+    Expr merged = from[a];
+    for (int k = a;; ++k) {
+      if (sym::simplify(merged - to[a], op.domain).is_const(0)) {
+        Expr factor = r.factor;
+        for (int j = a + 1; j <= k; ++j) factor = factor * from[j];
+        r.out = Tiled{a, sym::simplify(factor, op.domain)};
+        return r;
+      }
+      if (k + 1 >= static_cast<int>(from.rank())) break;
+      merged = merged * from[k + 1];
+    }
+    return refuse(op, "the reshape splits the window axis");
+  }
+
+  // Batched matmul (..., M, K) @ (..., K, N): a contracted window is a reduction; a window in M,
+  // N or a batch axis moves to the output's axis.
+  Rule matmul_rule(const OpNode& op, const std::vector<std::optional<Tiled>>& in, Rule r) const {
+    const int ra = rank(op, 0), rb = rank(op, 1);
+    const int ro = static_cast<int>(op.outputs[0].shape.rank());
+    const int ka = ra - 1, kb = rb == 1 ? 0 : rb - 2;
+    bool contracts = (in[0] && in[0]->axis == ka) || (in[1] && in[1]->axis == kb);
+    if (contracts) {
+      for (int j = 0; j < 2; ++j) {
+        int k = j == 0 ? ka : kb;
+        if (in[j] && in[j]->axis != k)
+          return refuse(op, "one operand carries the window in its contracted axis, the other not");
+        if (!in[j]) r.spans.emplace_back(j, k);
+      }
+      r.agg = Agg::Sum;
+      return r;
+    }
+    int axis = -1;
+    for (int j = 0; j < 2; ++j) {
+      if (!in[j]) continue;
+      const int rj = j == 0 ? ra : rb, x = in[j]->axis;
+      int o;
+      if (j == 0 && ra >= 2 && x == ra - 2)
+        o = ro - (rb == 1 ? 1 : 2);
+      else if (j == 1 && rb >= 2 && x == rb - 1)
+        o = ro - 1;
+      else
+        o = x + ro - rj;  // a batch axis
+      if (axis >= 0 && o != axis) return refuse(op, "its operands carry the window in different axes");
+      axis = o;
+    }
+    // The other operand spans a batch window axis unless it broadcasts there.
+    for (int j = 0; j < 2; ++j) {
+      const int rj = j == 0 ? ra : rb;
+      int x = axis - (ro - rj);
+      if (in[j] || rj <= 2 || x < 0 || x >= rj - 2 || input_size(op, j, x).is_const(1)) continue;
+      r.spans.emplace_back(j, x);
+    }
+    r.out = Tiled{axis, r.factor};
+    return r;
+  }
+
+  // ---- the group of ops one window reaches ----------------------------------------------------
+
+  struct Group {
+    Window window;
+    std::set<EdgeId> edges;        // window reads
+    std::set<OpId> slices;         // window Slice ops
+    std::map<OpId, Tiled> tiled;   // ops whose outputs carry the window
+    std::map<OpId, Rule> rules;    // every op of the group (tiled ones and partials)
+    std::vector<OpId> order;       // first reached first
+  };
+
+  // The inputs of `op` that carry the window; a refusal if it reads two windows. A windowed
+  // value read at another point is read whole (from the untiled op, which then stays).
+  std::optional<std::string> inputs_of(const OpNode& op, Group& grp,
+                                       std::vector<std::optional<Tiled>>& in) const {
+    in.assign(op.inputs.size(), std::nullopt);
+    for (size_t j = 0; j < op.inputs.size(); ++j) {
+      EdgeId id = op.inputs[j];
+      if (auto w = window_of_edge(id)) {
+        if (!w->same(grp.window)) return cat(op.describe(), " reads two different windows");
+        grp.edges.insert(id);
+        in[j] = Tiled{};
+      } else if (auto it = grp.tiled.find(g_.edge(id).source);
+                 it != grp.tiled.end() && reads_same_point(g_, id)) {
+        in[j] = it->second;
+      }
+    }
+    return std::nullopt;
+  }
+
+  bool tile_group(EdgeId start_edge, OpId start_slice, std::set<EdgeId>& seen_edges,
+                  std::set<OpId>& seen_slices) {
+    Group grp;
+    std::vector<OpId> work;
+    if (start_edge >= 0) {
+      grp.window = *window_of_edge(start_edge);
+      work.push_back(g_.edge(start_edge).sink);
+    } else {
+      grp.window = *window_of_slice(start_slice);
+      grp.slices.insert(start_slice);
+      grp.tiled[start_slice].axis = static_cast<int>(g_.op(start_slice).attrs.ints[0]);
+      grp.rules[start_slice] = Rule{};
+      grp.order.push_back(start_slice);
+      for (EdgeId c : consumers_[start_slice]) work.push_back(g_.edge(c).sink);
+    }
+    std::string refusal = grow(grp, work);
+    if (refusal.empty()) refusal = check(grp);
+    seen_edges.insert(grp.edges.begin(), grp.edges.end());
+    seen_slices.insert(grp.slices.begin(), grp.slices.end());
+    if (start_edge >= 0) seen_edges.insert(start_edge);
+    if (refusal.empty() && std::none_of(grp.rules.begin(), grp.rules.end(), [](const auto& r) {
+          return r.second.agg != Agg::None;
+        }))
+      refusal = "nothing reduces the window axis";
+    if (!refusal.empty()) {
+      if (verbose_)
+        std::cerr << "[tempo] tiling: a window along " << d_.name() << " stays whole: " << refusal
+                  << "\n";
+      return false;
+    }
+    apply(grp);
+    consumers_ = consumers(g_);
+    return true;
+  }
+
+  // Follows the window forward to the reductions of its axis; "" or a refusal.
+  std::string grow(Group& grp, std::vector<OpId> work) {
+    while (!work.empty()) {
+      OpId id = work.back();
+      work.pop_back();
+      const OpNode& op = g_.op(id);
+      if (grp.slices.count(id)) continue;
+      std::vector<std::optional<Tiled>> in;
+      if (auto why = inputs_of(op, grp, in)) return *why;
+      if (std::none_of(in.begin(), in.end(), [](const auto& t) { return t.has_value(); }))
+        continue;  // reads the window's values at other points: whole
+      Rule r = rule(op, in);
+      if (!r.refusal.empty()) return r.refusal;
+      if (!grp.rules.count(id)) grp.order.push_back(id);
+      grp.rules[id] = r;
+      if (r.agg != Agg::None) continue;
+      auto [it, added] = grp.tiled.try_emplace(id, r.out);
+      if (!added && it->second.axis != r.out.axis)
+        return cat(op.describe(), ": its window axis is ambiguous");
+      if (added)
+        for (EdgeId c : consumers_[id]) work.push_back(g_.edge(c).sink);
+    }
+    return "";
+  }
+
+  // Every op's rule again with what the whole group knows; one domain; maxima whose positions
+  // are read stay whole.
+  std::string check(Group& grp) {
+    const Dims& domain = g_.op(grp.order.front()).domain;
+    for (OpId id : grp.order) {
+      const OpNode& op = g_.op(id);
+      if (op.domain.size() != domain.size() ||
+          !std::equal(domain.begin(), domain.end(), op.domain.begin()))
+        return cat(op.describe(), " has another domain than the window's reader");
+      if (std::any_of(op.domain.begin(), op.domain.end(), [&](const Dim& x) { return x == n_dim(); }))
+        return cat(op.describe(), " is already tiled along ", d_.name());
+      if (grp.slices.count(id)) continue;
+      std::vector<std::optional<Tiled>> in;
+      if (auto why = inputs_of(op, grp, in)) return *why;
+      Rule r = rule(op, in);
+      const Rule& had = grp.rules[id];
+      if (!r.refusal.empty()) return r.refusal;
+      if (r.agg != had.agg || (r.agg == Agg::None && r.out.axis != had.out.axis) ||
+          r.spans.size() != had.spans.size())
+        return cat(op.describe(), ": its window axis changes as more of its inputs are tiled");
+      grp.rules[id] = r;
+      if (r.agg == Agg::None) continue;
+      for (EdgeId c : consumers_[id])
+        if (g_.edge(c).source_output != 0)
+          return cat(g_.op(g_.edge(c).sink).describe(), " reads the position of a maximum");
+      for (const auto& [ret, output] : p_.retained)
+        if (ret == id && output != 0) return cat(op.describe(), ": its position is retained");
+    }
+    return "";
+  }
+
+  Dim n_dim() const { return Dim(cat("n_", d_.name()), d_.bound.name()); }
+
+  // ---- the rewrite ------------------------------------------------------------------------------
+
+  // The group's ops get tiled copies over (domain, n); each reduction's readers (and the user)
+  // read its aggregation over the tiles. The originals stay for readers outside the tiles (a
+  // value read whole or at other points) and are otherwise left to dead-code elimination.
+  void apply(const Group& grp) {
+    const Dim n = n_dim();
+    const Window& w = grp.window;
+    const Expr z(z_);
+    const Dims old_domain = g_.op(grp.order.front()).domain;
+    Dims domain = old_domain;
+    domain.push_back(n);
+    const Expr lo = sym::simplify(max(w.lo, z * n.var), domain);
+    const Expr hi = sym::simplify(min(w.hi, z * n.var + z), domain);
+    const Expr overlaps = sym::simplify((z * n.var < w.hi) && (w.lo < z * n.var + z), domain);
+    const Expr tile = sym::simplify(hi - lo, domain);
+    const Expr tiles =
+        sym::simplify(slice(floordiv(w.lo, z), floordiv(w.hi + z - 1, z)), old_domain);
+
+    std::map<OpId, OpId> copy, aggregate;
+    for (OpId id : grp.order) {
+      OpNode c = g_.op(id);
+      c.inputs.clear();
+      c.domain = domain;
+      c.cond = c.cond.defined() ? sym::simplify(c.cond && overlaps, domain) : overlaps;
+      if (grp.slices.count(id)) c.attrs.exprs = {lo, hi};
+      copy[id] = g_.add_op(std::move(c));
+    }
+    for (OpId id : grp.order) {
+      const Rule& r = grp.rules.at(id);
+      if (r.agg == Agg::None) continue;
+      const OpNode& root = g_.op(id);
+      OpNode agg;
+      agg.kind = r.agg == Agg::Max ? OpKind::ReduceMax : OpKind::Sum;
+      agg.attrs.ints = {0};
+      agg.domain = old_domain;
+      agg.cond = root.cond;
+      agg.name = root.name;
+      agg.loc = root.loc;
+      OpId a = aggregate[id] = g_.add_op(std::move(agg));
+      redirect_reads(g_, id, 0, a, 0);
+      for (auto& [op, output] : p_.retained)
+        if (op == id) op = a;
+      std::replace(p_.op_map.begin(), p_.op_map.end(), id, a);
+    }
+    // The copies' reads: tiles of the window, same-point reads of copies (gaining n), the
+    // aggregations of reductions, and everything else as the original read it.
+    std::set<OpId> slices;
+    for (OpId id : grp.order) {
+      const OpId c = copy.at(id);
+      const std::vector<EdgeId> inputs = g_.op(id).inputs;
+      for (EdgeId eid : inputs) {
+        const ir::Edge e = g_.edge(eid);
+        std::vector<Expr> entries = e.phi.args();
+        OpId source = e.source;
+        if (grp.edges.count(eid)) {
+          for (Expr& x : entries)
+            if (x.is_slice()) x = slice(lo, hi);
+        } else if (grp.tiled.count(source) && reads_same_point(g_, eid)) {
+          source = copy.at(source);
+          entries.push_back(n.var);
+        } else if (aggregate.count(source) && e.source_output == 0) {
+          source = aggregate.at(source);
+        }
+        g_.add_edge(c, source, e.source_output, seq(entries), e.cond);
+      }
+      const Rule& r = grp.rules.at(id);
+      for (auto [input, axis] : r.spans)
+        slices.insert(slice_input(c, input, axis, sym::simplify((lo - w.lo) * r.factor, domain),
+                                  sym::simplify((hi - w.lo) * r.factor, domain)));
+    }
+    for (const auto& [root, a] : aggregate) {
+      std::vector<Expr> entries = identity_phi(old_domain).args();
+      entries.push_back(tiles);
+      g_.add_edge(a, copy.at(root), 0, seq(entries));
+    }
+    // Types, in dataflow order (a reshape or expand that makes the window axis gets the tile's).
+    std::set<OpId> ours = slices;
+    for (const auto& m : copy) ours.insert(m.second);
+    for (const auto& m : aggregate) ours.insert(m.second);
+    for (OpId id : dataflow_order(ours)) {
+      OpNode& op = g_.op(id);
+      auto orig = std::find_if(copy.begin(), copy.end(), [&](const auto& m) { return m.second == id; });
+      if (orig != copy.end() && (op.kind == OpKind::Expand || op.kind == OpKind::Reshape))
+        if (auto t = grp.tiled.find(orig->first); t != grp.tiled.end())
+          op.attrs.exprs[t->second.axis] = sym::simplify(tile * t->second.factor, domain);
+      retype(id);
+    }
+  }
+
+  void retype(OpId id) {
+    OpNode& op = g_.op(id);
+    std::vector<ir::TensorType> types;
+    for (EdgeId e : op.inputs) types.push_back(g_.input_type(e));
+    op.outputs = ir::infer_types(op.kind, op.attrs, types, op.domain, op.describe());
+  }
+
+  // Input `input` of `id` spans the window along `axis`: it reads a Slice of it to the tile.
+  OpId slice_input(OpId id, int input, int axis, const Expr& from, const Expr& to) {
+    const OpNode& op = g_.op(id);
+    OpNode s;
+    s.kind = OpKind::Slice;
+    s.attrs.ints = {axis};
+    s.attrs.exprs = {from, to};
+    s.domain = op.domain;
+    s.cond = op.cond;
+    s.name = op.name;
+    s.loc = op.loc;
+    const ir::Edge old = g_.edge(op.inputs[input]);
+    OpId sid = g_.add_op(std::move(s));
+    g_.add_edge(sid, old.source, old.source_output, old.phi, old.cond);
+    ir::Edge& e = g_.edge(g_.op(id).inputs[input]);
+    e.source = sid;
+    e.source_output = 0;
+    e.phi = identity_phi(g_.op(sid).domain);
+    e.cond = Expr();
+    return sid;
+  }
+
+  // The new ops `ours`, each after those of them it reads.
+  std::vector<OpId> dataflow_order(const std::set<OpId>& ours) const {
+    std::vector<OpId> order;
+    std::set<OpId> done;
+    std::function<void(OpId)> visit = [&](OpId id) {
+      if (!done.insert(id).second) return;
+      for (EdgeId e : g_.op(id).inputs)
+        if (ours.count(g_.edge(e).source)) visit(g_.edge(e).source);
+      order.push_back(id);
+    };
+    for (OpId id : ours) visit(id);
+    return order;
+  }
+
+  Program& p_;
+  Graph& g_;
+  Dim d_;
+  int64_t z_;
+  bool verbose_;
+  std::vector<std::vector<EdgeId>> consumers_;
+};
+
+const Dim* find_dim(const Graph& g, const std::string& name) {
+  for (const OpNode& op : g.ops())
+    for (const Dim& d : op.domain)
+      if (d.name() == name) return &d;
+  return nullptr;
+}
+
+}  // namespace
+
+bool tile_windows(Program& p) {
+  bool changed = false;
+  for (const auto& [name, size] : p.options.tiles) {
+    if (size < 1) throw UserError(cat("tile size for ", name, " must be at least 1, got ", size));
+    const Dim* d = find_dim(p.graph, name);
+    if (!d) {
+      std::string dims;
+      for (const OpNode& op : p.graph.ops())
+        for (const Dim& x : op.domain)
+          if (dims.find(x.name()) == std::string::npos) dims += (dims.empty() ? "" : ", ") + x.name();
+      throw UserError(cat("cannot tile '", name, "': the program has no such dimension (its dimensions: ",
+                          dims.empty() ? "none" : dims, ")"));
+    }
+    Tiler tiler(p, Dim(*d), size, p.options.verbose);
+    changed |= tiler.run();
+  }
+  return changed;
+}
+
+}  // namespace tempo::passes
