@@ -41,7 +41,9 @@ const char* kUsage =
     "  --proximity   schedule with proximity constraints (slower to compile)\n"
     "  --no-pass P   turn compiler pass P off (repeatable; 'all' for every pass):\n"
     "                simplify-indices, fold-constants, algebraic, cse, domain-reduction,\n"
-    "                lifting, vectorize, dce\n"
+    "                lifting, vectorize, tiling, dce, fusion\n"
+    "  --tile D=Z    run windows along temporal dim D (t: the rollout's steps) in tiles of\n"
+    "                Z steps; reductions over them accumulate per tile (repeatable)\n"
     "  --gae-lambda  advantage lambda (default 0.95; 1: full bootstrapped returns)\n"
     "  --ent-coef    entropy bonus (default 0.01)   --vf-coef  value loss weight (default 0.5)\n"
     "  --default-init  PyTorch's default init instead of orthogonal weights\n"
@@ -149,6 +151,14 @@ struct Args {
   std::string out;
 };
 
+// "t=16" -> {"t", 16}.
+std::pair<std::string, int64_t> parse_tile(const std::string& flag, const std::string& s) {
+  size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UserError(cat(flag, " expects DIM=SIZE such as t=16, got '", s, "'"));
+  return {s.substr(0, eq), parse_int(flag, s.substr(eq + 1))};
+}
+
 // Every option: a switch, or one taking a value (parsed by `set`, which gets the flag for errors).
 struct Option {
   const char* flag;
@@ -171,6 +181,7 @@ const std::vector<Option>& all_options() {
       {"--profile", false, [](A& a, S, S) { a.cfg.profile = true; }},
       {"--env", true, [](A& a, S, S v) { a.cfg.env = v; }},
       {"--no-pass", true, [](A& a, S, S v) { a.cfg.passes.set(v, false); }},
+      {"--tile", true, [](A& a, S f, S v) { a.cfg.passes.tiles.push_back(parse_tile(f, v)); }},
       {"--seed", true, [](A& a, S f, S v) { a.cfg.seed = static_cast<uint64_t>(parse_int(f, v)); }},
       {"--iterations", true, [](A& a, S f, S v) { a.cfg.iterations = parse_int(f, v); }},
       {"--num-envs", true, [](A& a, S f, S v) { a.cfg.num_envs = parse_int(f, v); }},

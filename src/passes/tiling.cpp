@@ -320,6 +320,7 @@ class Tiler {
       for (EdgeId c : consumers_[start_slice]) work.push_back(g_.edge(c).sink);
     }
     std::string refusal = grow(grp, work);
+    if (refusal.empty() && grp.order.empty()) refusal = "nothing reads the window at its point";
     if (refusal.empty()) refusal = check(grp);
     seen_edges.insert(grp.edges.begin(), grp.edges.end());
     seen_slices.insert(grp.slices.begin(), grp.slices.end());
@@ -334,8 +335,20 @@ class Tiler {
                   << "\n";
       return false;
     }
+    const OpId first_added = static_cast<OpId>(g_.num_ops());
     apply(grp);
     consumers_ = consumers(g_);
+    if (verbose_) {
+      // Originals still read from outside the group keep their whole values (and inputs) alive.
+      std::string kept;
+      for (OpId id : grp.order)
+        for (EdgeId c : consumers_[id])
+          if (!grp.rules.count(g_.edge(c).sink) && g_.edge(c).sink < first_added)
+            kept += cat("\n[tempo]   kept whole: ", g_.op(id).describe(), ", read by ",
+                        g_.op(g_.edge(c).sink).describe());
+      std::cerr << "[tempo] tiling: " << grp.order.size() << " ops along " << d_.name()
+                << " run in tiles of " << z_ << kept << "\n";
+    }
     return true;
   }
 
