@@ -141,6 +141,38 @@ void future_sum(bool quick) {
   }
 }
 
+// Causal attention at each decoding step t over k[0:t+1], v[0:t+1] (H heads of width D), the
+// window whole or in tiles (TEMPO §4.3): run time and the peak of tracked tensor memory.
+void tiled_attention(bool quick) {
+  const int64_t T = quick ? 512 : 2048, H = 8, D = 64;
+  std::cout << "\n## causal attention over k[0:t+1], T = " << T << ", " << H << " heads x " << D
+            << ": windows whole or in tiles\n\n"
+            << "| tiles along t | run ms | launches per step | peak tracked MiB |\n"
+            << "|---|---|---|---|\n";
+  for (int64_t tile : {int64_t{0}, int64_t{64}, int64_t{256}}) {
+    Context ctx;
+    Dim t = ctx.dim("t", "T");
+    RT q = source(ctx, {t}, {H, 1, D}), k = source(ctx, {t}, {H, D}), v = source(ctx, {t}, {H, D});
+    Expr w = slice(0, t.var + 1);
+    RT scores = q.matmul(k[w].permute({1, 2, 0})) * (1.0 / 8.0);
+    consume(ctx, scores.softmax(2).matmul(v[w].permute({1, 0, 2})), t);
+    CompileOptions o;
+    if (tile) o.passes.tiles = {{"t", tile}};
+    Executable exe = ctx.compile({{t.bound, T}}, o);
+    std::vector<double> times;
+    for (int r = 0; r < 3; ++r) {
+      auto r0 = Clock::now();
+      exe.run();
+      times.push_back(seconds_since(r0));
+    }
+    std::cout << "| " << (tile ? std::to_string(tile) : std::string("whole")) << " | " << std::fixed
+              << std::setprecision(1) << 1e3 * median(times) << " | " << std::setprecision(2)
+              << static_cast<double>(exe.ops_executed()) / static_cast<double>(T) << " | "
+              << std::setprecision(1) << static_cast<double>(exe.memory().peak_bytes) / (1 << 20)
+              << " |\n";
+  }
+}
+
 struct RlProgram {
   std::string name;
   rl::TrainConfig cfg;
@@ -200,5 +232,6 @@ int main(int argc, char** argv) {
   std::cout << "# bench_passes" << (quick ? " --quick" : "") << "\n";
   per_timestep_mlp(quick);
   future_sum(quick);
+  tiled_attention(quick);
   rl_programs_table(quick);
 }
