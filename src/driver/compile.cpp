@@ -1,6 +1,7 @@
 // The compiler driver: Context::compile and the Executable it returns.
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -115,6 +116,12 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
       if (!name.empty()) po.set(name, false);
   }
   passes::run_pipeline(program, po);
+  // TEMPO_DUMP_SDG=FILE writes the optimized SDG's text form (what is scheduled) for inspection.
+  if (const char* path = std::getenv("TEMPO_DUMP_SDG")) {
+    std::ofstream out(path);
+    if (!out) throw UserError(cat("TEMPO_DUMP_SDG: cannot write '", path, "'"));
+    out << program.graph.str();
+  }
   impl->graph = std::move(program.graph);
   impl->retained = std::move(program.retained);
   impl->op_map = std::move(program.op_map);
@@ -175,7 +182,7 @@ void Executable::run() {
         if (const runtime::PointStore* st = ex.store(op.id, static_cast<int>(k))) {
           if (st->size() > 1)
             std::cerr << "[tempo]   " << st->size() << " values left of " << op.describe() << "\n";
-          largest.emplace_back(st->peak_bytes(), op.describe());
+          largest.emplace_back(st->peak_bytes(), cat(op.describe(), " over (", dims_str(op.domain), ")"));
         }
     std::sort(largest.rbegin(), largest.rend());
     for (size_t k = 0; k < std::min<size_t>(8, largest.size()); ++k)

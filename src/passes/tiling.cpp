@@ -54,6 +54,20 @@ Rule refuse(const OpNode& op, const std::string& why) {
   return r;
 }
 
+// A read that makes the window axis: an edge's slice entry, or a Slice op (then `edge` is -1).
+struct Origin {
+  EdgeId edge;
+  OpId slice;
+  Window window;
+  OpId reader;  // the op that reads the edge, or the Slice op
+};
+
+// An op the group cannot tile, and why.
+struct Refusal {
+  OpId op;
+  std::string why;
+};
+
 int shifted(int axis, int removed_at) { return axis - (removed_at < axis ? 1 : 0); }
 
 class Tiler {
@@ -61,19 +75,29 @@ class Tiler {
   Tiler(Program& p, const Dim& d, int64_t size, bool verbose)
       : p_(p), g_(p.graph), d_(d), z_(size), verbose_(verbose), consumers_(consumers(p.graph)) {}
 
-  // Tiles every window along d whose ops can all be tiled; returns whether anything changed.
+  // Tiles the windows along d, each set of equal windows read over one domain as one group;
+  // returns whether anything changed.
   bool run() {
     bool changed = false;
-    std::set<EdgeId> seen_edges;
-    std::set<OpId> seen_slices;
-    const size_t n_edges = g_.num_edges(), n_ops = g_.num_ops();
-    for (EdgeId e = 0; e < static_cast<EdgeId>(n_edges); ++e) {
-      if (seen_edges.count(e) || !window_of_edge(e)) continue;
-      changed |= tile_group(e, -1, seen_edges, seen_slices);
-    }
-    for (OpId s = 0; s < static_cast<OpId>(n_ops); ++s) {
-      if (seen_slices.count(s) || !window_of_slice(s)) continue;
-      changed |= tile_group(-1, s, seen_edges, seen_slices);
+    std::vector<Origin> origins;
+    for (EdgeId e = 0; e < static_cast<EdgeId>(g_.num_edges()); ++e)
+      if (auto w = window_of_edge(e)) origins.push_back({e, -1, *w, g_.edge(e).sink});
+    for (OpId s = 0; s < static_cast<OpId>(g_.num_ops()); ++s)
+      if (auto w = window_of_slice(s)) origins.push_back({-1, s, *w, s});
+    std::vector<bool> done(origins.size(), false);
+    for (size_t k = 0; k < origins.size(); ++k) {
+      if (done[k]) continue;
+      std::vector<Origin> seeds;
+      const Dims domain = g_.op(origins[k].reader).domain;
+      for (size_t j = k; j < origins.size(); ++j) {
+        const Dims& other = g_.op(origins[j].reader).domain;
+        if (done[j] || !origins[j].window.same(origins[k].window) || other.size() != domain.size() ||
+            !std::equal(domain.begin(), domain.end(), other.begin()))
+          continue;
+        done[j] = true;
+        seeds.push_back(origins[j]);
+      }
+      changed |= tile_group(seeds);
     }
     return changed;
   }
@@ -304,35 +328,26 @@ class Tiler {
     return std::nullopt;
   }
 
-  bool tile_group(EdgeId start_edge, OpId start_slice, std::set<EdgeId>& seen_edges,
-                  std::set<OpId>& seen_slices) {
+  // Grows the group from its seeds; an op that cannot be tiled is left out (it reads the whole
+  // values) and the group grown again without it, until every op in it can be tiled.
+  bool tile_group(const std::vector<Origin>& seeds) {
     Group grp;
-    std::vector<OpId> work;
-    if (start_edge >= 0) {
-      grp.window = *window_of_edge(start_edge);
-      work.push_back(g_.edge(start_edge).sink);
-    } else {
-      grp.window = *window_of_slice(start_slice);
-      grp.slices.insert(start_slice);
-      grp.tiled[start_slice].axis = static_cast<int>(g_.op(start_slice).attrs.ints[0]);
-      grp.rules[start_slice] = Rule{};
-      grp.order.push_back(start_slice);
-      for (EdgeId c : consumers_[start_slice]) work.push_back(g_.edge(c).sink);
+    std::set<OpId> excluded;
+    std::vector<Refusal> refused;
+    for (;;) {
+      std::optional<Refusal> r = grow(grp, seeds, excluded);
+      if (!r) r = check(grp);
+      if (!r) break;
+      excluded.insert(r->op);
+      refused.push_back(*r);
     }
-    std::string refusal = grow(grp, work);
-    if (refusal.empty() && grp.order.empty()) refusal = "nothing reads the window at its point";
-    if (refusal.empty()) refusal = check(grp);
-    seen_edges.insert(grp.edges.begin(), grp.edges.end());
-    seen_slices.insert(grp.slices.begin(), grp.slices.end());
-    if (start_edge >= 0) seen_edges.insert(start_edge);
-    if (refusal.empty() && std::none_of(grp.rules.begin(), grp.rules.end(), [](const auto& r) {
-          return r.second.agg != Agg::None;
-        }))
-      refusal = "nothing reduces the window axis";
-    if (!refusal.empty()) {
+    std::string whole;
+    for (const Refusal& r : refused) whole += cat("\n[tempo]   not tiled: ", r.why);
+    if (std::none_of(grp.rules.begin(), grp.rules.end(),
+                     [](const auto& r) { return r.second.agg != Agg::None; })) {
       if (verbose_)
-        std::cerr << "[tempo] tiling: a window along " << d_.name() << " stays whole: " << refusal
-                  << "\n";
+        std::cerr << "[tempo] tiling: a window along " << d_.name()
+                  << " stays whole: nothing tiled reduces its axis" << whole << "\n";
       return false;
     }
     const OpId first_added = static_cast<OpId>(g_.num_ops());
@@ -340,72 +355,84 @@ class Tiler {
     consumers_ = consumers(g_);
     if (verbose_) {
       // Originals still read from outside the group keep their whole values (and inputs) alive.
-      std::string kept;
       for (OpId id : grp.order)
         for (EdgeId c : consumers_[id])
           if (!grp.rules.count(g_.edge(c).sink) && g_.edge(c).sink < first_added)
-            kept += cat("\n[tempo]   kept whole: ", g_.op(id).describe(), ", read by ",
-                        g_.op(g_.edge(c).sink).describe());
+            whole += cat("\n[tempo]   kept whole: ", g_.op(id).describe(), ", read by ",
+                         g_.op(g_.edge(c).sink).describe());
       std::cerr << "[tempo] tiling: " << grp.order.size() << " ops along " << d_.name()
-                << " run in tiles of " << z_ << kept << "\n";
+                << " run in tiles of " << z_ << whole << "\n";
     }
     return true;
   }
 
-  // Follows the window forward to the reductions of its axis; "" or a refusal.
-  std::string grow(Group& grp, std::vector<OpId> work) {
+  // Follows the windows forward to the reductions of their axis, leaving out `excluded` ops;
+  // the first op that cannot be tiled, if any.
+  std::optional<Refusal> grow(Group& grp, const std::vector<Origin>& seeds,
+                              const std::set<OpId>& excluded) {
+    grp = Group{};
+    grp.window = seeds.front().window;
+    std::vector<OpId> work;
+    for (const Origin& o : seeds) {
+      if (excluded.count(o.reader)) continue;
+      if (o.edge >= 0) {
+        work.push_back(o.reader);
+        continue;
+      }
+      grp.slices.insert(o.slice);
+      grp.tiled[o.slice].axis = static_cast<int>(g_.op(o.slice).attrs.ints[0]);
+      grp.rules[o.slice] = Rule{};
+      grp.order.push_back(o.slice);
+      for (EdgeId c : consumers_[o.slice]) work.push_back(g_.edge(c).sink);
+    }
     while (!work.empty()) {
       OpId id = work.back();
       work.pop_back();
       const OpNode& op = g_.op(id);
-      if (grp.slices.count(id)) continue;
+      if (grp.slices.count(id) || excluded.count(id)) continue;
       std::vector<std::optional<Tiled>> in;
-      if (auto why = inputs_of(op, grp, in)) return *why;
+      if (auto why = inputs_of(op, grp, in)) return Refusal{id, *why};
       if (std::none_of(in.begin(), in.end(), [](const auto& t) { return t.has_value(); }))
         continue;  // reads the window's values at other points: whole
       Rule r = rule(op, in);
-      if (!r.refusal.empty()) return r.refusal;
+      if (!r.refusal.empty()) return Refusal{id, r.refusal};
       if (!grp.rules.count(id)) grp.order.push_back(id);
       grp.rules[id] = r;
       if (r.agg != Agg::None) continue;
       auto [it, added] = grp.tiled.try_emplace(id, r.out);
       if (!added && it->second.axis != r.out.axis)
-        return cat(op.describe(), ": its window axis is ambiguous");
+        return Refusal{id, cat(op.describe(), ": its window axis is ambiguous")};
       if (added)
         for (EdgeId c : consumers_[id]) work.push_back(g_.edge(c).sink);
     }
-    return "";
+    return std::nullopt;
   }
 
   // Every op's rule again with what the whole group knows; one domain; maxima whose positions
   // are read stay whole.
-  std::string check(Group& grp) {
-    const Dims& domain = g_.op(grp.order.front()).domain;
+  std::optional<Refusal> check(Group& grp) {
     for (OpId id : grp.order) {
       const OpNode& op = g_.op(id);
-      if (op.domain.size() != domain.size() ||
-          !std::equal(domain.begin(), domain.end(), op.domain.begin()))
-        return cat(op.describe(), " has another domain than the window's reader");
+      auto refuse_op = [&](const std::string& why) { return Refusal{id, cat(op.describe(), why)}; };
       if (std::any_of(op.domain.begin(), op.domain.end(), [&](const Dim& x) { return x == n_dim(); }))
-        return cat(op.describe(), " is already tiled along ", d_.name());
+        return refuse_op(cat(" is already tiled along ", d_.name()));
       if (grp.slices.count(id)) continue;
       std::vector<std::optional<Tiled>> in;
-      if (auto why = inputs_of(op, grp, in)) return *why;
+      if (auto why = inputs_of(op, grp, in)) return Refusal{id, *why};
       Rule r = rule(op, in);
       const Rule& had = grp.rules[id];
-      if (!r.refusal.empty()) return r.refusal;
+      if (!r.refusal.empty()) return Refusal{id, r.refusal};
       if (r.agg != had.agg || (r.agg == Agg::None && r.out.axis != had.out.axis) ||
           r.spans.size() != had.spans.size())
-        return cat(op.describe(), ": its window axis changes as more of its inputs are tiled");
+        return refuse_op(": its window axis changes as more of its inputs are tiled");
       grp.rules[id] = r;
       if (r.agg == Agg::None) continue;
       for (EdgeId c : consumers_[id])
-        if (g_.edge(c).source_output != 0)
-          return cat(g_.op(g_.edge(c).sink).describe(), " reads the position of a maximum");
+        if (g_.edge(c).source_output != 0) return refuse_op(": the position of its maximum is read");
       for (const auto& [ret, output] : p_.retained)
-        if (ret == id && output != 0) return cat(op.describe(), ": its position is retained");
+        if (ret == id && output != 0) return refuse_op(": the position of its maximum is retained");
     }
-    return "";
+    return std::nullopt;
   }
 
   Dim n_dim() const { return Dim(cat("n_", d_.name()), d_.bound.name()); }
@@ -449,6 +476,7 @@ class Tiler {
       agg.cond = root.cond;
       agg.name = root.name;
       agg.loc = root.loc;
+      agg.outputs = root.outputs;  // a reduction's type does not change with tiling
       OpId a = aggregate[id] = g_.add_op(std::move(agg));
       redirect_reads(g_, id, 0, a, 0);
       for (auto& [op, output] : p_.retained)
@@ -482,14 +510,13 @@ class Tiler {
                                   sym::simplify((hi - w.lo) * r.factor, domain)));
     }
     for (const auto& [root, a] : aggregate) {
-      std::vector<Expr> entries = identity_phi(old_domain).args();
-      entries.push_back(tiles);
-      g_.add_edge(a, copy.at(root), 0, seq(entries));
+      std::vector<Expr> at = identity_phi(old_domain).args();
+      at.push_back(tiles);
+      g_.add_edge(a, copy.at(root), 0, seq(at));
     }
     // Types, in dataflow order (a reshape or expand that makes the window axis gets the tile's).
     std::set<OpId> ours = slices;
     for (const auto& m : copy) ours.insert(m.second);
-    for (const auto& m : aggregate) ours.insert(m.second);
     for (OpId id : dataflow_order(ours)) {
       OpNode& op = g_.op(id);
       auto orig = std::find_if(copy.begin(), copy.end(), [&](const auto& m) { return m.second == id; });
