@@ -44,6 +44,8 @@ const char* kUsage =
     "                lifting, vectorize, tiling, dce, fusion\n"
     "  --tile D=Z    run windows along temporal dim D (t: the rollout's steps) in tiles of\n"
     "                Z steps; reductions over them accumulate per tile (repeatable)\n"
+    "  --tile-above N  tile every dimension whose windows can exceed N MiB\n"
+    "  --static-tiles  pad the first and last tile to the tile size (one shape per tile)\n"
     "  --gae-lambda  advantage lambda (default 0.95; 1: full bootstrapped returns)\n"
     "  --ent-coef    entropy bonus (default 0.01)   --vf-coef  value loss weight (default 0.5)\n"
     "  --default-init  PyTorch's default init instead of orthogonal weights\n"
@@ -177,11 +179,14 @@ const std::vector<Option>& all_options() {
       {"--no-clip", false, [](A& a, S, S) { a.cfg.max_grad_norm = 0; }},
       {"--constant-lr", false, [](A& a, S, S) { a.cfg.lr_decay = false; }},
       {"--default-init", false, [](A& a, S, S) { a.cfg.orthogonal_init = false; }},
+      {"--static-tiles", false, [](A& a, S, S) { a.cfg.passes.static_tiles = true; }},
       {"--verbose", false, [](A& a, S, S) { a.cfg.verbose = true; }},
       {"--profile", false, [](A& a, S, S) { a.cfg.profile = true; }},
       {"--env", true, [](A& a, S, S v) { a.cfg.env = v; }},
       {"--no-pass", true, [](A& a, S, S v) { a.cfg.passes.set(v, false); }},
       {"--tile", true, [](A& a, S f, S v) { a.cfg.passes.tiles.push_back(parse_tile(f, v)); }},
+      {"--tile-above", true,
+       [](A& a, S f, S v) { a.cfg.passes.tile_above_bytes = parse_int(f, v) << 20; }},
       {"--seed", true, [](A& a, S f, S v) { a.cfg.seed = static_cast<uint64_t>(parse_int(f, v)); }},
       {"--iterations", true, [](A& a, S f, S v) { a.cfg.iterations = parse_int(f, v); }},
       {"--num-envs", true, [](A& a, S f, S v) { a.cfg.num_envs = parse_int(f, v); }},

@@ -25,6 +25,12 @@ struct PassOptions {
   // Tile sizes per temporal dimension, {{"t", 64}}: a window x[a:b] along t that feeds a
   // reduction runs as tiles of at most 64 points along t (passes/tiling.h). Empty: no tiling.
   std::vector<std::pair<std::string, int64_t>> tiles;
+  // Dimensions not in `tiles` whose stacked windows (x[0:T], k[0:t+1]) can exceed this many bytes
+  // are tiled too, with the largest power-of-two tile whose window stays under it. 0: never.
+  int64_t tile_above_bytes = 0;
+  // Static tiling: the first and last tile of a window are padded to the tile size and masked in
+  // the reductions, so every tile has one shape (the window's points stay dynamic in number).
+  bool static_tiles = false;
   bool check_ir = false;         // validate the IR after every pass that changed it
   bool verbose = false;          // per pass: time and op count, to stderr
 

@@ -106,6 +106,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
 
   t0 = Clock::now();
   passes::Program program(graph_, retained_);
+  for (const auto& [b, v] : bounds) program.bound_values.emplace_back(b.name(), v);
   passes::Options po = options.passes;
   po.verbose |= options.verbose;
   // TEMPO_NO_PASS=vectorize,lifting (or =all) turns passes off without recompiling the program,

@@ -22,6 +22,8 @@ struct Program {
   std::vector<ir::OpId> op_map;
   // The switches and settings the pipeline runs with (tile sizes, verbosity).
   Options options;
+  // The value of each bound symbol the program is compiled for, by name (T -> 128).
+  std::vector<std::pair<std::string, int64_t>> bound_values;
 
   Program(ir::Graph g, std::vector<std::pair<ir::OpId, int>> r);
   bool is_retained(ir::OpId op) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -45,7 +46,8 @@ struct Rule {
   // Inputs that do not carry the window but span it along an axis: (input, axis), sliced to the
   // tile (a broadcast input of size 1 there needs nothing).
   std::vector<std::pair<int, int>> spans;
-  Expr factor = Expr(1);  // the factor of the tiled inputs (of the spans too)
+  Expr factor = Expr(1);     // the factor of the tiled inputs (of the spans too)
+  std::vector<int> in_axes;  // per input: the axis that carries the window, or -1
 };
 
 Rule refuse(const OpNode& op, const std::string& why) {
@@ -72,8 +74,9 @@ int shifted(int axis, int removed_at) { return axis - (removed_at < axis ? 1 : 0
 
 class Tiler {
  public:
-  Tiler(Program& p, const Dim& d, int64_t size, bool verbose)
-      : p_(p), g_(p.graph), d_(d), z_(size), verbose_(verbose), consumers_(consumers(p.graph)) {}
+  Tiler(Program& p, const Dim& d, int64_t size)
+      : p_(p), g_(p.graph), d_(d), z_(size), verbose_(p.options.verbose),
+        static_tiles_(p.options.static_tiles), consumers_(consumers(p.graph)) {}
 
   // Tiles the windows along d, each set of equal windows read over one domain as one group;
   // returns whether anything changed.
@@ -143,6 +146,7 @@ class Tiler {
 
   Rule rule(const OpNode& op, const std::vector<std::optional<Tiled>>& in) const {
     Rule r;
+    for (const auto& t : in) r.in_axes.push_back(t ? t->axis : -1);
     bool first = true;
     for (const auto& t : in) {
       if (!t) continue;
@@ -485,7 +489,14 @@ class Tiler {
     }
     // The copies' reads: tiles of the window, same-point reads of copies (gaining n), the
     // aggregations of reductions, and everything else as the original read it.
-    std::set<OpId> slices;
+    // Static tiles (all factors 1): the first and last tile are padded to z rows, and each
+    // reduction of the window axis masks the padding out.
+    const bool pad = static_tiles_ && std::all_of(grp.tiled.begin(), grp.tiled.end(), [](const auto& t) {
+      return t.second.factor.is_const(1);
+    });
+    const Expr before = sym::simplify(lo - z * n.var, domain);
+    const Expr after = sym::simplify(z * n.var + z - hi, domain);
+    std::set<OpId> added;
     for (OpId id : grp.order) {
       const OpId c = copy.at(id);
       const std::vector<EdgeId> inputs = g_.op(id).inputs;
@@ -505,9 +516,24 @@ class Tiler {
         g_.add_edge(c, source, e.source_output, seq(entries), e.cond);
       }
       const Rule& r = grp.rules.at(id);
-      for (auto [input, axis] : r.spans)
-        slices.insert(slice_input(c, input, axis, sym::simplify((lo - w.lo) * r.factor, domain),
-                                  sym::simplify((hi - w.lo) * r.factor, domain)));
+      for (size_t j = 0; j < inputs.size(); ++j) {
+        const ir::Edge& e = g_.edge(inputs[j]);
+        // Static tiles: a tile of the window is padded to z rows.
+        if (pad && (grp.edges.count(inputs[j]) || grp.slices.count(e.source)))
+          added.insert(interpose(c, static_cast<int>(j),
+                                 dim_op(OpKind::Pad, grp.slices.count(e.source)
+                                                         ? static_cast<int>(g_.op(e.source).attrs.ints[0])
+                                                         : 0,
+                                        before, after)));
+      }
+      for (auto [input, axis] : r.spans) {
+        added.insert(interpose(c, input,
+                               dim_op(OpKind::Slice, axis, sym::simplify((lo - w.lo) * r.factor, domain),
+                                      sym::simplify((hi - w.lo) * r.factor, domain))));
+        if (pad) added.insert(interpose(c, input, dim_op(OpKind::Pad, axis, before, after)));
+      }
+      if (pad && r.agg != Agg::None)
+        mask_padding(id, c, r, added, domain, lo - z * n.var, hi - z * n.var);
     }
     for (const auto& [root, a] : aggregate) {
       std::vector<Expr> at = identity_phi(old_domain).args();
@@ -515,14 +541,15 @@ class Tiler {
       g_.add_edge(a, copy.at(root), 0, seq(at));
     }
     // Types, in dataflow order (a reshape or expand that makes the window axis gets the tile's).
-    std::set<OpId> ours = slices;
+    std::set<OpId> ours = added;
     for (const auto& m : copy) ours.insert(m.second);
     for (OpId id : dataflow_order(ours)) {
       OpNode& op = g_.op(id);
       auto orig = std::find_if(copy.begin(), copy.end(), [&](const auto& m) { return m.second == id; });
       if (orig != copy.end() && (op.kind == OpKind::Expand || op.kind == OpKind::Reshape))
         if (auto t = grp.tiled.find(orig->first); t != grp.tiled.end())
-          op.attrs.exprs[t->second.axis] = sym::simplify(tile * t->second.factor, domain);
+          op.attrs.exprs[t->second.axis] =
+              pad ? z : sym::simplify(tile * t->second.factor, domain);
       retype(id);
     }
   }
@@ -534,26 +561,96 @@ class Tiler {
     op.outputs = ir::infer_types(op.kind, op.attrs, types, op.domain, op.describe());
   }
 
-  // Input `input` of `id` spans the window along `axis`: it reads a Slice of it to the tile.
-  OpId slice_input(OpId id, int input, int axis, const Expr& from, const Expr& to) {
-    const OpNode& op = g_.op(id);
-    OpNode s;
-    s.kind = OpKind::Slice;
-    s.attrs.ints = {axis};
-    s.attrs.exprs = {from, to};
-    s.domain = op.domain;
-    s.cond = op.cond;
-    s.name = op.name;
-    s.loc = op.loc;
-    const ir::Edge old = g_.edge(op.inputs[input]);
-    OpId sid = g_.add_op(std::move(s));
-    g_.add_edge(sid, old.source, old.source_output, old.phi, old.cond);
+  // The reduction `c` (a copy of `original`) reads its tiled inputs with the padding rows (outside [from, to) of the z
+  // rows) replaced by the reduction's identity: 0 for sums and contractions, -inf for maxima.
+  void mask_padding(OpId original, OpId c, const Rule& r, std::set<OpId>& added,
+                    const Dims& domain, const Expr& from, const Expr& to) {
+    auto source = [&](OpKind kind, ir::Attrs attrs, const Dims& dom) {
+      OpNode op;
+      op.kind = kind;
+      op.attrs = std::move(attrs);
+      op.domain = dom;
+      if (!dom.empty()) op.cond = g_.op(c).cond;  // only where the tile is
+      op.name = g_.op(c).name;
+      op.loc = g_.op(c).loc;
+      op.outputs = ir::infer_types(kind, op.attrs, {}, dom, op.describe());
+      OpId id = g_.add_op(std::move(op));
+      added.insert(id);
+      return id;
+    };
+    auto binary = [&](OpKind kind, OpId a, OpId b) {
+      OpNode op;
+      op.kind = kind;
+      op.domain = domain;
+      op.cond = g_.op(c).cond;
+      op.name = g_.op(c).name;
+      op.loc = g_.op(c).loc;
+      OpId id = g_.add_op(std::move(op));
+      g_.add_edge(id, a, 0, identity_phi(g_.op(a).domain));
+      g_.add_edge(id, b, 0, identity_phi(g_.op(b).domain));
+      added.insert(id);
+      return id;
+    };
+    ir::Attrs rows;
+    rows.exprs = {Expr(z_)};
+    rows.dtype = ir::DType::Int64;
+    ir::Attrs lo_at, hi_at;
+    lo_at.exprs = {sym::simplify(from, domain)};
+    hi_at.exprs = {sym::simplify(to, domain)};
+    OpId k = source(OpKind::Arange, rows, {});
+    OpId valid = binary(OpKind::And, binary(OpKind::Ge, k, source(OpKind::EvalSymbol, lo_at, domain)),
+                        binary(OpKind::Lt, k, source(OpKind::EvalSymbol, hi_at, domain)));
+    for (size_t j = 0; j < r.in_axes.size(); ++j) {
+      if (r.in_axes[j] < 0) continue;
+      // Tiling keeps ranks and dtypes: the original's input types say them.
+      const ir::TensorType in = g_.input_type(g_.op(original).inputs[j]);
+      const int rank = static_cast<int>(in.shape.rank());
+      OpNode shape;
+      shape.kind = OpKind::Reshape;
+      for (int a = 0; a < rank; ++a) shape.attrs.exprs.push_back(a == r.in_axes[j] ? Expr(z_) : Expr(1));
+      shape.domain = domain;
+      shape.cond = g_.op(c).cond;
+      shape.name = g_.op(c).name;
+      shape.loc = g_.op(c).loc;
+      OpId m = g_.add_op(std::move(shape));
+      g_.add_edge(m, valid, 0, identity_phi(domain));
+      added.insert(m);
+      ir::Attrs fill;
+      fill.scalar = r.agg == Agg::Max ? -std::numeric_limits<double>::infinity() : 0.0;
+      fill.dtype = in.dtype;
+      OpNode where;
+      where.kind = OpKind::Where;
+      added.insert(interpose(c, static_cast<int>(j), where, {m}, {source(OpKind::Const, fill, {})}));
+    }
+  }
+
+  // Places `op` (over the reader's domain) on input `input` of `id`: it reads `pre`, then what the
+  // input read, then `post` (each at the reader's point); `id` reads it instead.
+  OpId interpose(OpId id, int input, OpNode op, const std::vector<OpId>& pre = {},
+                 const std::vector<OpId>& post = {}) {
+    const ir::Edge old = g_.edge(g_.op(id).inputs[input]);
+    op.domain = g_.op(id).domain;
+    op.cond = g_.op(id).cond;
+    op.name = g_.op(id).name;
+    op.loc = g_.op(id).loc;
+    OpId x = g_.add_op(std::move(op));
+    for (OpId s : pre) g_.add_edge(x, s, 0, identity_phi(g_.op(s).domain));
+    g_.add_edge(x, old.source, old.source_output, old.phi, old.cond);
+    for (OpId s : post) g_.add_edge(x, s, 0, identity_phi(g_.op(s).domain));
     ir::Edge& e = g_.edge(g_.op(id).inputs[input]);
-    e.source = sid;
+    e.source = x;
     e.source_output = 0;
-    e.phi = identity_phi(g_.op(sid).domain);
+    e.phi = identity_phi(g_.op(x).domain);
     e.cond = Expr();
-    return sid;
+    return x;
+  }
+
+  static OpNode dim_op(OpKind kind, int axis, const Expr& a, const Expr& b) {
+    OpNode op;
+    op.kind = kind;
+    op.attrs.ints = {axis};
+    op.attrs.exprs = {a, b};
+    return op;
   }
 
   // The new ops `ours`, each after those of them it reads.
@@ -575,6 +672,7 @@ class Tiler {
   Dim d_;
   int64_t z_;
   bool verbose_;
+  bool static_tiles_;
   std::vector<std::vector<EdgeId>> consumers_;
 };
 
@@ -585,11 +683,63 @@ const Dim* find_dim(const Graph& g, const std::string& name) {
   return nullptr;
 }
 
+// The value of a size in bytes with the program's bounds, if it has one.
+std::optional<int64_t> bytes_of(const ir::TensorType& t, size_t from_dim, const Program& p) {
+  std::vector<std::pair<Expr, Expr>> values;
+  for (const auto& [name, v] : p.bound_values) values.emplace_back(Expr::bound(name), Expr(v));
+  int64_t n = static_cast<int64_t>(ir::dtype_size(t.dtype));
+  for (size_t k = from_dim; k < t.shape.rank(); ++k) {
+    Expr d = sym::simplify(sym::substitute(t.shape[k], values), {});
+    if (!d.is_const()) return std::nullopt;
+    n *= d.value();
+  }
+  return n;
+}
+
+// Tile sizes for the dims whose stacked windows can exceed `limit` bytes: the largest power of
+// two whose window stays under it (at least 1).
+std::vector<std::pair<std::string, int64_t>> automatic_tiles(const Program& p, int64_t limit) {
+  std::map<std::string, int64_t> size;
+  const Graph& g = p.graph;
+  for (const ir::Edge& e : g.edges()) {
+    if (!e.phi.defined() || !e.phi.is_seq()) continue;
+    const Dims& src = g.op(e.source).domain;
+    int slices = 0, along = -1;
+    for (size_t k = 0; k < src.size(); ++k)
+      if (e.phi.arg(k).is_slice()) ++slices, along = static_cast<int>(k);
+    if (slices != 1 || !e.phi.arg(along).arg(2).is_const(1)) continue;
+    const Dim& d = src[along];
+    if (std::any_of(p.options.tiles.begin(), p.options.tiles.end(),
+                    [&](const auto& t) { return t.first == d.name(); }))
+      continue;
+    auto row = bytes_of(g.input_type(e.id), 1, p);
+    auto bound = std::find_if(p.bound_values.begin(), p.bound_values.end(),
+                              [&](const auto& b) { return b.first == d.bound.name(); });
+    if (!row || bound == p.bound_values.end() || bound->second * *row <= limit) continue;
+    int64_t z = 1;
+    while (2 * z * *row <= limit && 2 * z <= bound->second) z *= 2;
+    auto [it, added] = size.try_emplace(d.name(), z);
+    if (!added) it->second = std::min(it->second, z);
+  }
+  std::vector<std::pair<std::string, int64_t>> out(size.begin(), size.end());
+  if (p.options.verbose)
+    for (const auto& [name, z] : out)
+      std::cerr << "[tempo] tiling: windows along " << name << " can exceed " << limit
+                << " bytes: tiles of " << z << "\n";
+  return out;
+}
+
 }  // namespace
 
 bool tile_windows(Program& p) {
   bool changed = false;
-  for (const auto& [name, size] : p.options.tiles) {
+  auto tiles = p.options.tiles;
+  if (p.options.tile_above_bytes < 0)
+    throw UserError(cat("tile_above_bytes must be 0 (off) or positive, got ",
+                        p.options.tile_above_bytes));
+  if (p.options.tile_above_bytes > 0)
+    for (const auto& t : automatic_tiles(p, p.options.tile_above_bytes)) tiles.push_back(t);
+  for (const auto& [name, size] : tiles) {
     if (size < 1) throw UserError(cat("tile size for ", name, " must be at least 1, got ", size));
     const Dim* d = find_dim(p.graph, name);
     if (!d) {
@@ -600,7 +750,7 @@ bool tile_windows(Program& p) {
       throw UserError(cat("cannot tile '", name, "': the program has no such dimension (its dimensions: ",
                           dims.empty() ? "none" : dims, ")"));
     }
-    Tiler tiler(p, Dim(*d), size, p.options.verbose);
+    Tiler tiler(p, Dim(*d), size);
     changed |= tiler.run();
   }
   return changed;

@@ -82,7 +82,7 @@ torch::Tensor eager_attention(int64_t t, int64_t from) {
   return scores.softmax(1).matmul(torch::stack(vs)).squeeze(0);
 }
 
-void check_attention(int64_t tile, int64_t w) {
+void check_attention(int64_t tile, int64_t w, bool static_tiles = false) {
   const int64_t T = 11;
   Context ctx;
   Dim t = ctx.dim("t", "T");
@@ -91,10 +91,16 @@ void check_attention(int64_t tile, int64_t w) {
   CompileOptions o;
   o.passes.check_ir = true;
   if (tile > 0) o.passes.tiles = {{"t", tile}};
+  o.passes.static_tiles = static_tiles;
   Executable exe = ctx.compile({{t.bound, T}}, o);
   exe.run();
-  std::string what = cat("tile ", tile, ", window ", w);
+  std::string what = cat("tile ", tile, ", window ", w, static_tiles ? ", static" : "");
   if (tile > 0) EXPECT_GT(tiled_ops(exe.impl().graph), 0) << what;
+  if (static_tiles)  // every tiled op has one shape
+    for (const ir::OpNode& op : exe.impl().graph.ops())
+      if (!op.domain.empty() && op.domain.back().name() == "n_t")
+        for (const ir::TensorType& type : op.outputs)
+          EXPECT_TRUE(type.shape.is_static()) << what << ": " << op.describe() << " " << type.str();
   for (int64_t s = 0; s < T; ++s)
     expect_close(to_torch(exe.get(y, {s})), eager_attention(s, w > 0 ? std::max<int64_t>(0, s - w) : 0),
                  cat(what, " at t = ", s));
@@ -106,6 +112,13 @@ TEST(Tile, CausalAttentionMatchesEager) {
 
 TEST(Tile, SlidingWindowAttentionMatchesEager) {
   for (int64_t tile : {2, 4}) check_attention(tile, 5);
+}
+
+// Static tiles: the first and last tile padded to the tile size, the padding masked out of the
+// max, the sum and the weighted sum.
+TEST(Tile, StaticTilesMatchEager) {
+  for (int64_t tile : {1, 3, 4}) check_attention(tile, 0, true);
+  check_attention(4, 5, true);
 }
 
 // A learner over a rollout read whole, obs[i, 0:T] flattened to T * B rows, with SGD on its
@@ -150,6 +163,40 @@ TEST(Tile, RolloutLearnerAccumulatesGradients) {
       expect_close(to_torch(exe.get(loss, {k})), L.detach(), what);
       expect_close(to_torch(exe.get(dw, {k})), leaf.grad(), what + " (gradient)");
       W = W - 0.5 * leaf.grad();
+    }
+  }
+}
+
+// Without tile sizes, a window whose stack can exceed `tile_above_bytes` is tiled with the
+// largest power-of-two tile under it: rows of 256 bytes, 64 of them; 4 KiB -> tiles of 16.
+TEST(Tile, LargeWindowsAreTiledAutomatically) {
+  const int64_t T = 64;
+  for (int64_t limit : {int64_t{0}, int64_t{4096}, int64_t{1} << 20}) {
+    Context ctx;
+    Dim i = ctx.dim("i", "I"), t = ctx.dim("t", "T");
+    RT x = source(ctx, {i, t}, {64});
+    RT state = ctx.placeholder({DType::Float32, {64}}, {i}, "state");
+    RT y = (x[{i.var, slice(0, t.bound)}] * state).tanh().sum(0);
+    state[0] = source(ctx, {}, {64}, 3);
+    state[i.var + 1] = state[i.var] * 0.5 + y * 0.01;
+    RT out = y.retain();
+    CompileOptions o;
+    o.passes.tile_above_bytes = limit;
+    o.passes.check_ir = true;
+    Executable exe = ctx.compile({{i.bound, 3}, {t.bound, T}}, o);
+    exe.run();
+    int tiles = 0;
+    for (const ir::Edge& e : exe.impl().graph.edges())
+      for (const Expr& a : e.phi.args())
+        tiles += a.is_slice() && a.str().find("16*n_t") != std::string::npos;
+    EXPECT_EQ(tiles > 0, limit == 4096) << "limit " << limit;
+    torch::Tensor st = eager_source({}, {64}, 3);
+    for (int64_t k = 0; k < 3; ++k) {
+      std::vector<torch::Tensor> xs;
+      for (int64_t s = 0; s < T; ++s) xs.push_back(eager_source({k, s}, {64}));
+      torch::Tensor want = (torch::stack(xs) * st).tanh().sum(0);
+      expect_close(to_torch(exe.get(out, {k})), want, cat("limit ", limit, " at i = ", k));
+      st = st * 0.5 + want * 0.01;
     }
   }
 }
