@@ -33,12 +33,15 @@ bool forward_grand_input(Program& p, const OpNode& op) {
   return redirect_reads(p.graph, op.id, 0, e.source, e.source_output) > 0;
 }
 
-// Makes `op` read what its input op reads (f(g(x)) -> f'(x), the caller adjusts the attrs).
+// Makes `op` read what its input op reads, where it reads it (f(g(x)) -> f'(x), the caller
+// adjusts the attrs). `op` reads its input at its own point, so the inner read composes exactly.
 void read_through(ir::Graph& g, const OpNode& op) {
-  const ir::Edge& inner = g.edge(input_op(g, op, 0).inputs[0]);
+  const ir::Edge inner = g.edge(input_op(g, op, 0).inputs[0]);
   ir::Edge& e = g.edge(op.inputs[0]);
   e.source = inner.source;
   e.source_output = inner.source_output;
+  e.phi = inner.phi;
+  e.cond = inner.cond;
 }
 
 std::vector<int64_t> compose(const std::vector<int64_t>& inner, const std::vector<int64_t>& outer) {
@@ -51,6 +54,68 @@ bool is_identity_perm(const std::vector<int64_t>& p) {
   for (size_t k = 0; k < p.size(); ++k)
     if (p[k] != static_cast<int64_t>(k)) return false;
   return true;
+}
+
+// A new op over `like`'s domain reading `inputs` (edges to copy: source, output, phi, cond),
+// its output types inferred.
+ir::OpId add_like(ir::Graph& g, ir::OpId like, OpKind kind, ir::Attrs attrs,
+                  const std::vector<ir::Edge>& inputs) {
+  OpNode n;
+  n.kind = kind;
+  n.attrs = std::move(attrs);
+  n.domain = g.op(like).domain;
+  n.name = g.op(like).name;
+  n.loc = g.op(like).loc;
+  ir::OpId id = g.add_op(std::move(n));
+  std::vector<ir::TensorType> types;
+  for (const ir::Edge& e : inputs)
+    types.push_back(g.input_type(g.add_edge(id, e.source, e.source_output, e.phi, e.cond)));
+  OpNode& op = g.op(id);
+  op.outputs = ir::infer_types(kind, op.attrs, types, op.domain, op.describe());
+  return id;
+}
+
+// sum_t A[t] @ B[t] = A' @ B' with A' = (A[0] | A[1] | ...) of shape (M, T*K) and B' = B viewed
+// as (T*K, N): one matmul instead of T products and a sum over them (vectorized per-step weight
+// gradients). When A is x transposed per t, A' is x viewed as (T*K, M) and transposed: no copy.
+bool sum_of_batched_matmul(Program& p, OpNode& sum) {
+  ir::Graph& g = p.graph;
+  if (sum.attrs.ints != std::vector<int64_t>{0} || sum.attrs.keepdim || p.is_retained(sum.id) ||
+      !reads_kind(g, sum, 0, OpKind::MatMul))
+    return false;
+  bool read = false;
+  for (const ir::Edge& e : g.edges()) read = read || e.source == sum.id;
+  if (!read) return false;
+  const OpNode& mm = input_op(g, sum, 0);
+  const ir::Shape a = g.input_type(mm.inputs[0]).shape, b = g.input_type(mm.inputs[1]).shape;
+  if (a.rank() != 3 || b.rank() != 3 || !a[0].same(b[0])) return false;
+  const ir::OpId at = sum.id;
+  const ir::Edge ea = g.edge(mm.inputs[0]), eb = g.edge(mm.inputs[1]);
+  auto here = [&](ir::OpId op) {  // a new op read at the current point
+    ir::Edge e;
+    e.source = op;
+    e.phi = identity_phi(g.op(at).domain);
+    return e;
+  };
+  const Expr rows = a[0] * a[2];  // T * K
+  ir::Attrs flat_b, flat_x, t, swap, flat_a;
+  flat_b.exprs = {rows, b[2]};
+  const ir::OpId b2 = add_like(g, at, OpKind::Reshape, flat_b, {eb});
+  ir::OpId a2;
+  if (g.op(ea.source).kind == OpKind::Permute &&
+      g.op(ea.source).attrs.ints == std::vector<int64_t>{0, 2, 1} &&
+      reads_same_point(g, ea.id)) {
+    flat_x.exprs = {rows, a[1]};
+    t.ints = {1, 0};
+    const ir::Edge ex = g.edge(g.op(ea.source).inputs[0]);
+    a2 = add_like(g, at, OpKind::Permute, t, {here(add_like(g, at, OpKind::Reshape, flat_x, {ex}))});
+  } else {
+    swap.ints = {1, 0, 2};
+    flat_a.exprs = {a[1], rows};
+    a2 = add_like(g, at, OpKind::Reshape, flat_a, {here(add_like(g, at, OpKind::Permute, swap, {ea}))});
+  }
+  const ir::OpId prod = add_like(g, at, OpKind::MatMul, {}, {here(a2), here(b2)});
+  return redirect_reads(g, at, 0, prod, 0) > 0;
 }
 
 struct Rule {
@@ -145,6 +210,8 @@ const Rule kRules[] = {
        read_through(p.graph, op);
        return true;
      }},
+    // sum over t of A[t] @ B[t] = (A[0] | ... | A[T-1]) @ (B[0]; ...; B[T-1])
+    {OpKind::Sum, sum_of_batched_matmul},
     // slice(slice(x, d, a:b), d, c:e) = slice(x, d, a + c:a + e)
     {OpKind::Slice,
      [](Program& p, OpNode& op) {

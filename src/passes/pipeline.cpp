@@ -42,6 +42,9 @@ constexpr Pass kPipeline[] = {
     // (whose reads of the scan's last point, x[0:T].sum(), do not vary along t).
     {"domain-reduction", &Options::domain_reduction, reduce_domains},
     {"vectorize", &Options::vectorize, vectorize},
+    // Again after vectorization, whose batched ops match rules that per-step ops do not (a sum
+    // over t of per-step matmuls).
+    {"algebraic", &Options::algebraic, simplify_algebra},
     // After vectorization, whose batched reads of whole dimensions (a learner's x[0:T]) are
     // windows it splits; after lifting, which turns window sums into scans (no tiles needed).
     {"tiling", &Options::tiling, tile_windows},

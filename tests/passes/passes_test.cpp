@@ -90,6 +90,40 @@ TEST(Passes, AlgebraicIdentities) {
             "%10 = Add(%0[t], %9[]) : f32(4, 2, 3) over (t)\n");
 }
 
+// sum_t x[t]^T @ g[t] (a vectorized per-step weight gradient) as one flat matmul, and the
+// general sum_t a[t] @ b[t], against LibTorch with the algebraic pass on and off.
+TEST(Passes, SumOfBatchedMatmulsIsOneMatmul) {
+  const int64_t T = 6;
+  for (bool on : {true, false}) {
+    Context ctx;
+    Dim t = ctx.dim("t", "T");
+    RT x = source(ctx, {t}, {4, 3}), g = source(ctx, {t}, {4, 5}, 1), a = source(ctx, {t}, {3, 4}, 2);
+    Expr all = slice(0, t.bound);
+    RT y = x[all].permute({0, 2, 1}).matmul(g[all]).sum(0).exp().retain();
+    RT z = a[all].matmul(g[all]).sum(0).exp().retain();
+    CompileOptions o;
+    o.passes.algebraic = on;
+    o.passes.fusion = false;  // the matmuls stay visible ops
+    o.passes.check_ir = true;
+    Executable exe = ctx.compile({{t.bound, T}}, o);
+    exe.run();
+    int batched = 0;
+    for (const ir::OpNode& op : exe.impl().graph.ops())
+      if (op.kind == ir::OpKind::MatMul) batched += op.outputs[0].shape.rank() == 3;
+    EXPECT_EQ(batched, on ? 0 : 2);
+    std::vector<torch::Tensor> xs, gs, as;
+    for (int64_t k = 0; k < T; ++k) {
+      xs.push_back(testing::eager_source({k}, {4, 3}));
+      gs.push_back(testing::eager_source({k}, {4, 5}, 1));
+      as.push_back(testing::eager_source({k}, {3, 4}, 2));
+    }
+    expect_close(testing::to_torch(exe.get(y, {})),
+                 torch::stack(xs).permute({0, 2, 1}).matmul(torch::stack(gs)).sum(0).exp(), "x^T g");
+    expect_close(testing::to_torch(exe.get(z, {})),
+                 torch::stack(as).matmul(torch::stack(gs)).sum(0).exp(), "a g");
+  }
+}
+
 TEST(Passes, ConstantFolding) {
   Context ctx;
   Dim t = ctx.dim("t", "T");
@@ -256,6 +290,28 @@ const TextCase kTextCases[] = {
         %3 = Slice(%0[t]) {ints=[1], exprs=[1, 3]} : f32(2, 2) over (t)
         %4 = Index(%0[t]) {ints=[1], exprs=[2]} : f32(2) over (t)
         %5 = Exp(%4[t]) : f32(2) over (t))"},
+    // sum_t x[t]^T @ g[t] = flat(x)^T @ flat(g); a reshape of a reshape reads the stack itself.
+    {"algebraic", passes::simplify_algebra,
+     R"(%0 = RandNormal() {ints=[0], exprs=[4, 3], dtype=f32} : f32(4, 3) over (t)
+        %1 = RandNormal() {ints=[1], exprs=[4, 5], dtype=f32} : f32(4, 5) over (t)
+        %2 = Permute(%0[0:T]) {ints=[0, 2, 1]} : f32(T, 3, 4)
+        %3 = MatMul(%2[], %1[0:T]) : f32(T, 3, 5)
+        %4 = Sum(%3[]) {ints=[0]} : f32(3, 5)
+        %5 = Exp(%4[]) : f32(3, 5)
+        %6 = Reshape(%0[0:T]) {exprs=[T, 12]} : f32(T, 12)
+        %7 = Reshape(%6[]) {exprs=[12, T]} : f32(12, T))",
+     R"(%0 = RandNormal() {ints=[0], exprs=[4, 3], dtype=f32} : f32(4, 3) over (t)
+        %1 = RandNormal() {ints=[1], exprs=[4, 5], dtype=f32} : f32(4, 5) over (t)
+        %2 = Permute(%0[0:T]) {ints=[0, 2, 1]} : f32(T, 3, 4)
+        %3 = MatMul(%2[], %1[0:T]) : f32(T, 3, 5)
+        %4 = Sum(%3[]) {ints=[0]} : f32(3, 5)
+        %5 = Exp(%11[]) : f32(3, 5)
+        %6 = Reshape(%0[0:T]) {exprs=[T, 12]} : f32(T, 12)
+        %7 = Reshape(%0[0:T]) {exprs=[12, T]} : f32(12, T)
+        %8 = Reshape(%1[0:T]) {exprs=[4*T, 5]} : f32(4*T, 5)
+        %9 = Reshape(%0[0:T]) {exprs=[4*T, 3]} : f32(4*T, 3)
+        %10 = Permute(%9[]) {ints=[1, 0]} : f32(3, 4*T)
+        %11 = MatMul(%10[], %8[]) : f32(3, 5))"},
     {"cse", passes::eliminate_common_subexpressions,
      R"(%0 = RandNormal() {ints=[0], exprs=[4], dtype=f32} : f32(4) over (t)
         %1 = Exp(%0[t - 1]) : f32(4) over (t) where 0 < t
