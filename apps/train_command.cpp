@@ -35,7 +35,8 @@ const char* kUsage =
     "                linearly to 0; --constant-lr keeps it constant\n"
     "  --epochs, --minibatches  PPO updates per rollout (default 4 x 4)\n"
     "  --n-step N    reinforce: n-step instead of Monte-Carlo returns\n"
-    "  --per-step    reinforce: learn from the acting forward pass, per timestep\n"
+    "  --per-step    reinforce: learn from the acting forward pass, per timestep (default)\n"
+    "  --recompute   reinforce: recompute the forward pass over the rollout to learn\n"
     "  --no-normalize  reinforce: do not normalize returns over the rollout\n"
     "  --hidden, --layers  hidden width and hidden layers (default 64 x 2, tanh)\n"
     "  --proximity   schedule with proximity constraints (slower to compile)\n"
@@ -175,6 +176,7 @@ const std::vector<Option>& all_options() {
       {"--whole-component", false, [](A& a, S, S) { a.cfg.whole_component = true; }},
       {"--proximity", false, [](A& a, S, S) { a.cfg.proximity = true; }},
       {"--per-step", false, [](A& a, S, S) { a.cfg.per_step = true; }},
+      {"--recompute", false, [](A& a, S, S) { a.cfg.per_step = false; }},
       {"--no-normalize", false, [](A& a, S, S) { a.cfg.normalize_returns = false; }},
       {"--no-clip", false, [](A& a, S, S) { a.cfg.max_grad_norm = 0; }},
       {"--constant-lr", false, [](A& a, S, S) { a.cfg.lr_decay = false; }},

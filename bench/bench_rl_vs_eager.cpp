@@ -85,9 +85,9 @@ struct Case {
   int64_t envs = 16, steps = 128, hidden = 64, layers = 2, n_step = 0;
   int64_t epochs = 0;  // PPO update epochs per rollout (0: TrainConfig's default)
   bool proximity = false;
-  // Tempo's REINFORCE learning from the acting forward pass per timestep, returns not
-  // normalized (TrainConfig::per_step); the eager baseline ignores it.
-  bool per_step = false;
+  // Tempo's REINFORCE recomputing the forward pass over the rollout as the eager baseline does,
+  // instead of learning from the acting pass per timestep (TrainConfig::per_step, its default).
+  bool recompute = false;
 
   std::string env_label() const { return obs.empty() ? env : env + " " + obs; }
 };
@@ -107,10 +107,7 @@ TrainConfig config_of(const Case& c, int64_t iterations) {
   cfg.n_step = c.n_step;
   cfg.proximity = c.proximity;
   if (c.epochs > 0) cfg.epochs = c.epochs;
-  if (c.per_step) {
-    cfg.per_step = true;
-    cfg.normalize_returns = false;
-  }
+  if (c.recompute) cfg.per_step = false;
   cfg.iterations = iterations;
   cfg.seed = 1;
   return cfg;
@@ -178,7 +175,7 @@ std::string child_command(const std::string& system, const Case& c, int64_t iter
       << " --warmup " << warmup << " --threads " << threads << " --epochs " << c.epochs;
   if (!c.obs.empty()) cmd << " --obs " << c.obs;
   if (c.proximity) cmd << " --proximity";
-  if (c.per_step) cmd << " --per-step";
+  if (c.recompute) cmd << " --recompute";
   if (profile) cmd << " --profile";
   cmd << (profile ? "" : " 2>&1");
   return cmd.str();
@@ -446,8 +443,8 @@ int main_impl(int argc, char** argv) {
       o.c.epochs = std::stoll(next());
     else if (a == "--proximity")
       o.c.proximity = true;
-    else if (a == "--per-step")
-      o.c.per_step = true;
+    else if (a == "--recompute")
+      o.c.recompute = true;
     else {
       std::cerr << "usage: bench_rl_vs_eager [--quick] [--only sweep|nstep|profile] [--out "
                    "FILE.md] [--plot FILE.svg] [--algos reinforce,ppo] [--iterations N] "
@@ -521,11 +518,11 @@ int main_impl(int argc, char** argv) {
       std::vector<std::pair<std::string, Case>> runs;
       Case prox = c;
       prox.proximity = true;
-      Case per_step = prox;
-      per_step.per_step = true;
+      Case recompute = c;
+      recompute.recompute = true;
       runs.push_back({"Tempo", c});
       runs.push_back({"Tempo, proximity", prox});
-      runs.push_back({"Tempo, per-step, proximity", per_step});
+      runs.push_back({"Tempo, recompute", recompute});
       runs.push_back({"eager", c});
       if (order++ % 2) std::reverse(runs.begin(), runs.end());
       std::vector<std::string> lines;

@@ -166,6 +166,7 @@ TEST(Train, TiledLearnerLearnsTheSame) {
   if (std::getenv("TEMPO_NO_PASS")) GTEST_SKIP() << "compares tiling on and off itself";
   for (const char* algo : {"reinforce", "a2c"}) {
     TrainConfig c = TrainConfig::defaults(algo);
+    c.per_step = false;  // the learner reads the rollout whole
     c.iterations = 4;
     c.codegen = false;
     TrainResult whole = train(c, nullptr);

@@ -53,7 +53,9 @@ struct TrainConfig {
   bool normalize_returns = true;  // REINFORCE: returns normalized over the rollout
   // REINFORCE: learn from the acting forward pass, one loss term per timestep (TEMPO Alg. 1),
   // instead of recomputing the forward pass over the rollout. The passes batch the per-step
-  // backward passes over t (one batched backward pass per iteration).
+  // backward passes over t (one batched backward pass per iteration). On in
+  // defaults("reinforce"): at 3x64x64 it takes 0.86x the time of recomputing; it keeps the
+  // acting activations until the update (1.9x the tracked peak at 512 CartPole envs).
   bool per_step = false;
   int64_t hidden = 64;
   int64_t layers = 2;              // hidden layers of the policy and value networks

@@ -99,6 +99,9 @@ TrainConfig TrainConfig::defaults(const std::string& algo) {
     c.iterations = 976;  // 500k env steps
     c.lr = 2.5e-4;
   }
+  // TEMPO Alg. 1: REINFORCE learns from its acting forward pass (no recomputation); the passes
+  // batch its per-step backward passes.
+  c.per_step = algo == "reinforce";
   return c;
 }
 
@@ -225,7 +228,9 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   RT a = acting.sample();
 
   auto result = std::make_shared<StepResult>();  // reused: no allocation per step
-  auto step_fn = [env, stats, result, discrete, N, obs_dim, act_dim, aspace](
+  // A2C and PPO bootstrap values from the last observation of an episode that ended.
+  const bool bootstraps = cfg.algo != "reinforce";
+  auto step_fn = [env, stats, result, discrete, N, obs_dim, act_dim, aspace, bootstraps](
                      const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
     std::vector<float> act(static_cast<size_t>(in[0].numel()));
     for (size_t k = 0; k < act.size(); ++k) {
@@ -250,21 +255,22 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
       term[n] = r.terminated[n] ? 1.0f : 0.0f;
       if (done[n] > 0) stats->returns[p[0]].push_back(r.episode_return[n]);
     }
-    const std::vector<float>& last = r.final_obs.empty() ? r.obs : r.final_obs;
-    return std::vector<HostTensor>{HostTensor::from(r.obs, {N, obs_dim}),
-                                   HostTensor::from(r.reward, {N}), HostTensor::from(done, {N}),
-                                   HostTensor::from(term, {N}),
-                                   HostTensor::from(last, {N, obs_dim})};
+    std::vector<HostTensor> out{HostTensor::from(r.obs, {N, obs_dim}),
+                                HostTensor::from(r.reward, {N}), HostTensor::from(done, {N}),
+                                HostTensor::from(term, {N})};
+    if (bootstraps)  // a second copy of the observations: only where values bootstrap from it
+      out.push_back(HostTensor::from(r.final_obs.empty() ? r.obs : r.final_obs, {N, obs_dim}));
+    return out;
   };
-  std::vector<RT> st =
-      ctx.udf("env_step", step_fn, {a},
-              {TensorType{DType::Float32, {N, obs_dim}}, TensorType{DType::Float32, {N}},
-               TensorType{DType::Float32, {N}}, TensorType{DType::Float32, {N}},
-               TensorType{DType::Float32, {N, obs_dim}}},
-              {i, t});
+  std::vector<TensorType> step_types{
+      TensorType{DType::Float32, {N, obs_dim}}, TensorType{DType::Float32, {N}},
+      TensorType{DType::Float32, {N}}, TensorType{DType::Float32, {N}}};
+  if (bootstraps) step_types.push_back(TensorType{DType::Float32, {N, obs_dim}});
+  std::vector<RT> st = ctx.udf("env_step", step_fn, {a}, step_types, {i, t});
   // done ends an episode (terminated or truncated); only termination stops bootstrapping, from
   // the episode's own last observation (final_obs) rather than the reset one.
-  RT next_obs = st[0], reward = st[1], done = st[2], terminated = st[3], final_obs = st[4];
+  RT next_obs = st[0], reward = st[1], done = st[2], terminated = st[3];
+  RT final_obs = bootstraps ? st[4] : RT();
   o[{Expr(0), Expr(0)}] = reset;
   o[{i.var, t.var + 1}] = next_obs;
   o[{i.var + 1, Expr(0)}] = next_obs[{i.var, t.bound - 1}];
