@@ -67,6 +67,7 @@ class NullBackend : public runtime::Backend {
     return v_;
   }
   runtime::ValuePtr new_block(const runtime::Value&, int64_t) override { return v_; }
+  runtime::ValuePtr rolled_block(const runtime::Value&, int64_t, int64_t) override { return v_; }
   runtime::ValuePtr write_row(const runtime::Value&, int64_t, const runtime::Value&) override {
     return v_;
   }

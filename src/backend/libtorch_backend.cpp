@@ -204,6 +204,14 @@ class LibTorchBackend final : public runtime::Backend {
     return wrap(static_cast<const TorchValue&>(block).tensor.slice(0, start, stop, step));
   }
 
+  runtime::ValuePtr rolled_block(const runtime::Value& block, int64_t start,
+                                 int64_t stop) override {
+    const torch::Tensor& b = static_cast<const TorchValue&>(block).tensor;
+    torch::Tensor fresh = torch::empty_like(b);
+    fresh.slice(0, 0, stop - start).copy_(b.slice(0, start, stop));
+    return wrap(std::move(fresh));
+  }
+
   runtime::ValuePtr from_host(const ir::HostTensor& t) override {
     return wrap(host_to_torch(t, state_.device));
   }

@@ -57,10 +57,12 @@ class Backend {
   // Block stores (TEMPO §6): a block of `rows` uninitialized rows shaped and typed like `row`;
   // `row` copied into row `index` of `block`, returning that row as a view of the block (null,
   // copying nothing, where `row` does not fit: another shape or type); the rows start:stop:step
-  // of a block as one view.
+  // of a block as one view; a new block of as many rows as `block` whose first stop - start rows
+  // are copies of rows start:stop of `block` (window stores rolling forward).
   virtual ValuePtr new_block(const Value& row, int64_t rows) = 0;
   virtual ValuePtr write_row(const Value& block, int64_t index, const Value& row) = 0;
   virtual ValuePtr block_rows(const Value& block, int64_t start, int64_t stop, int64_t step) = 0;
+  virtual ValuePtr rolled_block(const Value& block, int64_t start, int64_t stop) = 0;
   virtual ValuePtr from_host(const ir::HostTensor& t) = 0;
   virtual ir::HostTensor to_host(const ValuePtr& v) = 0;
   // Seeds the backend's random number generator (RandUniform, RandNormal).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "symbolic/simplify.h"
 #include "util/error.h"
 
 namespace tempo::runtime {
@@ -111,6 +112,30 @@ bool reads_block(const ir::Graph& g, const ir::Edge& e) {
   return last.arg(0).is_const(0) || last.arg(1).same(src.domain.back().bound);
 }
 
+// The most points a read along the last dimension that neither starts at 0 nor ends at its
+// bound can span, where that is a constant below the bound (x[max(0, t - w):t + 1]: w + 1): a
+// read a window store serves as a view; 0 otherwise.
+int64_t window_rows(const ir::Graph& g, const ir::Edge& e) {
+  const ir::OpNode& src = g.op(e.source);
+  if (src.domain.empty() || e.phi.size() != src.domain.size() || reads_block(g, e)) return 0;
+  for (size_t k = 0; k + 1 < e.phi.size(); ++k)
+    if (e.phi.arg(k).is_slice()) return 0;
+  const Expr last = e.phi.arg(e.phi.size() - 1);
+  if (!last.is_slice() || !last.arg(2).is_const(1)) return 0;
+  Dims dims = g.op(e.sink).domain;
+  dims.push_back(src.domain.back());
+  const Expr n = last.arg(1) - last.arg(0);
+  // The least provable upper bound, searched by halving (the prover is monotone in it).
+  int64_t hi = int64_t{1} << 16;
+  if (!sym::prove_nonneg(Expr(hi) - n, dims)) return 0;
+  int64_t lo = 0;  // lo fails (a read spans at least one point), hi holds
+  while (hi - lo > 1) {
+    int64_t mid = (lo + hi) / 2;
+    (sym::prove_nonneg(Expr(mid) - n, dims) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
 // Whether that read moves with the reader's point (x[0:t+1], x[t:T]): stacked, each of T reads
 // copies O(T) points; from a block, each is a view.
 bool moves(const ir::Graph& g, const ir::Edge& e) {
@@ -182,19 +207,28 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
   // point once too, and a block would be allocated whole at its first point, often before the
   // previous block is freed (measured: RL rollouts of 3x64x64 observations, 218 vs 123 MiB).
   if (block_stores) {
-    std::vector<int> blocked(stores_.size(), 0);  // 1: moving block reads, -1: other slices
+    // Per store: 0 no slice reads yet, 1 moving prefix/suffix reads (a block), -1 other reads
+    // (point store); windows[s] > 0: sliding windows of at most that many points (a window
+    // store, where they are its only slice reads).
+    std::vector<int> blocked(stores_.size(), 0);
+    std::vector<int64_t> windows(stores_.size(), 0);
     for (const ir::Edge& e : graph.edges()) {
       const size_t s = store_index_[e.source] + e.source_output;
       bool slices = false;
       for (const Expr& x : e.phi.args()) slices |= x.is_slice();
       if (!slices) continue;
-      if (!reads_block(graph, e) || !fixed_shape(graph.op(e.source), e.source_output))
+      const bool fixed = fixed_shape(graph.op(e.source), e.source_output);
+      if (const int64_t w = window_rows(graph, e); w > 0 && fixed && blocked[s] == 0)
+        windows[s] = std::max(windows[s], w);
+      else if (!reads_block(graph, e) || !fixed || windows[s] > 0)
         blocked[s] = -1;
       else if (blocked[s] == 0 && moves(graph, e))
         blocked[s] = 1;
     }
-    for (size_t s = 0; s < stores_.size(); ++s)
+    for (size_t s = 0; s < stores_.size(); ++s) {
       if (blocked[s] == 1) stores_[s]->use_blocks(&backend);
+      if (blocked[s] == 0 && windows[s] > 0) stores_[s]->use_blocks(&backend, windows[s]);
+    }
   }
 
   // Compile the AST.
@@ -273,7 +307,8 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
           in.dtype = t.dtype;
           if (in.sliced)
             for (const Expr& d : t.shape.dims) in.element_shape.emplace_back(d, layout_);
-          in.block_read = in.store->blocked() && reads_block(graph, e);
+          in.block_read =
+              in.store->blocked() && (reads_block(graph, e) || window_rows(graph, e) > 0);
           in.ranges.resize(in.phi.size());
           in.coords.resize(in.phi.size());
           l->inputs.push_back(std::move(in));

@@ -1,5 +1,7 @@
 #include "runtime/tensor_store.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace tempo::runtime {
@@ -45,18 +47,24 @@ void PointStore::reset(const int64_t* bounds) {
   if (overflow) throw UserError(cat("the temporal domain of ", who_, " has more than 2^63 points"));
   flat_mode_ = total_ <= kFlatLimit;
   block_rows_ = rank_ ? bounds_[rank_ - 1] : 1;
+  if (window_ > 0) block_rows_ = std::min(block_rows_, 2 * window_);
+  last_bound_ = rank_ ? bounds_[rank_ - 1] : 1;
 }
 
 ValuePtr PointStore::into_block(int64_t k, ValuePtr v) {
-  Block& b = blocks_[k / block_rows_];
+  const int64_t outer = k / last_bound_, last = k % last_bound_;
+  Block& b = blocks_[outer];
   if (!b.data) {
     b.data = blocks_backend_->new_block(*v, block_rows_);
     b.held.assign(static_cast<size_t>(block_rows_), false);
+    b.base = window_ > 0 ? last : 0;
   }
-  const int64_t r = k % block_rows_;
+  if (last < b.base) return v;  // older than the window: kept as it is
+  if (last - b.base >= block_rows_) roll(b, last - window_ + 1);
+  const int64_t r = last - b.base;
   ValuePtr row = blocks_backend_->write_row(*b.data, r, *v);
   if (!row) {  // does not fit the block: kept as it is
-    if (b.live == 0) blocks_.erase(k / block_rows_);
+    if (b.live == 0) blocks_.erase(outer);
     return v;
   }
   if (!b.held[r]) {
@@ -66,20 +74,32 @@ ValuePtr PointStore::into_block(int64_t k, ValuePtr v) {
   return row;
 }
 
+void PointStore::roll(Block& b, int64_t start) {
+  // The rows from `start` on are copies of stored points: later window reads view the new block,
+  // the stored values keep viewing the old one (freed with its last view).
+  const int64_t from = std::clamp<int64_t>(start - b.base, 0, block_rows_);
+  b.data = blocks_backend_->rolled_block(*b.data, from, block_rows_);
+  std::vector<bool> held(static_cast<size_t>(block_rows_), false);
+  std::copy(b.held.begin() + from, b.held.end(), held.begin());
+  b.held = std::move(held);
+  b.live = std::count(b.held.begin(), b.held.end(), true);
+  b.base = std::max(b.base + from, start);  // past the block: every row dropped
+}
+
 ValuePtr PointStore::rows(const int64_t* point, int64_t start, int64_t stop, int64_t step) const {
-  if (!blocks_backend_ || rank_ == 0 || step < 1 || start < 0 || stop > block_rows_ ||
-      stop <= start)
-    return nullptr;
+  if (!blocks_backend_ || rank_ == 0 || step < 1 || start < 0 || stop <= start) return nullptr;
   int64_t k = 0;
   for (size_t i = 0; i + 1 < rank_; ++i) {
     if (point[i] < 0 || point[i] >= bounds_[i]) return nullptr;
     k += point[i] * strides_[i];
   }
-  auto it = blocks_.find(k / block_rows_);
+  auto it = blocks_.find(k / last_bound_);
   if (it == blocks_.end()) return nullptr;
+  const Block& b = it->second;
+  if (start < b.base || stop - b.base > block_rows_) return nullptr;
   for (int64_t r = start; r < stop; r += step)
-    if (!it->second.held[r]) return nullptr;
-  return blocks_backend_->block_rows(*it->second.data, start, stop, step);
+    if (!b.held[r - b.base]) return nullptr;
+  return blocks_backend_->block_rows(*b.data, start - b.base, stop - b.base, step);
 }
 
 bool PointStore::contains(const int64_t* point) const {
@@ -104,9 +124,10 @@ bool PointStore::erase_key(int64_t k) {
   memory_->release(*removed);
   --size_;
   if (blocks_backend_) {
-    auto it = blocks_.find(k / block_rows_);
-    if (it != blocks_.end() && it->second.held[k % block_rows_]) {
-      it->second.held[k % block_rows_] = false;
+    auto it = blocks_.find(k / last_bound_);
+    const int64_t r = it == blocks_.end() ? -1 : k % last_bound_ - it->second.base;
+    if (r >= 0 && r < block_rows_ && it->second.held[r]) {
+      it->second.held[r] = false;
       if (--it->second.live == 0) blocks_.erase(it);  // its memory goes with the last view
     }
   }

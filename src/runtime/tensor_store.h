@@ -54,6 +54,12 @@ struct MemoryAccount {
 // rows of one preallocated block: a stored value is copied into its row and kept as a view of
 // it, and a read of consecutive points is one view of the block (rows()) instead of a stack of
 // copies. A block is dropped when its last row is erased.
+//
+// A window store (TEMPO §6; for outputs read through sliding windows x[max(0,t-w):t+1] of at
+// most W points) keeps a block of 2W rows that rolls: when a point does not fit, the last W - 1
+// rows move to the front of a new block (values already stored keep viewing the old one, which
+// goes with its last view), so memory stays O(W) however long the dimension, and each window
+// read is one view.
 class PointStore {
  public:
   // `who` names the op output in error messages; `rank` is the number of domain dimensions.
@@ -66,8 +72,12 @@ class PointStore {
   void reset(const int64_t* bounds);
   void clear();
 
-  // Keeps values in blocks from the next reset() on (`backend` makes and views them).
-  void use_blocks(Backend* backend) { blocks_backend_ = backend; }
+  // Keeps values in blocks from the next reset() on (`backend` makes and views them); with
+  // `window` > 0, in rolling blocks of 2 x window rows for reads of at most `window` points.
+  void use_blocks(Backend* backend, int64_t window = 0) {
+    blocks_backend_ = backend;
+    window_ = window;
+  }
   bool blocked() const { return blocks_backend_ != nullptr; }
   // The points of `point` with the last coordinate in start:stop:step, as one view of their block;
   // null where some are missing or not in the block (the caller then stacks the points).
@@ -157,9 +167,14 @@ class PointStore {
     ValuePtr data;
     std::vector<bool> held;  // per row: the point's value is this row
     int64_t live = 0;        // rows held
+    int64_t base = 0;        // the last coordinate of row 0 (window stores roll it forward)
   };
+  // Block `b`'s rows from `start` on, moved to the front of a new block (window stores).
+  void roll(Block& b, int64_t start);
   Backend* blocks_backend_ = nullptr;
-  int64_t block_rows_ = 1;  // the last dimension's bound
+  int64_t window_ = 0;      // > 0: window store for reads of at most this many rows
+  int64_t block_rows_ = 1;  // rows of a block: the last dimension's bound, or 2 x window
+  int64_t last_bound_ = 1;  // the last dimension's bound
   std::unordered_map<int64_t, Block> blocks_;  // by key / block_rows_
 };
 

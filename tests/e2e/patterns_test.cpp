@@ -165,7 +165,7 @@ TEST(Patterns, BlockStoresMatchPointStores) {
     RT future = x[{i.var, slice(t.var, t.bound)}].max(0).retain();
     RT all = x[{i.var, slice(0, t.bound)}].max(0).retain();
     RT window = w[{i.var, slice(max(0, t.var - 2), t.var + 1)}].max(0).retain();
-    RT w_past = w[{i.var, slice(0, t.var + 1)}].max(0).retain();
+    RT w_past = w[{i.var, slice(0, t.var + 1)}].max(0).retain();  // with a prefix: point store
     CompileOptions o;
     o.block_stores = blocks;
     Executable exe = ctx.compile({{i.bound, I}, {t.bound, T}}, o);
@@ -190,6 +190,42 @@ TEST(Patterns, BlockStoresMatchPointStores) {
         expect_close(to_torch(exe.get(w_past, {a, k})), max_of(a, 0, k + 1, 1), what + " w");
       }
     }
+  }
+}
+
+// Window stores (TEMPO §6): an output read only through windows of at most W points that slide
+// with t (past windows, and future ones as n-step returns read them) keeps rolling blocks of 2W
+// rows; each window is a view where it lies in the current block, a stack otherwise. Values
+// equal those of point stores and of eager maxima over a dimension several blocks long.
+TEST(Patterns, WindowStoresMatchPointStores) {
+  if (std::getenv("TEMPO_NO_BLOCK_STORES")) GTEST_SKIP() << "block stores are switched off";
+  const int64_t I = 2, T = 23;
+  for (bool blocks : {true, false}) {
+    Context ctx;
+    Dim i = ctx.dim("i", "I"), t = ctx.dim("t", "T");
+    RT v = source(ctx, {i, t}, {3}, 3), u = source(ctx, {i, t}, {3}, 4);
+    RT past = v[{i.var, slice(max(0, t.var - 3), t.var + 1)}].max(0).retain();
+    RT future = u[{i.var, slice(t.var, min(t.var + 3, t.bound))}].max(0).retain();
+    CompileOptions o;
+    o.block_stores = blocks;
+    Executable exe = ctx.compile({{i.bound, I}, {t.bound, T}}, o);
+    exe.run();
+    const runtime::Executor& ex = *exe.impl().executor;
+    EXPECT_EQ(ex.store(exe.impl().op_map[v.op()], 0)->blocked(), blocks);
+    EXPECT_EQ(ex.store(exe.impl().op_map[u.op()], 0)->blocked(), blocks);
+    auto max_of = [](int64_t a, int64_t from, int64_t to, uint64_t salt) {
+      std::vector<torch::Tensor> xs;
+      for (int64_t k = from; k < to; ++k) xs.push_back(eager_source({a, k}, {3}, salt));
+      return std::get<0>(torch::stack(xs).max(0));
+    };
+    const std::string what = blocks ? "window store" : "point store";
+    for (int64_t a = 0; a < I; ++a)
+      for (int64_t k = 0; k < T; ++k) {
+        expect_close(to_torch(exe.get(past, {a, k})), max_of(a, std::max<int64_t>(0, k - 3), k + 1, 3),
+                     cat(what, " past at ", k));
+        expect_close(to_torch(exe.get(future, {a, k})), max_of(a, k, std::min(k + 3, T), 4),
+                     cat(what, " future at ", k));
+      }
   }
 }
 
