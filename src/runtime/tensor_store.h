@@ -178,7 +178,7 @@ class PointStore {
   std::unordered_map<int64_t, Block> blocks_;  // by key / block_rows_
 };
 
-// Only point stores exist so far; block and window stores (TEMPO §6) would share this interface.
+// Point, block and window stores (TEMPO §6) are modes of one class.
 using TensorStore = PointStore;
 
 }  // namespace tempo::runtime
