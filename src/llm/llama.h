@@ -1,0 +1,84 @@
+// A Llama-3.2 decoder as a recurrent-tensor program (TEMPO §2.1, §7.2, §7.5): decoding steps are
+// the temporal dimension t, layers the temporal dimension l (each layer's weights are read at l,
+// so the SDG does not grow with depth), the batch is spatial. The K/V cache is the RTs k[t, l],
+// v[t, l] themselves: attention at step t reads them through a dependence expression, so causal,
+// sliding-window and attention-sink patterns differ only in that index.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "api/tempo.h"
+
+namespace tempo::llm {
+
+struct LlamaConfig {
+  int64_t vocab = 128256;
+  int64_t dim = 2048;
+  int64_t layers = 16;
+  int64_t heads = 32;
+  int64_t kv_heads = 8;  // grouped-query attention: heads / kv_heads query heads share a K/V head
+  int64_t ffn_hidden = 8192;
+  double norm_eps = 1e-5;
+  double rope_theta = 500000.0;
+  // Llama 3's rotary frequency scaling (rope_scaling in config.json); factor 0 turns it off.
+  double rope_factor = 32.0, rope_low_freq_factor = 1.0, rope_high_freq_factor = 4.0;
+  int64_t rope_original_context = 8192;
+  bool tied_embeddings = true;  // the output head is the embedding matrix
+
+  int64_t head_dim() const { return dim / heads; }
+  // The published shapes of Llama-3.2-1B and -3B, and a small model for tests.
+  static LlamaConfig llama_3_2_1b();
+  static LlamaConfig llama_3_2_3b();
+  static LlamaConfig tiny();
+  // Throws UserError naming the first inconsistent field (heads not dividing dim, ...).
+  void validate() const;
+};
+
+// The rotary inverse frequencies (head_dim / 2 of them) with Llama 3's scaling.
+std::vector<double> rope_inverse_frequencies(const LlamaConfig& c);
+
+// Which cached steps the query at step t attends to.
+struct AttentionPattern {
+  enum class Kind { Causal, Window, Sinks };
+  Kind kind = Kind::Causal;
+  int64_t window = 0;  // Window, Sinks: the last `window` steps (t included)
+  int64_t sinks = 0;   // Sinks: and the first `sinks` steps
+  static AttentionPattern causal() { return {}; }
+  static AttentionPattern sliding(int64_t w) { return {Kind::Window, w, 0}; }
+  static AttentionPattern with_sinks(int64_t s, int64_t w) { return {Kind::Sinks, w, s}; }
+  // "causal", "window:W", "sinks:S:W" (as `tempo generate --attention` takes them).
+  static AttentionPattern parse(const std::string& text);
+  // The reads of the K/V cache at step t (one slice, or the sinks and the window).
+  std::vector<Expr> keys(const Dim& t) const;
+  std::string str() const;
+};
+
+// The weights, layer weights stacked along a leading layer axis, in Hugging Face's orientation
+// transposed to (in, out) so that x @ w applies them.
+struct LlamaWeights {
+  HostTensor embed;                      // (vocab, dim)
+  HostTensor attn_norm, ffn_norm;        // (layers, dim)
+  HostTensor wq, wk, wv, wo;             // (layers, dim, heads*hd), (.., kv*hd) x2, (.., heads*hd, dim)
+  HostTensor w_gate, w_up, w_down;       // (layers, dim, ffn), (layers, dim, ffn), (layers, ffn, dim)
+  HostTensor final_norm;                 // (dim)
+  HostTensor head;                       // (dim, vocab); empty when tied to embed
+  // Normal(0, 0.02) weights and unit norms from a seeded generator (no checkpoint needed).
+  static LlamaWeights random(const LlamaConfig& c, uint64_t seed);
+};
+
+// The logits of every decoding step: `tokens` is an int64 RT of shape (batch) over (t) (the
+// token fed at step t), `t` and `l` are the context's step and layer dims (l's bound is the
+// number of layers). Returns logits (batch, vocab) over (t).
+RT decoder_logits(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const RT& tokens,
+                  const Dim& t, const Dim& l, const AttentionPattern& pattern);
+
+// Greedy decoding: the tokens of every step over (t), shape (batch). The prompt (P, batch) int64
+// is fed for steps 0..P-1 (token by token); from step P on, each token is the argmax of the
+// previous step's logits (the recurrence tokens[t + 1] = argmax(logits[t])). `logits` receives
+// the logits RT if not null.
+RT greedy_tokens(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const HostTensor& prompt,
+                 const Dim& t, const Dim& l, const AttentionPattern& pattern, RT* logits = nullptr);
+
+}  // namespace tempo::llm

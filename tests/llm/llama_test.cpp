@@ -1,0 +1,177 @@
+// The Llama decoder (llm/llama.h) step by step against a full-sequence masked-attention forward
+// pass in eager LibTorch (same weights): the logits of every step, for causal, sliding-window and
+// attention-sink patterns, with the attention windows whole and in tiles; the rotary frequency
+// scaling; configuration and pattern errors.
+#include "llm/llama.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "api/tempo.h"
+#include "driver/executable_impl.h"
+#include "e2e/e2e_util.h"
+
+namespace tempo::llm {
+namespace {
+
+using testing::expect_close;
+using testing::to_torch;
+
+torch::Tensor T_(const HostTensor& h) { return to_torch(h); }
+
+bool allowed(const AttentionPattern& p, int64_t q, int64_t k) {
+  if (k > q) return false;
+  switch (p.kind) {
+    case AttentionPattern::Kind::Causal:
+      return true;
+    case AttentionPattern::Kind::Window:
+      return k > q - p.window;
+    case AttentionPattern::Kind::Sinks:
+      return k < p.sinks || k > q - p.window;
+  }
+  return false;
+}
+
+// All steps at once (the padded formulation): tokens (T, B) -> logits (T, B, vocab).
+torch::Tensor eager_logits(const LlamaConfig& c, const LlamaWeights& w, const torch::Tensor& tok,
+                           const AttentionPattern& p) {
+  const int64_t T = tok.size(0), B = tok.size(1), H = c.heads, Hk = c.kv_heads, G = H / Hk;
+  const int64_t hd = c.head_dim();
+  auto rms = [&](const torch::Tensor& x, const torch::Tensor& g) {
+    return x / (x.pow(2).mean(-1, true) + c.norm_eps).sqrt() * g;
+  };
+  std::vector<double> inv = rope_inverse_frequencies(c);
+  torch::Tensor freqs = torch::tensor(std::vector<float>(inv.begin(), inv.end()));
+  torch::Tensor ang = torch::arange(T, torch::kFloat32).unsqueeze(1) * freqs;  // (T, hd/2)
+  torch::Tensor cos = torch::cat({ang.cos(), ang.cos()}, -1).view({T, 1, 1, hd});
+  torch::Tensor sin = torch::cat({ang.sin(), ang.sin()}, -1).view({T, 1, 1, hd});
+  auto rot = [&](const torch::Tensor& x) {  // (T, B, heads, hd)
+    torch::Tensor lo = x.slice(-1, 0, hd / 2), hi = x.slice(-1, hd / 2, hd);
+    return x * cos + torch::cat({-hi, lo}, -1) * sin;
+  };
+  torch::Tensor mask = torch::full({T, T}, -INFINITY);
+  for (int64_t q = 0; q < T; ++q)
+    for (int64_t k = 0; k < T; ++k)
+      if (allowed(p, q, k)) mask[q][k] = 0.0;
+  torch::Tensor embed = T_(w.embed);
+  torch::Tensor x = embed.index_select(0, tok.reshape({-1})).view({T, B, c.dim});
+  for (int64_t j = 0; j < c.layers; ++j) {
+    torch::Tensor a = rms(x, T_(w.attn_norm)[j]);
+    torch::Tensor q = rot(a.matmul(T_(w.wq)[j]).view({T, B, H, hd}));
+    torch::Tensor k = rot(a.matmul(T_(w.wk)[j]).view({T, B, Hk, hd}));
+    torch::Tensor v = a.matmul(T_(w.wv)[j]).view({T, B, Hk, hd});
+    // (B, Hk, G, Tq, hd) x (B, Hk, 1, hd, Tk)
+    torch::Tensor qg = q.view({T, B, Hk, G, hd}).permute({1, 2, 3, 0, 4});
+    torch::Tensor kk = k.permute({1, 2, 3, 0}).unsqueeze(2);
+    torch::Tensor s = qg.matmul(kk) / std::sqrt(static_cast<double>(hd)) + mask;
+    torch::Tensor o = s.softmax(-1).matmul(v.permute({1, 2, 0, 3}).unsqueeze(2));  // (B,Hk,G,T,hd)
+    o = o.permute({3, 0, 1, 2, 4}).reshape({T, B, H * hd});
+    torch::Tensor x2 = x + o.matmul(T_(w.wo)[j]);
+    torch::Tensor f = rms(x2, T_(w.ffn_norm)[j]);
+    torch::Tensor g = f.matmul(T_(w.w_gate)[j]);
+    x = x2 + (g * g.sigmoid() * f.matmul(T_(w.w_up)[j])).matmul(T_(w.w_down)[j]);
+  }
+  torch::Tensor head = c.tied_embeddings ? embed.t() : T_(w.head);
+  return rms(x, T_(w.final_norm)).matmul(head);
+}
+
+void check(const AttentionPattern& p, int64_t tile, bool tied = true) {
+  const int64_t T = 11, B = 2;
+  LlamaConfig c = LlamaConfig::tiny();
+  c.tied_embeddings = tied;
+  LlamaWeights w = LlamaWeights::random(c, 7);
+  torch::Tensor tok = torch::randint(c.vocab, {T, B}, torch::TensorOptions().dtype(torch::kInt64)
+                                                          .requires_grad(false));
+  Context ctx;
+  Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
+  auto feed = [tok](const std::vector<HostTensor>&, const std::vector<int64_t>& at) {
+    HostTensor h(DType::Int64, {tok.size(1)});
+    for (int64_t b = 0; b < tok.size(1); ++b) h.ptr<int64_t>()[b] = tok[at[0]][b].item<int64_t>();
+    return std::vector<HostTensor>{h};
+  };
+  RT tokens = ctx.udf("tokens", feed, {}, {TensorType{DType::Int64, {B}}}, {t})[0];
+  RT logits = decoder_logits(ctx, c, w, tokens, t, l, p).retain();
+  CompileOptions o;
+  o.passes.check_ir = true;
+  if (tile) o.passes.tiles = {{"t", tile}};
+  Executable exe = ctx.compile({{t.bound, T}, {l.bound, c.layers}}, o);
+  exe.run();
+  if (tile) {  // the attention runs in tiles over n_t
+    bool tiled = false;
+    for (const ir::OpNode& op : exe.impl().graph.ops())
+      for (const Dim& d : op.domain) tiled |= d.name() == "n_t";
+    EXPECT_TRUE(tiled);
+  }
+  torch::Tensor want = eager_logits(c, w, tok, p);
+  for (int64_t s = 0; s < T; ++s)
+    expect_close(to_torch(exe.get(logits, {s})), want[s],
+                 cat(p.str(), tile ? cat(", tiles of ", tile) : std::string(), " at step ", s),
+                 2e-4);
+}
+
+TEST(Llama, CausalDecodingMatchesFullSequence) {
+  torch::manual_seed(1);
+  check(AttentionPattern::causal(), 0);
+  check(AttentionPattern::causal(), 0, false);  // untied output head
+}
+
+TEST(Llama, WindowAndSinkPatternsMatchMaskedAttention) {
+  torch::manual_seed(2);
+  check(AttentionPattern::sliding(4), 0);
+  check(AttentionPattern::with_sinks(2, 3), 0);
+}
+
+TEST(Llama, TiledAttentionMatches) {
+  torch::manual_seed(3);
+  check(AttentionPattern::causal(), 4);
+  check(AttentionPattern::sliding(4), 2);
+}
+
+// Greedy decoding after a 3-token prompt: every token equals the argmax of the eager model run on
+// the sequence so far.
+TEST(Llama, GreedyDecodingMatchesEager) {
+  const int64_t T = 9, B = 2, P = 3;
+  LlamaConfig c = LlamaConfig::tiny();
+  LlamaWeights w = LlamaWeights::random(c, 11);
+  HostTensor prompt(DType::Int64, {P, B});
+  for (int64_t k = 0; k < P * B; ++k) prompt.ptr<int64_t>()[k] = (17 * k + 5) % c.vocab;
+  Context ctx;
+  Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
+  RT tokens = greedy_tokens(ctx, c, w, prompt, t, l, AttentionPattern::sliding(4)).retain();
+  Executable exe = ctx.compile({{t.bound, T}, {l.bound, c.layers}});
+  exe.run();
+  torch::Tensor seq = to_torch(prompt).to(torch::kInt64);
+  while (seq.size(0) < T) {
+    torch::Tensor last = eager_logits(c, w, seq, AttentionPattern::sliding(4))[-1];
+    seq = torch::cat({seq, last.argmax(-1).unsqueeze(0)}, 0);
+  }
+  for (int64_t s = 0; s < T; ++s)
+    EXPECT_TRUE(torch::equal(to_torch(exe.get(tokens, {s})).to(torch::kInt64), seq[s]))
+        << "step " << s << ": " << to_torch(exe.get(tokens, {s})) << " vs " << seq[s];
+}
+
+// Llama 3's scaling keeps short wavelengths, divides long ones by the factor and blends between.
+TEST(Llama, RotaryFrequencyScaling) {
+  LlamaConfig c = LlamaConfig::llama_3_2_1b();
+  std::vector<double> f = rope_inverse_frequencies(c);
+  ASSERT_EQ(f.size(), 32u);
+  EXPECT_DOUBLE_EQ(f[0], 1.0);
+  const double last = std::pow(c.rope_theta, -62.0 / 64.0);
+  EXPECT_NEAR(f[31], last / 32.0, 1e-15);
+  c.rope_factor = 0;
+  EXPECT_NEAR(rope_inverse_frequencies(c)[31], last, 1e-15);
+}
+
+TEST(Llama, BadConfigAndPatternAreUserErrors) {
+  LlamaConfig c = LlamaConfig::tiny();
+  c.kv_heads = 3;
+  EXPECT_THROW(c.validate(), UserError);
+  EXPECT_THROW(AttentionPattern::parse("window"), UserError);
+  EXPECT_THROW(AttentionPattern::parse("window:0"), UserError);
+  EXPECT_EQ(AttentionPattern::parse("sinks:4:64").str(), "sinks:4:64");
+}
+
+}  // namespace
+}  // namespace tempo::llm
