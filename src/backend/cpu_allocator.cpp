@@ -44,7 +44,12 @@ class CachingCpuAllocator final : public c10::Allocator {
 
   CpuAllocatorStats stats() {
     std::lock_guard<std::mutex> lock(mutex_);
-    return {allocations_, hits_, cached_, limit_, true};
+    return {allocations_, hits_, cached_, limit_, true, in_use_, peak_in_use_};
+  }
+
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    peak_in_use_ = in_use_;
   }
 
   void empty() {
@@ -62,6 +67,8 @@ class CachingCpuAllocator final : public c10::Allocator {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++allocations_;
+      in_use_ += static_cast<int64_t>(cls);
+      peak_in_use_ = std::max(peak_in_use_, in_use_);
       auto it = free_.find(cls);
       if (it != free_.end() && !it->second.empty()) {
         void* base = it->second.back();
@@ -87,6 +94,7 @@ class CachingCpuAllocator final : public c10::Allocator {
     size_t cls = *static_cast<size_t*>(base);
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      in_use_ -= static_cast<int64_t>(cls);
       if (cached_ + static_cast<int64_t>(cls) <= limit_) {
         free_[cls].push_back(base);
         cached_ += static_cast<int64_t>(cls);
@@ -102,7 +110,7 @@ class CachingCpuAllocator final : public c10::Allocator {
 
   std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_;  // size class -> block bases
-  int64_t cached_ = 0, allocations_ = 0, hits_ = 0;
+  int64_t cached_ = 0, allocations_ = 0, hits_ = 0, in_use_ = 0, peak_in_use_ = 0;
   const int64_t limit_;
 };
 
@@ -135,6 +143,10 @@ void install_caching_cpu_allocator() {
 CpuAllocatorStats cpu_allocator_stats() {
   return CachingCpuAllocator::instance ? CachingCpuAllocator::instance->stats()
                                        : CpuAllocatorStats{};
+}
+
+void reset_cpu_peak() {
+  if (CachingCpuAllocator::instance) CachingCpuAllocator::instance->reset_peak();
 }
 
 }  // namespace tempo::backend

@@ -15,6 +15,8 @@ struct CpuAllocatorStats {
   int64_t cached_bytes = 0;  // bytes held in free lists now
   int64_t limit_bytes = 0;
   bool installed = false;
+  int64_t in_use_bytes = 0;  // bytes of live tensors (rounded up to their size class)
+  int64_t peak_in_use_bytes = 0;  // the most in use since install or reset_cpu_peak()
 };
 
 // Makes the caching allocator LibTorch's CPU allocator (once per process; later calls do
@@ -24,5 +26,7 @@ struct CpuAllocatorStats {
 void install_caching_cpu_allocator();
 
 CpuAllocatorStats cpu_allocator_stats();
+// Starts a new peak: peak_in_use_bytes becomes in_use_bytes (benchmarks measure one run each).
+void reset_cpu_peak();
 
 }  // namespace tempo::backend

@@ -147,6 +147,15 @@ RT rms_norm(const RT& x, const RT& weight, double eps) {
   return x / ((x * x).mean({-1}, true) + eps).sqrt() * weight;
 }
 
+// The index of an RT over the step and layer dims, in its domain's order (the program works with
+// either order; with l before t, the K/V cache's steps are its last dimension, which block and
+// window stores keep as views).
+Expr at(const RT& x, const Dim& t, const Expr& step, const Dim& l, const Expr& layer) {
+  std::vector<Expr> entries;
+  for (const Dim& d : x.domain()) entries.push_back(d == t ? step : d == l ? layer : d.var);
+  return seq(entries);
+}
+
 // Rotary embedding in Hugging Face's layout: the halves of each head are the pairs rotated.
 RT rotate(const RT& x, const RT& cos, const RT& sin, int64_t hd) {
   RT lo = x.slice(-1, 0, hd / 2), hi = x.slice(-1, hd / 2, hd);
@@ -171,7 +180,7 @@ RT decoder_logits(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, con
 
   // h[t, l]: the input of layer l at step t.
   RT h = ctx.placeholder(TensorType{DType::Float32, {B, D}}, {t, l}, "h");
-  RT x = h[{t.var, l.var}];
+  RT x = h[at(h, t, t.var, l, l.var)];
   RT a = rms_norm(x, layer(w.attn_norm), c.norm_eps);
   RT q = rotate(a.matmul(layer(w.wq)).reshape({B, H, hd}), cos, sin, hd);
   RT k = rotate(a.matmul(layer(w.wk)).reshape({B, Hk, hd}), cos, sin, hd).named("k_cache");
@@ -179,8 +188,8 @@ RT decoder_logits(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, con
   // The cache of this layer over the steps the pattern attends to: (n, B, Hk, hd) each.
   std::vector<RT> ks, vs;
   for (const Expr& steps : pattern.keys(t)) {
-    ks.push_back(k[{steps, l.var}]);
-    vs.push_back(v[{steps, l.var}]);
+    ks.push_back(k[at(k, t, steps, l, l.var)]);
+    vs.push_back(v[at(v, t, steps, l, l.var)]);
   }
   RT K = ks.size() == 1 ? ks[0] : cat(ks, 0), V = vs.size() == 1 ? vs[0] : cat(vs, 0);
   RT qg = q.reshape({B, Hk, G, hd});
@@ -192,9 +201,9 @@ RT decoder_logits(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, con
   RT out = x2 + (gate * gate.sigmoid() * f.matmul(layer(w.w_up))).matmul(layer(w.w_down));
 
   RT embedded = ctx.tensor(w.embed).index_select(0, tokens);
-  h[{t.var, Expr(0)}] = embedded;
-  h[{t.var, l.var + 1}] = out;
-  RT last = out[{t.var, l.bound - 1}];
+  h[at(h, t, t.var, l, Expr(0))] = embedded;
+  h[at(h, t, t.var, l, l.var + 1)] = out;
+  RT last = out[at(out, t, t.var, l, l.bound - 1)];
   RT head = c.tied_embeddings ? ctx.tensor(w.embed).transpose(0, 1) : ctx.tensor(w.head);
   return rms_norm(last, ctx.tensor(w.final_norm), c.norm_eps).matmul(head);
 }

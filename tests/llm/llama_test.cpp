@@ -77,7 +77,7 @@ torch::Tensor eager_logits(const LlamaConfig& c, const LlamaWeights& w, const to
   return rms(x, T_(w.final_norm)).matmul(head);
 }
 
-void check(const AttentionPattern& p, int64_t tile, bool tied = true) {
+void check(const AttentionPattern& p, int64_t tile, bool tied = true, bool layers_first = false) {
   const int64_t T = 11, B = 2;
   LlamaConfig c = LlamaConfig::tiny();
   c.tied_embeddings = tied;
@@ -85,7 +85,8 @@ void check(const AttentionPattern& p, int64_t tile, bool tied = true) {
   torch::Tensor tok = torch::randint(c.vocab, {T, B}, torch::TensorOptions().dtype(torch::kInt64)
                                                           .requires_grad(false));
   Context ctx;
-  Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
+  Dim l = layers_first ? ctx.dim("l", "L") : Dim(), t = ctx.dim("t", "T");
+  if (!layers_first) l = ctx.dim("l", "L");
   auto feed = [tok](const std::vector<HostTensor>&, const std::vector<int64_t>& at) {
     HostTensor h(DType::Int64, {tok.size(1)});
     for (int64_t b = 0; b < tok.size(1); ++b) h.ptr<int64_t>()[b] = tok[at[0]][b].item<int64_t>();
@@ -115,12 +116,14 @@ TEST(Llama, CausalDecodingMatchesFullSequence) {
   torch::manual_seed(1);
   check(AttentionPattern::causal(), 0);
   check(AttentionPattern::causal(), 0, false);  // untied output head
+  check(AttentionPattern::causal(), 0, true, true);  // domains (l, t): the cache in blocks
 }
 
 TEST(Llama, WindowAndSinkPatternsMatchMaskedAttention) {
   torch::manual_seed(2);
   check(AttentionPattern::sliding(4), 0);
   check(AttentionPattern::with_sinks(2, 3), 0);
+  check(AttentionPattern::sliding(4), 0, true, true);  // the cache in window stores
 }
 
 TEST(Llama, TiledAttentionMatches) {

@@ -1,0 +1,183 @@
+// Greedy decoding with a Llama-shaped decoder (llm/llama.h), Tempo against two eager LibTorch
+// baselines written as a good engineer would, in one process with the same weights:
+//   grown cache:  the K/V cache is concatenated one step longer each step (Torch's behaviour);
+//   padded cache: the cache is preallocated to the final length, written in place, and every step
+//                 attends over all of it with a mask (the static shapes of JAX).
+// Per configuration (attention pattern, batch, sequence length): mean time between tokens (best
+// of 2 runs), peak bytes of LibTorch CPU memory in use during a run (Tempo's caching allocator
+// counts every tensor of both systems), and whether the three token streams agree.
+// Usage: bench_decode [--quick]
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "api/tempo.h"
+#include "backend/cpu_allocator.h"
+#include "backend/libtorch_backend.h"
+#include "llm/llama.h"
+
+namespace {
+
+using namespace tempo;
+using llm::AttentionPattern;
+using llm::LlamaConfig;
+using llm::LlamaWeights;
+using Clock = std::chrono::steady_clock;
+
+torch::Tensor torch_of(const HostTensor& h) {
+  return torch::from_blob(const_cast<uint8_t*>(h.data.data()), h.shape, torch::kFloat32).clone();
+}
+
+struct Run {
+  double ms_per_token = 0;
+  double peak_mib = 0;
+  torch::Tensor tokens;  // (T, B)
+};
+
+// The eager decoder: one step at a time over a per-layer K/V cache, grown or padded.
+Run eager(const LlamaConfig& c, const LlamaWeights& hw, const torch::Tensor& first, int64_t T,
+          const AttentionPattern& p, bool padded) {
+  torch::NoGradGuard no_grad;
+  const int64_t B = first.size(0), H = c.heads, Hk = c.kv_heads, G = H / Hk, hd = c.head_dim();
+  torch::Tensor embed = torch_of(hw.embed), wq = torch_of(hw.wq), wk = torch_of(hw.wk),
+                wv = torch_of(hw.wv), wo = torch_of(hw.wo), wg = torch_of(hw.w_gate),
+                wu = torch_of(hw.w_up), wd = torch_of(hw.w_down), an = torch_of(hw.attn_norm),
+                fn = torch_of(hw.ffn_norm), final_norm = torch_of(hw.final_norm);
+  torch::Tensor head = embed.t().contiguous();
+  std::vector<double> inv = llm::rope_inverse_frequencies(c);
+  torch::Tensor freqs = torch::tensor(std::vector<float>(inv.begin(), inv.end()));
+  auto rms = [&](const torch::Tensor& x, const torch::Tensor& g) {
+    return x * torch::rsqrt(x.pow(2).mean(-1, true) + c.norm_eps) * g;
+  };
+  backend::reset_cpu_peak();
+  const int64_t before = backend::cpu_allocator_stats().in_use_bytes;
+  auto t0 = Clock::now();
+  std::vector<torch::Tensor> kc(c.layers), vc(c.layers);
+  if (padded)
+    for (int64_t j = 0; j < c.layers; ++j) {
+      kc[j] = torch::zeros({B, Hk, T, hd});
+      vc[j] = torch::zeros({B, Hk, T, hd});
+    }
+  torch::Tensor tok = first, out = torch::empty({T, B}, torch::kInt64);
+  for (int64_t s = 0; s < T; ++s) {
+    out[s] = tok;
+    torch::Tensor ang = freqs * static_cast<double>(s);
+    torch::Tensor cos = torch::cat({ang.cos(), ang.cos()}), sin = torch::cat({ang.sin(), ang.sin()});
+    auto rot = [&](const torch::Tensor& x) {
+      return x * cos + torch::cat({-x.slice(-1, hd / 2), x.slice(-1, 0, hd / 2)}, -1) * sin;
+    };
+    torch::Tensor x = embed.index_select(0, tok);
+    for (int64_t j = 0; j < c.layers; ++j) {
+      torch::Tensor a = rms(x, an[j]);
+      torch::Tensor q = rot(a.matmul(wq[j]).view({B, H, hd})).view({B, Hk, G, hd});
+      torch::Tensor k = rot(a.matmul(wk[j]).view({B, Hk, hd})).unsqueeze(2);  // (B, Hk, 1, hd)
+      torch::Tensor v = a.matmul(wv[j]).view({B, Hk, hd}).unsqueeze(2);
+      torch::Tensor K, V, mask;
+      if (padded) {
+        kc[j].select(2, s).copy_(k.squeeze(2));
+        vc[j].select(2, s).copy_(v.squeeze(2));
+        K = kc[j], V = vc[j];
+        std::vector<float> m(static_cast<size_t>(T), -INFINITY);
+        for (int64_t r = 0; r <= s; ++r) {
+          bool in = p.kind == AttentionPattern::Kind::Causal || r > s - p.window ||
+                    (p.kind == AttentionPattern::Kind::Sinks && r < p.sinks);
+          if (in) m[static_cast<size_t>(r)] = 0.0f;
+        }
+        mask = torch::tensor(m);
+      } else {
+        kc[j] = s == 0 ? k : torch::cat({kc[j], k}, 2);
+        vc[j] = s == 0 ? v : torch::cat({vc[j], v}, 2);
+        if (p.kind == AttentionPattern::Kind::Window && kc[j].size(2) > p.window) {
+          kc[j] = kc[j].slice(2, kc[j].size(2) - p.window);  // a window keeps its last w steps
+          vc[j] = vc[j].slice(2, vc[j].size(2) - p.window);
+        }
+        K = kc[j], V = vc[j];
+      }
+      torch::Tensor sc = q.matmul(K.transpose(2, 3)) / std::sqrt(static_cast<double>(hd));
+      if (mask.defined()) sc = sc + mask;
+      torch::Tensor o = sc.softmax(-1).matmul(V).reshape({B, H * hd});
+      torch::Tensor x2 = x + o.matmul(wo[j]);
+      torch::Tensor f = rms(x2, fn[j]);
+      torch::Tensor g = f.matmul(wg[j]);
+      x = x2 + (g * g.sigmoid() * f.matmul(wu[j])).matmul(wd[j]);
+    }
+    tok = rms(x, final_norm).matmul(head).argmax(-1);
+  }
+  Run r;
+  r.ms_per_token = 1e3 * std::chrono::duration<double>(Clock::now() - t0).count() / T;
+  r.peak_mib = static_cast<double>(backend::cpu_allocator_stats().peak_in_use_bytes - before) /
+               (1 << 20);
+  r.tokens = out;
+  return r;
+}
+
+Run tempo_decode(const LlamaConfig& c, const LlamaWeights& w, const torch::Tensor& first, int64_t T,
+                 const AttentionPattern& p, int64_t tile) {
+  Context ctx;
+  Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
+  HostTensor prompt(DType::Int64, {1, first.size(0)});
+  std::memcpy(prompt.data.data(), first.data_ptr<int64_t>(), prompt.data.size());
+  RT tokens = llm::greedy_tokens(ctx, c, w, prompt, t, l, p).retain();
+  CompileOptions o;
+  if (tile) o.passes.tiles = {{"t", tile}};
+  Executable exe = ctx.compile({{t.bound, T}, {l.bound, c.layers}}, o);
+  Run best;
+  for (int k = 0; k < 2; ++k) {
+    backend::reset_cpu_peak();
+    const int64_t before = backend::cpu_allocator_stats().in_use_bytes;
+    auto t0 = Clock::now();
+    exe.run();
+    double ms = 1e3 * std::chrono::duration<double>(Clock::now() - t0).count() / T;
+    double peak = static_cast<double>(backend::cpu_allocator_stats().peak_in_use_bytes - before) /
+                  (1 << 20);
+    if (k == 0 || ms < best.ms_per_token) best.ms_per_token = ms;
+    best.peak_mib = peak;
+  }
+  best.tokens = torch::empty({T, first.size(0)}, torch::kInt64);
+  for (int64_t s = 0; s < T; ++s) {
+    HostTensor h = exe.get(tokens, {s});
+    for (int64_t b = 0; b < first.size(0); ++b) best.tokens[s][b] = h.ptr<int64_t>()[b];
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  backend::set_num_threads(1);
+  backend::install_caching_cpu_allocator();
+  LlamaConfig c = LlamaConfig::tiny();
+  c.vocab = 2048, c.dim = 256, c.layers = 4, c.heads = 8, c.kv_heads = 4, c.ffn_hidden = 768;
+  c.rope_original_context = 8192;
+  LlamaWeights w = LlamaWeights::random(c, 1);
+  std::cout << "## Greedy decoding, Llama-shaped (dim " << c.dim << ", " << c.layers
+            << " layers, " << c.heads << " heads / " << c.kv_heads << " KV, vocab " << c.vocab
+            << "), 1 thread" << (quick ? ", --quick" : "") << "\n\n"
+            << "| attention | batch | T | Tempo ms/token | grown cache ms/token | padded cache "
+               "ms/token | Tempo/grown | Tempo/padded | peak MiB Tempo / grown / padded | tokens "
+               "agree |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  const std::vector<int64_t> lengths = quick ? std::vector<int64_t>{128, 512}
+                                             : std::vector<int64_t>{256, 1024, 2048};
+  for (const AttentionPattern& p : {AttentionPattern::causal(), AttentionPattern::sliding(64)})
+    for (int64_t B : {int64_t{1}, int64_t{4}})
+      for (int64_t T : lengths) {
+        torch::manual_seed(0);
+        torch::Tensor first = torch::randint(c.vocab, {B}, torch::kInt64);
+        Run tp = tempo_decode(c, w, first, T, p, 0);
+        Run grown = eager(c, w, first, T, p, false), padded = eager(c, w, first, T, p, true);
+        bool agree = torch::equal(tp.tokens, grown.tokens) && torch::equal(tp.tokens, padded.tokens);
+        std::printf("| %s | %lld | %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f / %.1f / %.1f | %s |\n",
+                    p.str().c_str(), static_cast<long long>(B), static_cast<long long>(T),
+                    tp.ms_per_token, grown.ms_per_token, padded.ms_per_token,
+                    tp.ms_per_token / grown.ms_per_token, tp.ms_per_token / padded.ms_per_token,
+                    tp.peak_mib, grown.peak_mib, padded.peak_mib, agree ? "yes" : "no");
+        std::fflush(stdout);
+      }
+  return 0;
+}
