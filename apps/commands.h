@@ -3,5 +3,6 @@
 #pragma once
 
 int run_expr_command(int argc, char** argv);
+int run_generate_command(int argc, char** argv);
 int run_show_command(int argc, char** argv);
 int run_train_command(int argc, char** argv);

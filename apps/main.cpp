@@ -17,6 +17,7 @@ struct Command {
 // One row per subcommand; `tempo NAME --help` prints its own usage.
 const Command kCommands[] = {
     {"expr", run_expr_command, "inspect symbolic expressions (simplify, invert, isl, equal, eval)"},
+    {"generate", run_generate_command, "decode tokens with a Llama-3.2 decoder (tempo generate --help)"},
     {"show", run_show_command, "print a built-in example's SDG or schedule (tempo show --list)"},
     {"train", run_train_command, "train a policy with PPO, A2C or REINFORCE (tempo train --help)"},
 };

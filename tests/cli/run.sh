@@ -80,7 +80,19 @@ fi
 expect_error "unknown example 'nope'" show nope --sdg
 expect_error "unknown option" show recurrence --bogus
 
-for args in "--help" "expr --help"; do
+# generate: the same tokens with the window whole and in tiles; bad patterns and prompts.
+whole="$("$tempo" generate --tokens 12 --batch 2 --prompt-tokens 5,7 --attention window:4 | head -2)"
+tiled="$("$tempo" generate --tokens 12 --batch 2 --prompt-tokens 5,7 --attention window:4 --tile 2 | head -2)"
+if [[ "$whole" != "sequence 0: 5 7 "* || "$whole" != "$tiled" ]]; then
+  echo "FAIL: generate whole vs tiled: '$whole' vs '$tiled'"
+  failures=$((failures + 1))
+fi
+expect_error "expected causal, window:W or sinks:S:W" generate --attention sinks:2
+expect_error "below the vocabulary size" generate --prompt-tokens 1000
+expect_error "longer than --tokens" generate --prompt-tokens 1,2,3 --tokens 2
+expect_error "window is longer" generate --attention window:40 --tokens 8
+
+for args in "--help" "expr --help" "generate --help"; do
   # shellcheck disable=SC2086
   if ! "$tempo" $args | grep -q "usage: tempo"; then
     echo "FAIL: tempo $args prints no usage"
