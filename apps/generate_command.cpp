@@ -26,7 +26,9 @@ const char* kUsage =
     "  --batch B         sequences decoded together, each fed the same prompt (default 1)\n"
     "  --attention A     causal (default), window:W or sinks:S:W\n"
     "  --tile Z          run attention over the cache in tiles of Z steps\n"
-    "  --seed S          weight seed (default 0)\n";
+    "  --temperature X   sample from softmax(logits / X) instead of the argmax (default 0)\n"
+    "  --eos ID          a sequence that emits ID repeats it from then on\n"
+    "  --seed S          weight and sampling seed (default 0)\n";
 
 int64_t parse_int(const std::string& flag, const std::string& s) {
   char* end = nullptr;
@@ -35,11 +37,19 @@ int64_t parse_int(const std::string& flag, const std::string& s) {
   return v;
 }
 
+double parse_number(const std::string& flag, const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end) throw UserError(cat(flag, " expects a number, got '", s, "'"));
+  return v;
+}
+
 }  // namespace
 
 int run_generate_command(int argc, char** argv) {
   std::string config = "tiny", prompt_text = "1", attention = "causal";
   int64_t layers = 0, tokens = 32, batch = 1, tile = 0, seed = 0;
+  llm::Sampling sampling;
   for (int k = 1; k < argc; ++k) {
     std::string a = argv[k];
     if (a == "--help" || a == "-h") {
@@ -55,7 +65,9 @@ int run_generate_command(int argc, char** argv) {
     else if (a == "--batch") batch = parse_int(a, v);
     else if (a == "--attention") attention = v;
     else if (a == "--tile") tile = parse_int(a, v);
-    else if (a == "--seed") seed = std::strtoll(v.c_str(), nullptr, 10);
+    else if (a == "--seed") seed = static_cast<int64_t>(parse_number(a, v));
+    else if (a == "--temperature") sampling.temperature = parse_number(a, v);
+    else if (a == "--eos") sampling.eos = static_cast<int64_t>(parse_number(a, v));
     else throw UserError(cat("unknown option ", a, " (try `tempo generate --help`)"));
   }
   llm::LlamaConfig c = config == "tiny" ? llm::LlamaConfig::tiny()
@@ -87,8 +99,9 @@ int run_generate_command(int argc, char** argv) {
   llm::LlamaWeights w = llm::LlamaWeights::random(c, static_cast<uint64_t>(seed));
   Context ctx;
   Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
-  RT out = llm::greedy_tokens(ctx, c, w, p, t, l, pattern).retain();
+  RT out = llm::decode_tokens(ctx, c, w, p, t, l, pattern, sampling).retain();
   CompileOptions o;
+  o.seed = static_cast<uint64_t>(seed);
   if (tile) o.passes.tiles = {{"t", tile}};
   auto t0 = std::chrono::steady_clock::now();
   Executable exe = ctx.compile({{t.bound, tokens}, {l.bound, c.layers}}, o);

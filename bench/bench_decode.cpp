@@ -122,7 +122,7 @@ Run tempo_decode(const LlamaConfig& c, const LlamaWeights& w, const torch::Tenso
   Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
   HostTensor prompt(DType::Int64, {1, first.size(0)});
   std::memcpy(prompt.data.data(), first.data_ptr<int64_t>(), prompt.data.size());
-  RT tokens = llm::greedy_tokens(ctx, c, w, prompt, t, l, p).retain();
+  RT tokens = llm::decode_tokens(ctx, c, w, prompt, t, l, p).retain();
   CompileOptions o;
   if (tile) o.passes.tiles = {{"t", tile}};
   Executable exe = ctx.compile({{t.bound, T}, {l.bound, c.layers}}, o);

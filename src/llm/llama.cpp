@@ -208,22 +208,37 @@ RT decoder_logits(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, con
   return rms_norm(last, ctx.tensor(w.final_norm), c.norm_eps).matmul(head);
 }
 
-RT greedy_tokens(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const HostTensor& prompt,
-                 const Dim& t, const Dim& l, const AttentionPattern& pattern, RT* logits) {
+RT decode_tokens(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const HostTensor& prompt,
+                 const Dim& t, const Dim& l, const AttentionPattern& pattern,
+                 const Sampling& sampling, RT* logits) {
   if (prompt.dtype != DType::Int64 || prompt.shape.size() != 2 || prompt.shape[0] < 1)
-    throw UserError("greedy_tokens: the prompt must be int64 of shape (length >= 1, batch)");
-  const int64_t P = prompt.shape[0];
+    throw UserError("decode_tokens: the prompt must be int64 of shape (length >= 1, batch)");
+  if (!(sampling.temperature >= 0) || !std::isfinite(sampling.temperature))
+    throw UserError(cat("decode_tokens: the temperature must be >= 0, got ", sampling.temperature));
+  if (sampling.eos >= c.vocab)
+    throw UserError(cat("decode_tokens: eos ", sampling.eos, " is outside the vocabulary of ", c.vocab));
+  const int64_t P = prompt.shape[0], B = prompt.shape[1];
   for (int64_t k = 0; k < prompt.numel(); ++k)
     if (prompt.ptr<int64_t>()[k] < 0 || prompt.ptr<int64_t>()[k] >= c.vocab)
-      throw UserError(cat("greedy_tokens: prompt token ", prompt.ptr<int64_t>()[k],
+      throw UserError(cat("decode_tokens: prompt token ", prompt.ptr<int64_t>()[k],
                           " is outside the vocabulary of ", c.vocab));
-  RT tokens = ctx.placeholder(TensorType{DType::Int64, {prompt.shape[1]}}, {t}, "tokens");
+  RT tokens = ctx.placeholder(TensorType{DType::Int64, {B}}, {t}, "tokens");
   RT out = decoder_logits(ctx, c, w, tokens[t.var], t, l, pattern);
   if (logits) *logits = out;
+  RT scores = out;
+  if (sampling.temperature > 0) {
+    RT u = ctx.rand_uniform({B, c.vocab}, {t}) * (1.0 - 1e-7) + 1e-7;  // in (0, 1)
+    scores = out / sampling.temperature - (-u.log()).log();
+  }
+  RT next = scores.argmax(-1);
+  if (sampling.eos >= 0) {
+    RT eos = ctx.constant(static_cast<double>(sampling.eos), {}, DType::Int64);
+    next = where(tokens[t.var] == eos, eos, next);
+  }
   RT given = ctx.tensor(prompt);
   tokens[Expr(0)] = given.index(0, Expr(0));
   tokens[t.var + 1] = where(ctx.symbol(t.var + 1) < ctx.constant(static_cast<double>(P), {}, DType::Int64),
-                            given.index(0, min(t.var + 1, P - 1)), out.argmax(-1));
+                            given.index(0, min(t.var + 1, P - 1)), next);
   return tokens;
 }
 

@@ -74,11 +74,21 @@ struct LlamaWeights {
 RT decoder_logits(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const RT& tokens,
                   const Dim& t, const Dim& l, const AttentionPattern& pattern);
 
-// Greedy decoding: the tokens of every step over (t), shape (batch). The prompt (P, batch) int64
-// is fed for steps 0..P-1 (token by token); from step P on, each token is the argmax of the
-// previous step's logits (the recurrence tokens[t + 1] = argmax(logits[t])). `logits` receives
-// the logits RT if not null.
-RT greedy_tokens(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const HostTensor& prompt,
-                 const Dim& t, const Dim& l, const AttentionPattern& pattern, RT* logits = nullptr);
+// How decode_tokens picks each token after the prompt.
+struct Sampling {
+  double temperature = 0.0;  // 0: greedy (argmax); > 0: a draw from softmax(logits / temperature)
+  int64_t eos = -1;          // >= 0: a sequence that emitted this token emits it from then on
+};
+
+// Decoding: the tokens of every step over (t), shape (batch). The prompt (P, batch) int64 is fed
+// for steps 0..P-1 (token by token); from step P on, each token comes from the previous step's
+// logits (the recurrence tokens[t + 1] = pick(logits[t])): the argmax, or with a temperature the
+// Gumbel-max draw argmax(logits / temperature + g), g = -log(-log(u)) from the program's random
+// stream (so a seed gives one sequence). A sequence that emitted `eos` repeats it: the batch is
+// spatial and keeps running (a dynamic end per sequence costs no schedule change; its steps are
+// computed and ignored). `logits` receives the logits RT if not null.
+RT decode_tokens(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const HostTensor& prompt,
+                 const Dim& t, const Dim& l, const AttentionPattern& pattern,
+                 const Sampling& sampling = {}, RT* logits = nullptr);
 
 }  // namespace tempo::llm

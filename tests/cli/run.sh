@@ -91,6 +91,8 @@ expect_error "expected causal, window:W or sinks:S:W" generate --attention sinks
 expect_error "below the vocabulary size" generate --prompt-tokens 1000
 expect_error "longer than --tokens" generate --prompt-tokens 1,2,3 --tokens 2
 expect_error "window is longer" generate --attention window:40 --tokens 8
+expect_error "temperature must be" generate --temperature -1
+expect_error "expects a number" generate --temperature hot
 
 for args in "--help" "expr --help" "generate --help"; do
   # shellcheck disable=SC2086

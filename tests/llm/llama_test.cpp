@@ -143,7 +143,7 @@ TEST(Llama, GreedyDecodingMatchesEager) {
   for (int64_t k = 0; k < P * B; ++k) prompt.ptr<int64_t>()[k] = (17 * k + 5) % c.vocab;
   Context ctx;
   Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
-  RT tokens = greedy_tokens(ctx, c, w, prompt, t, l, AttentionPattern::sliding(4)).retain();
+  RT tokens = decode_tokens(ctx, c, w, prompt, t, l, AttentionPattern::sliding(4)).retain();
   Executable exe = ctx.compile({{t.bound, T}, {l.bound, c.layers}});
   exe.run();
   torch::Tensor seq = to_torch(prompt).to(torch::kInt64);
@@ -154,6 +154,51 @@ TEST(Llama, GreedyDecodingMatchesEager) {
   for (int64_t s = 0; s < T; ++s)
     EXPECT_TRUE(torch::equal(to_torch(exe.get(tokens, {s})).to(torch::kInt64), seq[s]))
         << "step " << s << ": " << to_torch(exe.get(tokens, {s})) << " vs " << seq[s];
+}
+
+std::vector<std::vector<int64_t>> decode(const LlamaConfig& c, const LlamaWeights& w,
+                                         const HostTensor& prompt, int64_t T, const Sampling& s,
+                                         uint64_t seed = 0) {
+  Context ctx;
+  Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
+  RT tokens = decode_tokens(ctx, c, w, prompt, t, l, AttentionPattern::causal(), s).retain();
+  CompileOptions o;
+  o.seed = seed;
+  Executable exe = ctx.compile({{t.bound, T}, {l.bound, c.layers}}, o);
+  exe.run();
+  std::vector<std::vector<int64_t>> out(static_cast<size_t>(prompt.shape[1]));
+  for (int64_t k = 0; k < T; ++k) {
+    HostTensor h = exe.get(tokens, {k});
+    for (size_t b = 0; b < out.size(); ++b) out[b].push_back(h.ptr<int64_t>()[b]);
+  }
+  return out;
+}
+
+// Sampling with a temperature: valid ids after the prompt, one sequence per seed, and (at a high
+// temperature) not the greedy one; an end-of-sequence token repeats once emitted.
+TEST(Llama, SamplingAndEndOfSequence) {
+  const int64_t T = 16;
+  LlamaConfig c = LlamaConfig::tiny();
+  c.tied_embeddings = false;  // a tied random model mostly repeats its input
+  LlamaWeights w = LlamaWeights::random(c, 5);
+  HostTensor prompt(DType::Int64, {2, 2});
+  for (int64_t k = 0; k < 4; ++k) prompt.ptr<int64_t>()[k] = 3 + 10 * k;
+  auto greedy = decode(c, w, prompt, T, {});
+  auto hot = decode(c, w, prompt, T, {5.0, -1}, 1);
+  EXPECT_EQ(hot, decode(c, w, prompt, T, {5.0, -1}, 1));
+  EXPECT_NE(hot, greedy);
+  EXPECT_NE(hot, decode(c, w, prompt, T, {5.0, -1}, 2));
+  for (const auto& seq : hot)
+    for (int64_t id : seq) EXPECT_TRUE(id >= 0 && id < c.vocab) << id;
+  // The token greedy decoding emits at step 5 of sequence 0, made the end of sequence.
+  const int64_t eos = greedy[0][5];
+  auto ended = decode(c, w, prompt, T, {0.0, eos});
+  int64_t first = 2;
+  while (greedy[0][first] != eos) ++first;
+  for (int64_t k = 0; k < T; ++k)
+    EXPECT_EQ(ended[0][k], k <= first ? greedy[0][k] : eos) << "step " << k;
+  EXPECT_THROW(decode(c, w, prompt, T, {-1.0, -1}), UserError);
+  EXPECT_THROW(decode(c, w, prompt, T, {0.0, c.vocab}), UserError);
 }
 
 // Llama 3's scaling keeps short wavelengths, divides long ones by the factor and blends between.
