@@ -162,6 +162,16 @@ RT rotate(const RT& x, const RT& cos, const RT& sin, int64_t hd) {
   return x * cos + cat({-hi, lo}, -1) * sin;
 }
 
+// A (rows, cols) float matrix transposed: the tied output head, laid out (dim, vocab) once so
+// that every step's head matmul reads it contiguously.
+HostTensor transposed(const HostTensor& m) {
+  const int64_t rows = m.shape[0], cols = m.shape[1];
+  HostTensor out(DType::Float32, {cols, rows});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < cols; ++k) out.ptr<float>()[k * rows + r] = m.ptr<float>()[r * cols + k];
+  return out;
+}
+
 }  // namespace
 
 RT decoder_logits(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const RT& tokens,
@@ -204,7 +214,7 @@ RT decoder_logits(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, con
   h[at(h, t, t.var, l, Expr(0))] = embedded;
   h[at(h, t, t.var, l, l.var + 1)] = out;
   RT last = out[at(out, t, t.var, l, l.bound - 1)];
-  RT head = c.tied_embeddings ? ctx.tensor(w.embed).transpose(0, 1) : ctx.tensor(w.head);
+  RT head = ctx.tensor(c.tied_embeddings ? transposed(w.embed) : w.head);
   return rms_norm(last, ctx.tensor(w.final_norm), c.norm_eps).matmul(head);
 }
 
