@@ -179,5 +179,22 @@ int main(int argc, char** argv) {
                     tp.peak_mib, grown.peak_mib, padded.peak_mib, agree ? "yes" : "no");
         std::fflush(stdout);
       }
+  // Compile time against depth (TEMPO Fig. 24): layers are a temporal dimension, so the SDG and
+  // its schedule do not grow with them.
+  std::cout << "\n## Compile time against the number of layers (causal, T = 256)\n\n"
+            << "| layers | SDG ops | compile s |\n|---|---|---|\n";
+  for (int64_t L : quick ? std::vector<int64_t>{2, 8, 28} : std::vector<int64_t>{2, 4, 8, 16, 28}) {
+    LlamaConfig d = c;
+    d.layers = L;
+    LlamaWeights wd = LlamaWeights::random(d, 1);
+    Context ctx;
+    Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
+    HostTensor prompt(DType::Int64, {1, 1});
+    llm::decode_tokens(ctx, d, wd, prompt, t, l, AttentionPattern::causal()).retain();
+    auto t0 = Clock::now();
+    Executable exe = ctx.compile({{t.bound, 256}, {l.bound, L}});
+    std::printf("| %lld | %zu | %.2f |\n", static_cast<long long>(L), ctx.graph().num_ops(),
+                std::chrono::duration<double>(Clock::now() - t0).count());
+  }
   return 0;
 }
