@@ -8,6 +8,7 @@
 
 #include "api/tempo.h"
 #include "commands.h"
+#include "parse_args.h"
 #include "llm/llama.h"
 #include "util/error.h"
 
@@ -30,17 +31,9 @@ const char* kUsage =
     "  --eos ID          a sequence that emits ID repeats it from then on\n"
     "  --seed S          weight and sampling seed (default 0)\n";
 
-int64_t parse_int(const std::string& flag, const std::string& s) {
-  char* end = nullptr;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || *end || v < 1) throw UserError(cat(flag, " expects a positive integer, got '", s, "'"));
-  return v;
-}
-
-double parse_number(const std::string& flag, const std::string& s) {
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end) throw UserError(cat(flag, " expects a number, got '", s, "'"));
+int64_t positive(const std::string& flag, const std::string& s) {
+  int64_t v = cli::parse_int(flag, s);
+  if (v < 1) throw UserError(cat(flag, " expects a positive integer, got '", s, "'"));
   return v;
 }
 
@@ -59,15 +52,15 @@ int run_generate_command(int argc, char** argv) {
     if (k + 1 >= argc) throw UserError(cat("unknown option or missing value: ", a, " (try `tempo generate --help`)"));
     std::string v = argv[++k];
     if (a == "--config") config = v;
-    else if (a == "--layers") layers = parse_int(a, v);
+    else if (a == "--layers") layers = positive(a, v);
     else if (a == "--prompt-tokens") prompt_text = v;
-    else if (a == "--tokens") tokens = parse_int(a, v);
-    else if (a == "--batch") batch = parse_int(a, v);
+    else if (a == "--tokens") tokens = positive(a, v);
+    else if (a == "--batch") batch = positive(a, v);
     else if (a == "--attention") attention = v;
-    else if (a == "--tile") tile = parse_int(a, v);
-    else if (a == "--seed") seed = static_cast<int64_t>(parse_number(a, v));
-    else if (a == "--temperature") sampling.temperature = parse_number(a, v);
-    else if (a == "--eos") sampling.eos = static_cast<int64_t>(parse_number(a, v));
+    else if (a == "--tile") tile = positive(a, v);
+    else if (a == "--seed") seed = cli::parse_int(a, v);
+    else if (a == "--temperature") sampling.temperature = cli::parse_double(a, v);
+    else if (a == "--eos") sampling.eos = cli::parse_int(a, v);
     else throw UserError(cat("unknown option ", a, " (try `tempo generate --help`)"));
   }
   llm::LlamaConfig c = config == "tiny" ? llm::LlamaConfig::tiny()

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "parse_args.h"
 #include "rl/algorithms/algorithms.h"
 #include "util/error.h"
 
@@ -22,6 +23,8 @@ namespace {
 
 using tempo::cat;
 using tempo::UserError;
+using tempo::cli::parse_double;
+using tempo::cli::parse_int;
 
 const char* kUsage =
     "usage: tempo train <ppo|a2c|reinforce> [--env NAME] [--seed S] [--iterations I]\n"
@@ -53,14 +56,6 @@ const char* kUsage =
     "  --out DIR     writes DIR/curve.csv and DIR/curve.svg at the end\n"
     "  --profile     time every launch; print where the run's time went\n";
 
-int64_t parse_int(const std::string& flag, const std::string& s) {
-  char* end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || *end || errno) throw UserError(cat(flag, " expects an integer, got '", s, "'"));
-  return v;
-}
-
 // "3x64x64" -> {3, 64, 64}.
 std::vector<int64_t> parse_shape(const std::string& flag, const std::string& s) {
   std::vector<int64_t> out;
@@ -71,15 +66,6 @@ std::vector<int64_t> parse_shape(const std::string& flag, const std::string& s) 
     start = x + 1;
   }
   return out;
-}
-
-double parse_double(const std::string& flag, const std::string& s) {
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end || errno || !std::isfinite(v))
-    throw UserError(cat(flag, " expects a number, got '", s, "'"));
-  return v;
 }
 
 // Writes `text` to `path` through a temporary file and a rename (never half-written).
