@@ -186,7 +186,8 @@ RT decoder_logits(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, con
   for (double f : rope_inverse_frequencies(c)) inv.push_back(static_cast<float>(f));
   RT angles = ctx.symbol(t.var).cast(DType::Float32) *
               ctx.tensor(HostTensor::from(inv, {hd / 2}));
-  RT cos = cat({angles.cos(), angles.cos()}, -1), sin = cat({angles.sin(), angles.sin()}, -1);
+  RT half_cos = angles.cos(), half_sin = angles.sin();
+  RT cos = cat({half_cos, half_cos}, -1), sin = cat({half_sin, half_sin}, -1);
 
   // h[t, l]: the input of layer l at step t.
   RT h = ctx.placeholder(TensorType{DType::Float32, {B, D}}, {t, l}, "h");

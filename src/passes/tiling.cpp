@@ -70,6 +70,20 @@ struct Refusal {
   std::string why;
 };
 
+// A read of one unit-step slice along one dimension of its source, `x[..., a:b, ...]`: the
+// position of that dimension in the source's domain, and the window.
+std::optional<std::pair<size_t, Window>> window_read(const Graph& g, const ir::Edge& e) {
+  if (!e.phi.defined() || !e.phi.is_seq()) return std::nullopt;
+  std::optional<std::pair<size_t, Window>> w;
+  for (size_t k = 0; k < e.phi.size(); ++k) {
+    const Expr& entry = e.phi.arg(k);
+    if (!entry.is_slice()) continue;
+    if (w || !entry.arg(2).is_const(1)) return std::nullopt;
+    w = std::make_pair(k, Window{entry.arg(0), entry.arg(1)});
+  }
+  return w;
+}
+
 int shifted(int axis, int removed_at) { return axis - (removed_at < axis ? 1 : 0); }
 
 class Tiler {
@@ -109,18 +123,9 @@ class Tiler {
   // A read `x[..., a:b, ...]` of a source over d with one slice entry, along d: its window.
   std::optional<Window> window_of_edge(EdgeId id) const {
     const ir::Edge& e = g_.edge(id);
-    if (!e.phi.defined() || !e.phi.is_seq()) return std::nullopt;
-    const Dims& src = g_.op(e.source).domain;
-    std::optional<Window> w;
-    int slices = 0;
-    for (size_t k = 0; k < src.size(); ++k) {
-      const Expr& entry = e.phi.arg(k);
-      if (!entry.is_slice()) continue;
-      ++slices;
-      if (src[k] == d_ && entry.arg(2).is_const(1)) w = Window{entry.arg(0), entry.arg(1)};
-    }
-    if (slices != 1) return std::nullopt;
-    return w;
+    auto w = window_read(g_, e);
+    if (!w || !(g_.op(e.source).domain[w->first] == d_)) return std::nullopt;
+    return w->second;
   }
 
   // A Slice op over an axis of d's size (d vectorized into a spatial axis): its window.
@@ -157,7 +162,6 @@ class Tiler {
     }
     const int out_rank = op.outputs.empty() ? 0 : static_cast<int>(op.outputs[0].shape.rank());
     const auto& ints = op.attrs.ints;
-    auto window_axis = [&](int input) { return in[input] ? in[input]->axis : -1; };
     auto keep = [&](int axis) {
       r.out = Tiled{axis, r.factor};
       return r;
@@ -183,7 +187,7 @@ class Tiler {
       }
       return keep(axis);
     };
-    const int a = window_axis(0);
+    const int a = r.in_axes[0];
     switch (op.kind) {
       case OpKind::Sum: {
         if (a < 0) break;
@@ -217,7 +221,7 @@ class Tiler {
         if (a < 0) break;
         return keep(a + out_rank - rank(op, 0));
       case OpKind::Gather: {
-        int axis = a >= 0 ? a : window_axis(1);
+        int axis = a >= 0 ? a : r.in_axes[1];
         if (axis < 0 || ints[0] == axis) break;
         return aligned();
       }
@@ -533,7 +537,7 @@ class Tiler {
         if (pad) added.insert(interpose(c, input, dim_op(OpKind::Pad, axis, before, after)));
       }
       if (pad && r.agg != Agg::None)
-        mask_padding(id, c, r, added, domain, lo - z * n.var, hi - z * n.var);
+        mask_padding(id, c, r, added, before, sym::simplify(hi - z * n.var, domain));
     }
     for (const auto& [root, a] : aggregate) {
       std::vector<Expr> at = identity_phi(old_domain).args();
@@ -542,12 +546,16 @@ class Tiler {
     }
     // Types, in dataflow order (a reshape or expand that makes the window axis gets the tile's).
     std::set<OpId> ours = added;
-    for (const auto& m : copy) ours.insert(m.second);
+    std::map<OpId, OpId> original;  // copy -> the op it copies
+    for (const auto& [id, c] : copy) {
+      ours.insert(c);
+      original[c] = id;
+    }
     for (OpId id : dataflow_order(ours)) {
       OpNode& op = g_.op(id);
-      auto orig = std::find_if(copy.begin(), copy.end(), [&](const auto& m) { return m.second == id; });
-      if (orig != copy.end() && (op.kind == OpKind::Expand || op.kind == OpKind::Reshape))
-        if (auto t = grp.tiled.find(orig->first); t != grp.tiled.end())
+      auto orig = original.find(id);
+      if (orig != original.end() && (op.kind == OpKind::Expand || op.kind == OpKind::Reshape))
+        if (auto t = grp.tiled.find(orig->second); t != grp.tiled.end())
           op.attrs.exprs[t->second.axis] =
               pad ? z : sym::simplify(tile * t->second.factor, domain);
       retype(id);
@@ -561,66 +569,54 @@ class Tiler {
     op.outputs = ir::infer_types(op.kind, op.attrs, types, op.domain, op.describe());
   }
 
-  // The reduction `c` (a copy of `original`) reads its tiled inputs with the padding rows (outside [from, to) of the z
-  // rows) replaced by the reduction's identity: 0 for sums and contractions, -inf for maxima.
-  void mask_padding(OpId original, OpId c, const Rule& r, std::set<OpId>& added,
-                    const Dims& domain, const Expr& from, const Expr& to) {
-    auto source = [&](OpKind kind, ir::Attrs attrs, const Dims& dom) {
+  // The reduction `c` (a copy of `original`) reads its tiled inputs with the padding rows
+  // (outside [from, to) of the z rows) replaced by the reduction's identity: 0 for sums and
+  // contractions, -inf for maxima.
+  void mask_padding(OpId original, OpId c, const Rule& r, std::set<OpId>& added, const Expr& from,
+                    const Expr& to) {
+    // A new op beside c, reading `reads` at c's point; constants hold everywhere (no domain).
+    auto beside = [&](OpKind kind, ir::Attrs attrs, const std::vector<OpId>& reads,
+                      bool constant = false) {
       OpNode op;
       op.kind = kind;
       op.attrs = std::move(attrs);
-      op.domain = dom;
-      if (!dom.empty()) op.cond = g_.op(c).cond;  // only where the tile is
-      op.name = g_.op(c).name;
-      op.loc = g_.op(c).loc;
-      op.outputs = ir::infer_types(kind, op.attrs, {}, dom, op.describe());
-      OpId id = g_.add_op(std::move(op));
-      added.insert(id);
-      return id;
-    };
-    auto binary = [&](OpKind kind, OpId a, OpId b) {
-      OpNode op;
-      op.kind = kind;
-      op.domain = domain;
-      op.cond = g_.op(c).cond;
+      if (!constant) {
+        op.domain = g_.op(c).domain;
+        op.cond = g_.op(c).cond;  // only where the tile is
+      }
       op.name = g_.op(c).name;
       op.loc = g_.op(c).loc;
       OpId id = g_.add_op(std::move(op));
-      g_.add_edge(id, a, 0, identity_phi(g_.op(a).domain));
-      g_.add_edge(id, b, 0, identity_phi(g_.op(b).domain));
+      for (OpId s : reads) g_.add_edge(id, s, 0, identity_phi(g_.op(s).domain));
       added.insert(id);
       return id;
     };
-    ir::Attrs rows;
-    rows.exprs = {Expr(z_)};
+    auto point = [](const Expr& e) {
+      ir::Attrs a;
+      a.exprs = {e};
+      return a;
+    };
+    ir::Attrs rows = point(Expr(z_));
     rows.dtype = ir::DType::Int64;
-    ir::Attrs lo_at, hi_at;
-    lo_at.exprs = {sym::simplify(from, domain)};
-    hi_at.exprs = {sym::simplify(to, domain)};
-    OpId k = source(OpKind::Arange, rows, {});
-    OpId valid = binary(OpKind::And, binary(OpKind::Ge, k, source(OpKind::EvalSymbol, lo_at, domain)),
-                        binary(OpKind::Lt, k, source(OpKind::EvalSymbol, hi_at, domain)));
+    OpId k = beside(OpKind::Arange, rows, {}, true);
+    OpId valid = beside(OpKind::And, {},
+                        {beside(OpKind::Ge, {}, {k, beside(OpKind::EvalSymbol, point(from), {})}),
+                         beside(OpKind::Lt, {}, {k, beside(OpKind::EvalSymbol, point(to), {})})});
     for (size_t j = 0; j < r.in_axes.size(); ++j) {
       if (r.in_axes[j] < 0) continue;
       // Tiling keeps ranks and dtypes: the original's input types say them.
       const ir::TensorType in = g_.input_type(g_.op(original).inputs[j]);
-      const int rank = static_cast<int>(in.shape.rank());
-      OpNode shape;
-      shape.kind = OpKind::Reshape;
-      for (int a = 0; a < rank; ++a) shape.attrs.exprs.push_back(a == r.in_axes[j] ? Expr(z_) : Expr(1));
-      shape.domain = domain;
-      shape.cond = g_.op(c).cond;
-      shape.name = g_.op(c).name;
-      shape.loc = g_.op(c).loc;
-      OpId m = g_.add_op(std::move(shape));
-      g_.add_edge(m, valid, 0, identity_phi(domain));
-      added.insert(m);
+      ir::Attrs shape;
+      for (int a = 0; a < static_cast<int>(in.shape.rank()); ++a)
+        shape.exprs.push_back(a == r.in_axes[j] ? Expr(z_) : Expr(1));
       ir::Attrs fill;
       fill.scalar = r.agg == Agg::Max ? -std::numeric_limits<double>::infinity() : 0.0;
       fill.dtype = in.dtype;
       OpNode where;
       where.kind = OpKind::Where;
-      added.insert(interpose(c, static_cast<int>(j), where, {m}, {source(OpKind::Const, fill, {})}));
+      added.insert(interpose(c, static_cast<int>(j), where,
+                             {beside(OpKind::Reshape, shape, {valid})},
+                             {beside(OpKind::Const, fill, {}, true)}));
     }
   }
 
@@ -702,13 +698,9 @@ std::vector<std::pair<std::string, int64_t>> automatic_tiles(const Program& p, i
   std::map<std::string, int64_t> size;
   const Graph& g = p.graph;
   for (const ir::Edge& e : g.edges()) {
-    if (!e.phi.defined() || !e.phi.is_seq()) continue;
-    const Dims& src = g.op(e.source).domain;
-    int slices = 0, along = -1;
-    for (size_t k = 0; k < src.size(); ++k)
-      if (e.phi.arg(k).is_slice()) ++slices, along = static_cast<int>(k);
-    if (slices != 1 || !e.phi.arg(along).arg(2).is_const(1)) continue;
-    const Dim& d = src[along];
+    auto w = window_read(g, e);
+    if (!w) continue;
+    const Dim& d = g.op(e.source).domain[w->first];
     if (std::any_of(p.options.tiles.begin(), p.options.tiles.end(),
                     [&](const auto& t) { return t.first == d.name(); }))
       continue;
@@ -743,10 +735,11 @@ bool tile_windows(Program& p) {
     if (size < 1) throw UserError(cat("tile size for ", name, " must be at least 1, got ", size));
     const Dim* d = find_dim(p.graph, name);
     if (!d) {
-      std::string dims;
+      std::set<std::string> names;
       for (const OpNode& op : p.graph.ops())
-        for (const Dim& x : op.domain)
-          if (dims.find(x.name()) == std::string::npos) dims += (dims.empty() ? "" : ", ") + x.name();
+        for (const Dim& x : op.domain) names.insert(x.name());
+      std::string dims;
+      for (const std::string& x : names) dims += (dims.empty() ? "" : ", ") + x;
       throw UserError(cat("cannot tile '", name, "': the program has no such dimension (its dimensions: ",
                           dims.empty() ? "none" : dims, ")"));
     }

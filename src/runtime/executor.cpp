@@ -307,8 +307,9 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
           in.dtype = t.dtype;
           if (in.sliced)
             for (const Expr& d : t.shape.dims) in.element_shape.emplace_back(d, layout_);
-          in.block_read =
-              in.store->blocked() && (reads_block(graph, e) || window_rows(graph, e) > 0);
+          // A blocked store's slice reads are all prefixes, suffixes or windows of its last
+          // dimension (any other read keeps it a point store).
+          in.block_read = in.store->blocked() && in.sliced;
           in.ranges.resize(in.phi.size());
           in.coords.resize(in.phi.size());
           l->inputs.push_back(std::move(in));
