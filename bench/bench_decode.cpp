@@ -5,7 +5,9 @@
 //                 attends over all of it with a mask (the static shapes of JAX).
 // Per configuration (attention pattern, batch, sequence length): mean time between tokens (best
 // of 2 runs), peak bytes of LibTorch CPU memory in use during a run (Tempo's caching allocator
-// counts every tensor of both systems), and whether the three token streams agree.
+// counts every tensor of both systems), and whether the three token streams agree. Then Tempo's
+// tile-size sweep for causal attention (TEMPO Fig. 18), the batched prefill against feeding the
+// prompt token by token, and compile time against the number of layers.
 // Usage: bench_decode [--quick]
 #include <torch/torch.h>
 
@@ -146,6 +148,48 @@ Run tempo_decode(const LlamaConfig& c, const LlamaWeights& w, const torch::Tenso
   return best;
 }
 
+// Best of 2 runs of a compiled program: ms and the peak MiB of LibTorch CPU memory in use.
+std::pair<double, double> time_runs(Executable& exe) {
+  double best = 0, peak = 0;
+  for (int k = 0; k < 2; ++k) {
+    backend::reset_cpu_peak();
+    const int64_t before = backend::cpu_allocator_stats().in_use_bytes;
+    auto t0 = Clock::now();
+    exe.run();
+    double ms = 1e3 * std::chrono::duration<double>(Clock::now() - t0).count();
+    if (k == 0 || ms < best) best = ms;
+    peak = static_cast<double>(backend::cpu_allocator_stats().peak_in_use_bytes - before) /
+           (1 << 20);
+  }
+  return {best, peak};
+}
+
+// The time to the first generated token: the prompt in one batched prefill (llm::generate with
+// one decoding step) against fed token by token (llm::decode_tokens over P + 1 steps); both
+// compute the logits of positions P - 1 and P, and pick the token at position P.
+void prefill_row(const LlamaConfig& c, const LlamaWeights& w, const AttentionPattern& p, int64_t B,
+                 int64_t P) {
+  torch::manual_seed(0);
+  torch::Tensor ids = torch::randint(c.vocab, {P, B}, torch::kInt64);
+  HostTensor prompt(DType::Int64, {P, B});
+  std::memcpy(prompt.data.data(), ids.data_ptr<int64_t>(), prompt.data.size());
+  Context a;
+  Dim ta = a.dim("t", "T"), la = a.dim("l", "L");
+  RT first = llm::generate(a, c, w, prompt, ta, la, p).tokens.retain();
+  Executable batched = a.compile({{ta.bound, 1}, {la.bound, c.layers}});
+  auto [prefill_ms, prefill_peak] = time_runs(batched);
+  Context b;
+  Dim tb = b.dim("t", "T"), lb = b.dim("l", "L");
+  RT fed = llm::decode_tokens(b, c, w, prompt, tb, lb, p).retain();
+  Executable steps = b.compile({{tb.bound, P + 1}, {lb.bound, c.layers}});
+  auto [steps_ms, steps_peak] = time_runs(steps);
+  HostTensor x = batched.get(first, {0}), y = steps.get(fed, {P});
+  std::printf("| %s | %lld | %lld | %.1f | %.1f | %.1fx | %.1f / %.1f | %s |\n", p.str().c_str(),
+              static_cast<long long>(B), static_cast<long long>(P), prefill_ms, steps_ms,
+              steps_ms / prefill_ms, prefill_peak, steps_peak, x.data == y.data ? "yes" : "no");
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -179,6 +223,37 @@ int main(int argc, char** argv) {
                     tp.peak_mib, grown.peak_mib, padded.peak_mib, agree ? "yes" : "no");
         std::fflush(stdout);
       }
+  // Tile-size sweep (TEMPO Fig. 18): the causal window k[0:t+1] read in tiles of the given
+  // size; no tiling stacks the whole window each step.
+  const int64_t sweep_T = quick ? 512 : 1024;
+  std::cout << "\n## Causal attention tile size (batch 1, T = " << sweep_T << ")\n\n"
+            << "| tile | ms/token | peak MiB | tokens agree with untiled |\n|---|---|---|---|\n";
+  {
+    torch::manual_seed(0);
+    torch::Tensor first = torch::randint(c.vocab, {1}, torch::kInt64);
+    Run untiled;
+    for (int64_t tile : quick ? std::vector<int64_t>{0, 64, 256}
+                              : std::vector<int64_t>{0, 64, 128, 256, 512}) {
+      Run r = tempo_decode(c, w, first, sweep_T, AttentionPattern::causal(), tile);
+      if (tile == 0) untiled = r;
+      std::printf("| %s | %.2f | %.1f | %s |\n", tile ? std::to_string(tile).c_str() : "none",
+                  r.ms_per_token, r.peak_mib,
+                  torch::equal(r.tokens, untiled.tokens) ? "yes" : "no");
+      std::fflush(stdout);
+    }
+  }
+
+  // Batched prefill against feeding the prompt token by token (time to the first token).
+  std::cout << "\n## Prompt processing: batched prefill vs token by token (ms to the first "
+               "generated token)\n\n"
+            << "| attention | batch | prompt | prefill ms | token-by-token ms | speedup | peak MiB "
+               "prefill / token-by-token | first token agrees |\n"
+               "|---|---|---|---|---|---|---|---|\n";
+  for (const AttentionPattern& p : {AttentionPattern::causal(), AttentionPattern::sliding(64)})
+    for (int64_t B : {int64_t{1}, int64_t{4}})
+      for (int64_t P : quick ? std::vector<int64_t>{128} : std::vector<int64_t>{128, 512, 1024})
+        if (P < 1024 || B == 1) prefill_row(c, w, p, B, P);
+
   // Compile time against depth (TEMPO Fig. 24): layers are a temporal dimension, so the SDG and
   // its schedule do not grow with them.
   std::cout << "\n## Compile time against the number of layers (causal, T = 256)\n\n"

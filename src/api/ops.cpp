@@ -211,6 +211,15 @@ std::pair<RT, RT> RT::max_with_indices(int64_t dim, bool keepdim, Loc loc) const
   return {out[0], out[1]};
 }
 
+std::pair<RT, RT> RT::topk(int64_t k, int64_t dim, Loc loc) const {
+  if (rank() == 0) fail_at(*this, loc, "topk", "cannot take the top k of a scalar");
+  if (k < 1) fail_at(*this, loc, "topk", cat("k must be at least 1, got ", k));
+  Attrs a = ints_attr({norm_dim(*this, dim, rank(), loc, "topk")});
+  a.exprs = {Expr(k)};
+  std::vector<RT> out = ctx().add_op(OpKind::TopK, std::move(a), {*this}, loc);
+  return {out[0], out[1]};
+}
+
 RT RT::max(int64_t dim, bool keepdim, Loc loc) const {
   return max_with_indices(dim, keepdim, loc).first;
 }

@@ -113,6 +113,9 @@ class RT {
   RT argmax(int64_t dim, bool keepdim = false, Loc loc = Loc::current()) const;
   std::pair<RT, RT> max_with_indices(int64_t dim, bool keepdim = false,
                                      Loc loc = Loc::current()) const;
+  // The k largest entries along dim, in descending order, and their int64 indices (dim's size
+  // becomes k). No gradient flows through it (e.g. for top-k sampling).
+  std::pair<RT, RT> topk(int64_t k, int64_t dim = -1, Loc loc = Loc::current()) const;
   RT cumsum(int64_t dim, Loc loc = Loc::current()) const;
   RT softmax(int64_t dim, Loc loc = Loc::current()) const;
   RT log_softmax(int64_t dim, Loc loc = Loc::current()) const;

@@ -438,6 +438,15 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
         out[1] = wrap(std::get<1>(r));
       });
     }
+    case ir::OpKind::TopK: {
+      TEMPO_ASSERT(a.exprs.size() == 1 && a.exprs[0].is_const(), who, " lacks its k");
+      const int64_t d = int_attr(0), k = a.exprs[0].value();
+      return kernel(who, [d, k](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+        auto r = tensor_of(in[0]).topk(k, d, /*largest=*/true, /*sorted=*/true);
+        out[0] = wrap(std::get<0>(r));
+        out[1] = wrap(std::get<1>(r));
+      });
+    }
     case ir::OpKind::DiscountedSum: {
       const int64_t d = int_attr(0);
       const double gamma = a.scalar;

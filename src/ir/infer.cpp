@@ -252,6 +252,19 @@ std::vector<TensorType> infer(const Ctx& c) {
       TensorType v = reduce_shape(c, in[0], {d}, a.keepdim);
       return {v, TensorType{DType::Int64, v.shape}};
     }
+    case OpKind::TopK: {
+      if (in[0].shape.rank() == 0) c.fail("cannot take the top k of a scalar");
+      int64_t d = c.dim(0, in[0].shape.rank());
+      const Expr& k = c.expr(0);
+      if (!k.is_const() || k.value() < 1)
+        c.fail(cat("k must be a positive integer, got ", k.str()));
+      Expr n = c.simp(in[0].shape[d]);
+      if (n.is_const() && k.value() > n.value())
+        c.fail(cat("k = ", k.value(), " is larger than dimension ", d, " of ", in[0].str()));
+      TensorType v = in[0];
+      v.shape.dims[d] = k;
+      return {v, TensorType{DType::Int64, v.shape}};
+    }
     case OpKind::DiscountedSum: {
       check_discounted(c, in);
       int64_t d = c.dim(0, in[0].shape.rank());

@@ -60,6 +60,7 @@ namespace tempo::ir {
   /* reductions and scans (DiscountedSum: alive(k) = no done[j] >= 0.5 for j < k, episode ends) */ \
   X(Sum, 1, 1, true, DimAttrs)       /* over dims `ints`, keepdim */                               \
   X(ReduceMax, 1, 2, true, DimAttrs) /* over dim ints[0], keepdim: values, int64 indices */        \
+  X(TopK, 1, 2, false, DimAttrs) /* the exprs[0] largest along ints[0]: values, int64 indices */ \
   X(CumSum, 1, 1, true, DimAttrs)    /* along ints[0] */                                           \
   X(DiscountedSum, -1, 1, true,                                                                    \
     DimAttrs) /* x[, done]: sum_k scalar^k x[k] alive(k) along ints[0] */                          \

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <random>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "util/error.h"
 
@@ -162,6 +164,13 @@ RT rotate(const RT& x, const RT& cos, const RT& sin, int64_t hd) {
   return x * cos + cat({-hi, lo}, -1) * sin;
 }
 
+// cos and sin of the rotation at float positions of shape (..., 1) (or ()): (..., hd) each.
+std::pair<RT, RT> rotation(const RT& positions, const RT& inv_freq) {
+  RT angles = positions * inv_freq;
+  RT half_cos = angles.cos(), half_sin = angles.sin();
+  return {cat({half_cos, half_cos}, -1), cat({half_sin, half_sin}, -1)};
+}
+
 // A (rows, cols) float matrix transposed: the tied output head, laid out (dim, vocab) once so
 // that every step's head matmul reads it contiguously.
 HostTensor transposed(const HostTensor& m) {
@@ -172,76 +181,251 @@ HostTensor transposed(const HostTensor& m) {
   return out;
 }
 
-}  // namespace
+// The weights as constants of the program (layer weights read at l), made once so that the
+// prefill and the decoding steps share them.
+struct Model {
+  const LlamaConfig* c = nullptr;
+  RT embed, head, final_norm, inv_freq;
+  RT attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+};
 
-RT decoder_logits(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const RT& tokens,
-                  const Dim& t, const Dim& l, const AttentionPattern& pattern) {
+Model constants(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const Dim& l) {
   c.validate();
-  const int64_t D = c.dim, H = c.heads, Hk = c.kv_heads, G = H / Hk, hd = c.head_dim();
-  const Expr B = tokens.shape()[0];
   auto layer = [&](const HostTensor& stacked) { return ctx.tensor(stacked).index(0, l.var); };
-
-  // Positions: the rotation of step t, shared by every layer.
   std::vector<float> inv;
   for (double f : rope_inverse_frequencies(c)) inv.push_back(static_cast<float>(f));
-  RT angles = ctx.symbol(t.var).cast(DType::Float32) *
-              ctx.tensor(HostTensor::from(inv, {hd / 2}));
-  RT half_cos = angles.cos(), half_sin = angles.sin();
-  RT cos = cat({half_cos, half_cos}, -1), sin = cat({half_sin, half_sin}, -1);
+  Model m;
+  m.c = &c;
+  m.embed = ctx.tensor(w.embed);
+  m.head = ctx.tensor(c.tied_embeddings ? transposed(w.embed) : w.head);
+  m.final_norm = ctx.tensor(w.final_norm);
+  m.inv_freq = ctx.tensor(HostTensor::from(inv, {c.head_dim() / 2}));
+  m.attn_norm = layer(w.attn_norm), m.ffn_norm = layer(w.ffn_norm);
+  m.wq = layer(w.wq), m.wk = layer(w.wk), m.wv = layer(w.wv), m.wo = layer(w.wo);
+  m.w_gate = layer(w.w_gate), m.w_up = layer(w.w_up), m.w_down = layer(w.w_down);
+  return m;
+}
+
+// The residual stream after the attention output, through the SwiGLU MLP.
+RT feed_forward(const Model& m, const RT& x2) {
+  RT f = rms_norm(x2, m.ffn_norm, m.c->norm_eps);
+  RT gate = f.matmul(m.w_gate);
+  return x2 + (gate * gate.sigmoid() * f.matmul(m.w_up)).matmul(m.w_down);
+}
+
+RT output_logits(const Model& m, const RT& last) {
+  return rms_norm(last, m.final_norm, m.c->norm_eps).matmul(m.head);
+}
+
+// The prompt's K/V of every layer (P positions) and the logits at its last position.
+struct Prefill {
+  int64_t length = 0;  // P
+  RT k, v;             // (P, batch, kv_heads, head_dim) over (l)
+  RT logits;           // (batch, vocab), no temporal dims
+};
+
+// The whole prompt in one pass per layer: the positions are a spatial axis and the attention
+// among them is masked by the pattern (TEMPO's padded formulation, done once).
+Prefill prefill(Context& ctx, const Model& m, const HostTensor& prompt, const Dim& l,
+                const AttentionPattern& pattern) {
+  const LlamaConfig& c = *m.c;
+  const int64_t P = prompt.shape[0], B = prompt.shape[1], D = c.dim, H = c.heads,
+                Hk = c.kv_heads, G = H / Hk, hd = c.head_dim();
+  HostTensor mask(DType::Float32, {P, P});
+  for (int64_t q = 0; q < P; ++q)
+    for (int64_t k = 0; k < P; ++k)
+      mask.ptr<float>()[q * P + k] = pattern.allows(q, k) ? 0.0f : -INFINITY;
+  auto [cos, sin] = rotation(ctx.arange(P, DType::Float32).unsqueeze(-1), m.inv_freq);
+  cos = cos.reshape({P, 1, 1, hd}), sin = sin.reshape({P, 1, 1, hd});
+
+  RT h = ctx.placeholder(TensorType{DType::Float32, {P, B, D}}, {l}, "h_prefill");
+  RT x = h[l.var];
+  RT a = rms_norm(x, m.attn_norm, c.norm_eps);
+  RT q = rotate(a.matmul(m.wq).reshape({P, B, H, hd}), cos, sin, hd);
+  Prefill out;
+  out.length = P;
+  out.k = rotate(a.matmul(m.wk).reshape({P, B, Hk, hd}), cos, sin, hd).named("k_prefill");
+  out.v = a.matmul(m.wv).reshape({P, B, Hk, hd}).named("v_prefill");
+  // Queries (B, Hk, G * P, hd) against keys (B, Hk, hd, P): one matmul per layer.
+  RT qg = q.reshape({P, B, Hk, G, hd}).permute({1, 2, 3, 0, 4}).reshape({B, Hk, G * P, hd});
+  RT scores = (qg.matmul(out.k.permute({1, 2, 3, 0})) *
+               (1.0 / std::sqrt(static_cast<double>(hd)))).reshape({B, Hk, G, P, P}) +
+              ctx.tensor(mask);
+  RT attended = scores.softmax(-1)
+                    .reshape({B, Hk, G * P, P})
+                    .matmul(out.v.permute({1, 2, 0, 3}))
+                    .reshape({B, Hk, G, P, hd})
+                    .permute({3, 0, 1, 2, 4})
+                    .reshape({P, B, H * hd});
+  RT result = feed_forward(m, x + attended.matmul(m.wo));
+
+  HostTensor flat = prompt;
+  flat.shape = {P * B};
+  h[Expr(0)] = m.embed.index_select(0, ctx.tensor(flat)).reshape({P, B, D});
+  h[l.var + 1] = result;
+  out.logits = output_logits(m, result[l.bound - 1].index(0, P - 1));
+  return out;
+}
+
+// A part of the cache a decoding step attends to: positions [start, stop) of the prefill's K/V,
+// or steps [start, stop) of the decoding cache k[t, l] (step t holds position P + t).
+struct KeyPiece {
+  bool prefill;
+  Expr start, stop;
+};
+
+// The pattern's keys at step t (position P + t) split at the end of the prompt (P = 0: no
+// prefill). Pieces of the prefill may be empty at some steps (a window that has moved past it).
+std::vector<KeyPiece> key_pieces(const AttentionPattern& p, const Dim& t, int64_t P) {
+  const Expr s1 = t.var + 1;
+  const int64_t w = p.window - 1;  // the window's steps before t
+  std::vector<KeyPiece> out;
+  switch (p.kind) {
+    case AttentionPattern::Kind::Causal:
+      if (P > 0) out.push_back({true, Expr(0), Expr(P)});
+      out.push_back({false, Expr(0), s1});
+      break;
+    case AttentionPattern::Kind::Window:
+      if (P > 0 && w > 0) {  // positions max(0, P + t - w) .. P - 1
+        Expr first = P > w ? t.var + (P - w) : max(0, t.var - (w - P));
+        out.push_back({true, min(P, first), Expr(P)});
+      }
+      out.push_back({false, max(0, t.var - w), s1});
+      break;
+    case AttentionPattern::Kind::Sinks: {
+      const int64_t s = p.sinks;
+      if (P > 0) out.push_back({true, Expr(0), Expr(std::min(s, P))});
+      if (s > P) out.push_back({false, Expr(0), min(s - P, s1)});
+      if (s < P && w > 0) out.push_back({true, min(P, max(s, t.var + (P - w))), Expr(P)});
+      out.push_back({false, max(std::max<int64_t>(s - P, 0), t.var - w), s1});
+      break;
+    }
+  }
+  return out;
+}
+
+// The logits of every decoding step over (t): the layers over (t, l), each step's K/V cached as
+// the RTs k[t, l], v[t, l] and read with the prefill's through the pattern's pieces.
+RT decode_logits(Context& ctx, const Model& m, const RT& tokens, const Dim& t, const Dim& l,
+                 const AttentionPattern& pattern, const Prefill* pre) {
+  const LlamaConfig& c = *m.c;
+  const int64_t D = c.dim, H = c.heads, Hk = c.kv_heads, G = H / Hk, hd = c.head_dim();
+  const int64_t P = pre ? pre->length : 0;
+  const Expr B = tokens.shape()[0];
+  // Positions: the rotation of step t, shared by every layer.
+  auto [cos, sin] = rotation(ctx.symbol(t.var + P).cast(DType::Float32), m.inv_freq);
 
   // h[t, l]: the input of layer l at step t.
   RT h = ctx.placeholder(TensorType{DType::Float32, {B, D}}, {t, l}, "h");
   RT x = h[at(h, t, t.var, l, l.var)];
-  RT a = rms_norm(x, layer(w.attn_norm), c.norm_eps);
-  RT q = rotate(a.matmul(layer(w.wq)).reshape({B, H, hd}), cos, sin, hd);
-  RT k = rotate(a.matmul(layer(w.wk)).reshape({B, Hk, hd}), cos, sin, hd).named("k_cache");
-  RT v = a.matmul(layer(w.wv)).reshape({B, Hk, hd}).named("v_cache");
-  // The cache of this layer over the steps the pattern attends to: (n, B, Hk, hd) each.
+  RT a = rms_norm(x, m.attn_norm, c.norm_eps);
+  RT q = rotate(a.matmul(m.wq).reshape({B, H, hd}), cos, sin, hd);
+  RT k = rotate(a.matmul(m.wk).reshape({B, Hk, hd}), cos, sin, hd).named("k_cache");
+  RT v = a.matmul(m.wv).reshape({B, Hk, hd}).named("v_cache");
+  // The keys and values this step attends to: (n, B, Hk, hd) per piece.
   std::vector<RT> ks, vs;
-  for (const Expr& steps : pattern.keys(t)) {
-    ks.push_back(k[at(k, t, steps, l, l.var)]);
-    vs.push_back(v[at(v, t, steps, l, l.var)]);
+  for (const KeyPiece& piece : key_pieces(pattern, t, P)) {
+    if (piece.prefill) {
+      const bool whole = piece.start.is_const(0) && piece.stop.is_const(P);
+      ks.push_back(whole ? pre->k : pre->k.slice(0, piece.start, piece.stop));
+      vs.push_back(whole ? pre->v : pre->v.slice(0, piece.start, piece.stop));
+    } else {
+      ks.push_back(k[at(k, t, slice(piece.start, piece.stop), l, l.var)]);
+      vs.push_back(v[at(v, t, slice(piece.start, piece.stop), l, l.var)]);
+    }
   }
-  RT K = ks.size() == 1 ? ks[0] : cat(ks, 0), V = vs.size() == 1 ? vs[0] : cat(vs, 0);
   RT qg = q.reshape({B, Hk, G, hd});
-  RT scores = qg.matmul(K.permute({1, 2, 3, 0})) * (1.0 / std::sqrt(static_cast<double>(hd)));
-  RT attended = scores.softmax(-1).matmul(V.permute({1, 2, 0, 3})).reshape({B, H * hd});
-  RT x2 = x + attended.matmul(layer(w.wo));
-  RT f = rms_norm(x2, layer(w.ffn_norm), c.norm_eps);
-  RT gate = f.matmul(layer(w.w_gate));
-  RT out = x2 + (gate * gate.sigmoid() * f.matmul(layer(w.w_up))).matmul(layer(w.w_down));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  RT attended;
+  if (ks.size() == 1) {
+    RT scores = qg.matmul(ks[0].permute({1, 2, 3, 0})) * scale;
+    attended = scores.softmax(-1).matmul(vs[0].permute({1, 2, 0, 3}));
+  } else {
+    // One softmax over the scores of all pieces; the K/V pieces are read in place (no copy of
+    // the cache into one tensor), only the scores are concatenated.
+    std::vector<RT> scores;
+    for (const RT& kp : ks) scores.push_back(qg.matmul(kp.permute({1, 2, 3, 0})));
+    RT probs = (cat(scores, -1) * scale).softmax(-1);
+    Expr offset(0);
+    for (size_t i = 0; i < ks.size(); ++i) {
+      const Expr n = ks[i].shape()[0];
+      RT part = probs.slice(-1, offset, offset + n).matmul(vs[i].permute({1, 2, 0, 3}));
+      attended = i == 0 ? part : attended + part;
+      offset = offset + n;
+    }
+  }
+  RT out = feed_forward(m, x + attended.reshape({B, H * hd}).matmul(m.wo));
 
-  RT embedded = ctx.tensor(w.embed).index_select(0, tokens);
-  h[at(h, t, t.var, l, Expr(0))] = embedded;
+  h[at(h, t, t.var, l, Expr(0))] = m.embed.index_select(0, tokens);
   h[at(h, t, t.var, l, l.var + 1)] = out;
-  RT last = out[at(out, t, t.var, l, l.bound - 1)];
-  RT head = ctx.tensor(c.tied_embeddings ? transposed(w.embed) : w.head);
-  return rms_norm(last, ctx.tensor(w.final_norm), c.norm_eps).matmul(head);
+  return output_logits(m, out[at(out, t, t.var, l, l.bound - 1)]);
+}
+
+void check_decoding(const LlamaConfig& c, const HostTensor& prompt, const Sampling& s,
+                    const char* who) {
+  c.validate();
+  if (prompt.dtype != DType::Int64 || prompt.shape.size() != 2 || prompt.shape[0] < 1 ||
+      prompt.shape[1] < 1)
+    throw UserError(cat(who, ": the prompt must be int64 of shape (length >= 1, batch >= 1)"));
+  if (!(s.temperature >= 0) || !std::isfinite(s.temperature))
+    throw UserError(cat(who, ": the temperature must be >= 0, got ", s.temperature));
+  if (s.top_k < 0 || s.top_k > c.vocab)
+    throw UserError(cat(who, ": top_k must be in [0, ", c.vocab, "], got ", s.top_k));
+  if (s.eos >= c.vocab)
+    throw UserError(cat(who, ": eos ", s.eos, " is outside the vocabulary of ", c.vocab));
+  for (int64_t k = 0; k < prompt.numel(); ++k)
+    if (prompt.ptr<int64_t>()[k] < 0 || prompt.ptr<int64_t>()[k] >= c.vocab)
+      throw UserError(cat(who, ": prompt token ", prompt.ptr<int64_t>()[k],
+                          " is outside the vocabulary of ", c.vocab));
+}
+
+// The token picked from logits (B, vocab) over `domain`: the argmax, or with a temperature the
+// Gumbel-max draw argmax(logits / temperature + g), g = -log(-log(u)); with top_k, both among
+// the k largest logits only, mapped back to vocabulary ids through their indices.
+RT pick(Context& ctx, const LlamaConfig& c, const Sampling& s, const RT& logits,
+        const Dims& domain) {
+  RT scores = logits, ids;
+  if (s.top_k > 0) std::tie(scores, ids) = logits.topk(s.top_k);
+  if (s.temperature > 0) {
+    const Expr B = logits.shape()[0];
+    RT u = ctx.rand_uniform({B, s.top_k > 0 ? s.top_k : c.vocab}, domain) * (1.0 - 1e-7) +
+           1e-7;  // in (0, 1)
+    scores = scores / s.temperature - (-u.log()).log();
+  }
+  RT choice = scores.argmax(-1);
+  if (s.top_k > 0) choice = ids.gather(-1, choice.unsqueeze(-1)).squeeze(-1);
+  return choice;
+}
+
+}  // namespace
+
+bool AttentionPattern::allows(int64_t query, int64_t key) const {
+  if (key > query || key < 0) return false;
+  switch (kind) {
+    case Kind::Causal:
+      return true;
+    case Kind::Window:
+      return key > query - window;
+    case Kind::Sinks:
+      return key < sinks || key > query - window;
+  }
+  return false;
+}
+
+RT decoder_logits(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const RT& tokens,
+                  const Dim& t, const Dim& l, const AttentionPattern& pattern) {
+  return decode_logits(ctx, constants(ctx, c, w, l), tokens, t, l, pattern, nullptr);
 }
 
 RT decode_tokens(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const HostTensor& prompt,
                  const Dim& t, const Dim& l, const AttentionPattern& pattern,
                  const Sampling& sampling, RT* logits) {
-  if (prompt.dtype != DType::Int64 || prompt.shape.size() != 2 || prompt.shape[0] < 1)
-    throw UserError("decode_tokens: the prompt must be int64 of shape (length >= 1, batch)");
-  if (!(sampling.temperature >= 0) || !std::isfinite(sampling.temperature))
-    throw UserError(cat("decode_tokens: the temperature must be >= 0, got ", sampling.temperature));
-  if (sampling.eos >= c.vocab)
-    throw UserError(cat("decode_tokens: eos ", sampling.eos, " is outside the vocabulary of ", c.vocab));
+  check_decoding(c, prompt, sampling, "decode_tokens");
   const int64_t P = prompt.shape[0], B = prompt.shape[1];
-  for (int64_t k = 0; k < prompt.numel(); ++k)
-    if (prompt.ptr<int64_t>()[k] < 0 || prompt.ptr<int64_t>()[k] >= c.vocab)
-      throw UserError(cat("decode_tokens: prompt token ", prompt.ptr<int64_t>()[k],
-                          " is outside the vocabulary of ", c.vocab));
   RT tokens = ctx.placeholder(TensorType{DType::Int64, {B}}, {t}, "tokens");
   RT out = decoder_logits(ctx, c, w, tokens[t.var], t, l, pattern);
   if (logits) *logits = out;
-  RT scores = out;
-  if (sampling.temperature > 0) {
-    RT u = ctx.rand_uniform({B, c.vocab}, {t}) * (1.0 - 1e-7) + 1e-7;  // in (0, 1)
-    scores = out / sampling.temperature - (-u.log()).log();
-  }
-  RT next = scores.argmax(-1);
+  RT next = pick(ctx, c, sampling, out, {t});
   if (sampling.eos >= 0) {
     RT eos = ctx.constant(static_cast<double>(sampling.eos), {}, DType::Int64);
     next = where(tokens[t.var] == eos, eos, next);
@@ -251,6 +435,30 @@ RT decode_tokens(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, cons
   tokens[t.var + 1] = where(ctx.symbol(t.var + 1) < ctx.constant(static_cast<double>(P), {}, DType::Int64),
                             given.index(0, min(t.var + 1, P - 1)), next);
   return tokens;
+}
+
+Generation generate(Context& ctx, const LlamaConfig& c, const LlamaWeights& w,
+                    const HostTensor& prompt, const Dim& t, const Dim& l,
+                    const AttentionPattern& pattern, const Sampling& sampling) {
+  check_decoding(c, prompt, sampling, "generate");
+  const int64_t P = prompt.shape[0], B = prompt.shape[1];
+  Model m = constants(ctx, c, w, l);
+  Prefill pre = prefill(ctx, m, prompt, l, pattern);
+  Generation g;
+  g.prefill_logits = pre.logits;
+  RT tokens = ctx.placeholder(TensorType{DType::Int64, {B}}, {t}, "tokens");
+  g.logits = decode_logits(ctx, m, tokens[t.var], t, l, pattern, &pre);
+  RT first = pick(ctx, c, sampling, pre.logits, {});
+  RT next = pick(ctx, c, sampling, g.logits, {t});
+  if (sampling.eos >= 0) {  // as in decode_tokens: a prompt ending in eos keeps emitting it
+    RT eos = ctx.constant(static_cast<double>(sampling.eos), {}, DType::Int64);
+    first = where(ctx.tensor(prompt).index(0, Expr(P - 1)) == eos, eos, first);
+    next = where(tokens[t.var] == eos, eos, next);
+  }
+  tokens[Expr(0)] = first;
+  tokens[t.var + 1] = next;
+  g.tokens = tokens;
+  return g;
 }
 
 }  // namespace tempo::llm

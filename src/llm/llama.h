@@ -52,6 +52,8 @@ struct AttentionPattern {
   static AttentionPattern parse(const std::string& text);
   // The reads of the K/V cache at step t (one slice, or the sinks and the window).
   std::vector<Expr> keys(const Dim& t) const;
+  // Whether the query at position `query` attends to the key at position `key`.
+  bool allows(int64_t query, int64_t key) const;
   std::string str() const;
 };
 
@@ -74,21 +76,38 @@ struct LlamaWeights {
 RT decoder_logits(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const RT& tokens,
                   const Dim& t, const Dim& l, const AttentionPattern& pattern);
 
-// How decode_tokens picks each token after the prompt.
+// How decode_tokens and generate pick each token after the prompt.
 struct Sampling {
   double temperature = 0.0;  // 0: greedy (argmax); > 0: a draw from softmax(logits / temperature)
   int64_t eos = -1;          // >= 0: a sequence that emitted this token emits it from then on
+  int64_t top_k = 0;         // > 0: the pick (greedy or drawn) among the top_k largest logits
 };
 
 // Decoding: the tokens of every step over (t), shape (batch). The prompt (P, batch) int64 is fed
 // for steps 0..P-1 (token by token); from step P on, each token comes from the previous step's
 // logits (the recurrence tokens[t + 1] = pick(logits[t])): the argmax, or with a temperature the
 // Gumbel-max draw argmax(logits / temperature + g), g = -log(-log(u)) from the program's random
-// stream (so a seed gives one sequence). A sequence that emitted `eos` repeats it: the batch is
-// spatial and keeps running (a dynamic end per sequence costs no schedule change; its steps are
+// stream (so a seed gives one sequence); with top_k, either among the top_k largest logits (the
+// TopK op's values, the choice mapped back through its indices). A sequence that emitted `eos`
+// repeats it: the batch is spatial and keeps running (a dynamic end per sequence costs no schedule change; its steps are
 // computed and ignored). `logits` receives the logits RT if not null.
 RT decode_tokens(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const HostTensor& prompt,
                  const Dim& t, const Dim& l, const AttentionPattern& pattern,
                  const Sampling& sampling = {}, RT* logits = nullptr);
+
+// Generation with a batched prefill: the prompt (P, batch) runs through every layer in one pass
+// per layer, its P positions a spatial axis (attention among them masked by the pattern), which
+// gives the prompt's K/V, (P, batch, kv_heads, head_dim) over (l), and the logits at position
+// P - 1. Then decoding step t (position P + t) runs the layers over (t, l) as decode_tokens
+// does, attending to the prefill's K/V of the positions < P the pattern allows and to the
+// decoding cache k[t', l] for the rest. The first token is picked from the prefill's logits.
+struct Generation {
+  RT tokens;          // int64 (batch) over (t): the token at position P + t, the input of step t
+  RT logits;          // (batch, vocab) over (t): the logits at position P + t (pick tokens[t + 1])
+  RT prefill_logits;  // (batch, vocab), no temporal dims: at position P - 1 (picks tokens[0])
+};
+Generation generate(Context& ctx, const LlamaConfig& c, const LlamaWeights& w,
+                    const HostTensor& prompt, const Dim& t, const Dim& l,
+                    const AttentionPattern& pattern, const Sampling& sampling = {});
 
 }  // namespace tempo::llm

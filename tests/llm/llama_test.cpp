@@ -20,7 +20,11 @@ namespace {
 using testing::expect_close;
 using testing::to_torch;
 
-torch::Tensor T_(const HostTensor& h) { return to_torch(h); }
+// Float weights as a view (no element-wise copy: the 1b-shaped weights are large).
+torch::Tensor T_(const HostTensor& h) {
+  if (h.dtype != DType::Float32) return to_torch(h);
+  return torch::from_blob(const_cast<uint8_t*>(h.data.data()), h.shape, torch::kFloat32);
+}
 
 bool allowed(const AttentionPattern& p, int64_t q, int64_t k) {
   if (k > q) return false;
@@ -199,6 +203,157 @@ TEST(Llama, SamplingAndEndOfSequence) {
     EXPECT_EQ(ended[0][k], k <= first ? greedy[0][k] : eos) << "step " << k;
   EXPECT_THROW(decode(c, w, prompt, T, {-1.0, -1}), UserError);
   EXPECT_THROW(decode(c, w, prompt, T, {0.0, c.vocab}), UserError);
+}
+
+// The prompt's tokens (P, B), deterministic and within the vocabulary.
+HostTensor make_prompt(int64_t P, int64_t B, int64_t vocab, int64_t salt = 0) {
+  HostTensor prompt(DType::Int64, {P, B});
+  for (int64_t k = 0; k < P * B; ++k) prompt.ptr<int64_t>()[k] = (31 * k + 7 + salt) % vocab;
+  return prompt;
+}
+
+// generate's outputs after a run: tokens (N, B) and logits (N + 1, B, vocab), the first row the
+// prefill's (position P - 1), then decoding step t's (position P + t).
+struct Generated {
+  torch::Tensor tokens, logits;
+};
+
+Generated run_generate(const LlamaConfig& c, const LlamaWeights& w, const HostTensor& prompt,
+                       int64_t N, const AttentionPattern& p, const Sampling& s = {},
+                       int64_t tile = 0, uint64_t seed = 0) {
+  Context ctx;
+  Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
+  Generation g = generate(ctx, c, w, prompt, t, l, p, s);
+  RT tokens = g.tokens.retain(), logits = g.logits.retain(), first = g.prefill_logits.retain();
+  CompileOptions o;
+  o.seed = seed;
+  o.passes.check_ir = true;
+  if (tile) o.passes.tiles = {{"t", tile}};
+  Executable exe = ctx.compile({{t.bound, N}, {l.bound, c.layers}}, o);
+  exe.run();
+  Generated out;
+  std::vector<torch::Tensor> toks, logs{to_torch(exe.get(first, {}))};
+  for (int64_t k = 0; k < N; ++k) {
+    toks.push_back(to_torch(exe.get(tokens, {k})).to(torch::kInt64));
+    logs.push_back(to_torch(exe.get(logits, {k})));
+  }
+  out.tokens = torch::stack(toks);
+  out.logits = torch::stack(logs);
+  return out;
+}
+
+// The prefill's logits at the last prompt position and every decoding step's after it equal
+// token-by-token decoding's (decode_tokens over the same P + N steps) and the eager reference's
+// on the whole sequence; the generated tokens are the same.
+void check_prefill(const AttentionPattern& p, int64_t P, int64_t N, int64_t tile = 0) {
+  const int64_t B = 2;
+  LlamaConfig c = LlamaConfig::tiny();
+  c.tied_embeddings = false;  // varied tokens: a tied random model mostly repeats its input
+  LlamaWeights w = LlamaWeights::random(c, 13);
+  HostTensor prompt = make_prompt(P, B, c.vocab);
+  const std::string what = cat(p.str(), ", prompt of ", P, tile ? cat(", tiles of ", tile) : "");
+  Generated g = run_generate(c, w, prompt, N, p, {}, tile);
+
+  Context ctx;
+  Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
+  RT logits;
+  RT tokens = decode_tokens(ctx, c, w, prompt, t, l, p, {}, &logits).retain();
+  logits = logits.retain();
+  Executable exe = ctx.compile({{t.bound, P + N}, {l.bound, c.layers}});
+  exe.run();
+  torch::Tensor seq = torch::cat({to_torch(prompt).to(torch::kInt64), g.tokens}, 0);
+  torch::Tensor want = eager_logits(c, w, seq, p);
+  for (int64_t k = 0; k <= N; ++k) {
+    const std::string at = cat(what, ", position ", P - 1 + k);
+    expect_close(g.logits[k], to_torch(exe.get(logits, {P - 1 + k})), "prefill vs steps, " + at,
+                 2e-4);
+    expect_close(g.logits[k], want[P - 1 + k], "prefill vs eager, " + at, 2e-4);
+    if (k < N)
+      EXPECT_TRUE(torch::equal(g.tokens[k], to_torch(exe.get(tokens, {P + k})).to(torch::kInt64)))
+          << at;
+  }
+}
+
+TEST(Llama, PrefillMatchesTokenByTokenDecoding) {
+  check_prefill(AttentionPattern::causal(), 5, 6);
+  check_prefill(AttentionPattern::causal(), 1, 4);  // a one-token prompt
+  check_prefill(AttentionPattern::sliding(4), 3, 7);
+  check_prefill(AttentionPattern::sliding(3), 7, 5);  // the prompt longer than the window
+  check_prefill(AttentionPattern::with_sinks(2, 3), 6, 6);
+  check_prefill(AttentionPattern::with_sinks(3, 2), 2, 6);  // sinks beyond the prompt
+}
+
+TEST(Llama, PrefillWithTiledDecoding) {
+  check_prefill(AttentionPattern::causal(), 4, 7, 2);
+  check_prefill(AttentionPattern::sliding(4), 5, 6, 2);
+}
+
+// Top-k sampling: with k = 1 every draw is the greedy token; with k = 3 at a high temperature
+// every token is among the 3 largest logits of the eager model run on the sequence so far (and
+// not every one is the largest).
+TEST(Llama, TopKSampling) {
+  const int64_t P = 3, N = 12, B = 2;
+  LlamaConfig c = LlamaConfig::tiny();
+  c.tied_embeddings = false;
+  LlamaWeights w = LlamaWeights::random(c, 5);
+  HostTensor prompt = make_prompt(P, B, c.vocab, 4);
+  const auto p = AttentionPattern::causal();
+  Generated greedy = run_generate(c, w, prompt, N, p);
+  Generated one = run_generate(c, w, prompt, N, p, {4.0, -1, 1}, 0, 3);
+  EXPECT_TRUE(torch::equal(one.tokens, greedy.tokens)) << one.tokens << greedy.tokens;
+  EXPECT_EQ(decode(c, w, prompt, P + N, {4.0, -1, 1}, 3), decode(c, w, prompt, P + N, {}));
+
+  Generated hot = run_generate(c, w, prompt, N, p, {20.0, -1, 3}, 0, 1);
+  torch::Tensor seq = torch::cat({to_torch(prompt).to(torch::kInt64), hot.tokens}, 0);
+  torch::Tensor want = eager_logits(c, w, seq, p);
+  int64_t not_largest = 0;
+  for (int64_t k = 0; k < N; ++k) {
+    torch::Tensor top = std::get<1>(want[P - 1 + k].topk(3));  // (B, 3)
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t id = hot.tokens[k][b].item<int64_t>();
+      EXPECT_TRUE((top[b] == id).any().item<bool>()) << "step " << k << " sequence " << b
+                                                      << ": " << id << " not in " << top[b];
+      not_largest += id != top[b][0].item<int64_t>();
+    }
+  }
+  EXPECT_GT(not_largest, 0);
+  // Token by token too: every sampled token is among the top 3 of the step's logits.
+  Context ctx;
+  Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
+  RT logits;
+  RT tokens = decode_tokens(ctx, c, w, prompt, t, l, p, {20.0, -1, 3}, &logits).retain();
+  logits = logits.retain();
+  Executable exe = ctx.compile({{t.bound, P + N}, {l.bound, c.layers}});
+  exe.run();
+  for (int64_t k = P; k < P + N; ++k) {
+    torch::Tensor top = std::get<1>(to_torch(exe.get(logits, {k - 1})).topk(3));
+    torch::Tensor id = to_torch(exe.get(tokens, {k})).to(torch::kInt64);
+    for (int64_t b = 0; b < B; ++b)
+      EXPECT_TRUE((top[b] == id[b]).any().item<bool>()) << "step " << k;
+  }
+  EXPECT_THROW(decode(c, w, prompt, P + N, {0.0, -1, c.vocab + 1}), UserError);
+  EXPECT_THROW(decode(c, w, prompt, P + N, {0.0, -1, -1}), UserError);
+}
+
+// The published Llama-3.2-1B shapes (dim 2048, 32 heads / 8 KV heads, head dim 64, MLP 8192,
+// Llama 3 rotary scaling) with 2 of its 16 layers and the vocabulary cut to 4096 (the full
+// 128256-entry embedding alone is 1 GiB, 2 with the transposed head): a prefill of 4 tokens and
+// 4 decoding steps against the eager reference.
+TEST(Llama, OneBShapedLogitsMatchEager) {
+  LlamaConfig c = LlamaConfig::llama_3_2_1b();
+  c.layers = 2;
+  c.vocab = 4096;
+  LlamaWeights w = LlamaWeights::random(c, 21);
+  const int64_t P = 4, N = 4;
+  HostTensor prompt = make_prompt(P, 1, c.vocab);
+  for (const AttentionPattern& p : {AttentionPattern::causal(), AttentionPattern::sliding(3)}) {
+    Generated g = run_generate(c, w, prompt, N, p);
+    torch::Tensor seq = torch::cat({to_torch(prompt).to(torch::kInt64), g.tokens}, 0);
+    torch::Tensor want = eager_logits(c, w, seq, p);
+    for (int64_t k = 0; k <= N; ++k)
+      expect_close(g.logits[k], want[P - 1 + k],
+                   cat("1b-shaped, ", p.str(), ", position ", P - 1 + k), 1e-3);
+  }
 }
 
 // Llama 3's scaling keeps short wavelengths, divides long ones by the factor and blends between.
