@@ -1,7 +1,10 @@
-// `tempo generate`: greedy decoding with the Llama decoder of src/llm (random weights).
+// `tempo generate`: decoding with the Llama decoder of src/llm, random weights or a Hugging Face
+// checkpoint, prompts as token ids or as text through a tokenizer.json.
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -9,7 +12,9 @@
 #include "api/tempo.h"
 #include "commands.h"
 #include "parse_args.h"
+#include "llm/checkpoint.h"
 #include "llm/llama.h"
+#include "llm/tokenizer.h"
 #include "util/error.h"
 
 namespace {
@@ -18,18 +23,25 @@ using namespace tempo;
 
 const char* kUsage =
     "usage: tempo generate [options]\n"
-    "Greedy decoding with a Llama-3.2 decoder (random weights): steps and layers are temporal\n"
-    "dimensions, the K/V cache is read through the attention pattern's index.\n\n"
-    "  --config C        tiny (default), 1b or 3b (Llama-3.2 shapes)\n"
+    "Decoding with a Llama-3.2 decoder (random weights or a checkpoint): steps and layers are\n"
+    "temporal dimensions, the K/V cache is read through the attention pattern's index.\n\n"
+    "  --config C        tiny (default), 1b or 3b (Llama-3.2 shapes, random weights)\n"
+    "  --checkpoint DIR  a Hugging Face Llama checkpoint: DIR/config.json and model.safetensors\n"
+    "                    (or shards listed in model.safetensors.index.json); not with --config\n"
+    "  --tokenizer FILE  a byte-level BPE tokenizer.json (default DIR/tokenizer.json if present);\n"
+    "                    with one, the tokens are printed as text\n"
     "  --layers N        use the first N layers only\n"
-    "  --prompt-tokens L comma-separated token ids fed first (default: 1)\n"
+    "  --prompt TEXT     the prompt as text, encoded by the tokenizer (beginning-of-text first)\n"
+    "  --prompt-tokens L comma-separated token ids fed first (default: the tokenizer's\n"
+    "                    beginning-of-text token, else 1)\n"
     "  --tokens N        decoding steps, prompt included (default 32)\n"
     "  --batch B         sequences decoded together, each fed the same prompt (default 1)\n"
     "  --attention A     causal (default), window:W or sinks:S:W\n"
     "  --tile Z          run attention over the cache in tiles of Z steps\n"
     "  --temperature X   sample from softmax(logits / X) instead of the argmax (default 0)\n"
     "  --eos ID          a sequence that emits ID repeats it from then on\n"
-    "  --seed S          weight and sampling seed (default 0)\n";
+    "  --seed S          weight and sampling seed (default 0)\n"
+    "  --save-checkpoint DIR  also write the model as a Hugging Face checkpoint to DIR\n";
 
 int64_t positive(const std::string& flag, const std::string& s) {
   int64_t v = cli::parse_int(flag, s);
@@ -40,7 +52,9 @@ int64_t positive(const std::string& flag, const std::string& s) {
 }  // namespace
 
 int run_generate_command(int argc, char** argv) {
-  std::string config = "tiny", prompt_text = "1", attention = "causal";
+  std::string config = "tiny", prompt_tokens, prompt_string, attention = "causal";
+  std::string checkpoint, tokenizer_path, save_dir;
+  bool has_config = false, has_prompt = false, has_prompt_tokens = false;
   int64_t layers = 0, tokens = 32, batch = 1, tile = 0, seed = 0;
   llm::Sampling sampling;
   for (int k = 1; k < argc; ++k) {
@@ -51,9 +65,13 @@ int run_generate_command(int argc, char** argv) {
     }
     if (k + 1 >= argc) throw UserError(cat("unknown option or missing value: ", a, " (try `tempo generate --help`)"));
     std::string v = argv[++k];
-    if (a == "--config") config = v;
+    if (a == "--config") config = v, has_config = true;
+    else if (a == "--checkpoint") checkpoint = v;
+    else if (a == "--tokenizer") tokenizer_path = v;
+    else if (a == "--save-checkpoint") save_dir = v;
     else if (a == "--layers") layers = positive(a, v);
-    else if (a == "--prompt-tokens") prompt_text = v;
+    else if (a == "--prompt") prompt_string = v, has_prompt = true;
+    else if (a == "--prompt-tokens") prompt_tokens = v, has_prompt_tokens = true;
     else if (a == "--tokens") tokens = positive(a, v);
     else if (a == "--batch") batch = positive(a, v);
     else if (a == "--attention") attention = v;
@@ -63,33 +81,58 @@ int run_generate_command(int argc, char** argv) {
     else if (a == "--eos") sampling.eos = cli::parse_int(a, v);
     else throw UserError(cat("unknown option ", a, " (try `tempo generate --help`)"));
   }
-  llm::LlamaConfig c = config == "tiny" ? llm::LlamaConfig::tiny()
-                       : config == "1b" ? llm::LlamaConfig::llama_3_2_1b()
-                       : config == "3b" ? llm::LlamaConfig::llama_3_2_3b()
-                                        : throw UserError(cat("--config: expected tiny, 1b or 3b, got '", config, "'"));
+  if (has_config && !checkpoint.empty())
+    throw UserError("--config and --checkpoint exclude each other: the checkpoint's config.json gives the shape");
+  if (has_prompt && has_prompt_tokens) throw UserError("--prompt and --prompt-tokens exclude each other");
+  llm::LlamaConfig c = !checkpoint.empty() ? llm::read_llama_config(checkpoint)
+                       : config == "tiny"  ? llm::LlamaConfig::tiny()
+                       : config == "1b"    ? llm::LlamaConfig::llama_3_2_1b()
+                       : config == "3b"    ? llm::LlamaConfig::llama_3_2_3b()
+                                           : throw UserError(cat("--config: expected tiny, 1b or 3b, got '", config, "'"));
+  const std::string model_name = checkpoint.empty() ? config : std::string("checkpoint's");
   if (layers) {
-    if (layers > c.layers) throw UserError(cat("--layers ", layers, ": the ", config, " model has ", c.layers));
+    if (layers > c.layers) throw UserError(cat("--layers ", layers, ": the ", model_name, " model has ", c.layers));
     c.layers = layers;
   }
+  if (tokenizer_path.empty() && !checkpoint.empty() &&
+      std::filesystem::exists(std::filesystem::path(checkpoint) / "tokenizer.json"))
+    tokenizer_path = (std::filesystem::path(checkpoint) / "tokenizer.json").string();
+  std::optional<llm::Tokenizer> tokenizer;
+  if (!tokenizer_path.empty()) tokenizer = llm::Tokenizer::load(tokenizer_path);
   const llm::AttentionPattern pattern = llm::AttentionPattern::parse(attention);
   if (pattern.kind != llm::AttentionPattern::Kind::Causal && pattern.window + pattern.sinks > tokens)
     throw UserError(cat("--attention ", attention, ": the window is longer than the ", tokens, " decoded tokens"));
   std::vector<int64_t> prompt;
-  std::stringstream in(prompt_text);
-  for (std::string id; std::getline(in, id, ',');) {
-    char* end = nullptr;
-    long long v = std::strtoll(id.c_str(), &end, 10);
-    if (id.empty() || *end || v < 0 || v >= c.vocab)
-      throw UserError(cat("--prompt-tokens: '", id, "' is not a token id below the vocabulary size ", c.vocab));
-    prompt.push_back(v);
+  std::string prompt_flag = "--prompt-tokens";
+  if (has_prompt) {
+    prompt_flag = "--prompt";
+    if (!tokenizer)
+      throw UserError("--prompt needs a tokenizer: give --tokenizer FILE, or a --checkpoint directory with a tokenizer.json");
+    prompt = tokenizer->encode(prompt_string, tokenizer->bos() >= 0);
+    if (prompt.empty()) throw UserError("--prompt: the text encodes to no tokens");
+    for (int64_t id : prompt)
+      if (id >= c.vocab)
+        throw UserError(cat("--prompt: the tokenizer's token ", id, " is not below the model's vocabulary size ", c.vocab));
+  } else {
+    if (!has_prompt_tokens) prompt_tokens = tokenizer && tokenizer->bos() >= 0 ? cat(tokenizer->bos()) : "1";
+    std::stringstream in(prompt_tokens);
+    for (std::string id; std::getline(in, id, ',');) {
+      char* end = nullptr;
+      long long v = std::strtoll(id.c_str(), &end, 10);
+      if (id.empty() || *end || v < 0 || v >= c.vocab)
+        throw UserError(cat("--prompt-tokens: '", id, "' is not a token id below the vocabulary size ", c.vocab));
+      prompt.push_back(v);
+    }
   }
   if (static_cast<int64_t>(prompt.size()) > tokens)
-    throw UserError(cat("--prompt-tokens: the prompt (", prompt.size(), " tokens) is longer than --tokens ", tokens));
+    throw UserError(cat(prompt_flag, ": the prompt (", prompt.size(), " tokens) is longer than --tokens ", tokens));
   HostTensor p(DType::Int64, {static_cast<int64_t>(prompt.size()), batch});
   for (size_t s = 0; s < prompt.size(); ++s)
     for (int64_t b = 0; b < batch; ++b) p.ptr<int64_t>()[s * batch + b] = prompt[s];
 
-  llm::LlamaWeights w = llm::LlamaWeights::random(c, static_cast<uint64_t>(seed));
+  llm::LlamaWeights w = checkpoint.empty() ? llm::LlamaWeights::random(c, static_cast<uint64_t>(seed))
+                                           : llm::load_llama_weights(checkpoint, c);
+  if (!save_dir.empty()) llm::save_llama_checkpoint(save_dir, c, w);
   Context ctx;
   Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
   RT out = llm::decode_tokens(ctx, c, w, p, t, l, pattern, sampling).retain();
@@ -102,9 +145,14 @@ int run_generate_command(int argc, char** argv) {
   exe.run();
   auto t2 = std::chrono::steady_clock::now();
   for (int64_t b = 0; b < batch; ++b) {
+    std::vector<int64_t> ids;
+    for (int64_t s = 0; s < tokens; ++s) ids.push_back(exe.get(out, {s}).ptr<int64_t>()[b]);
     std::cout << "sequence " << b << ":";
-    for (int64_t s = 0; s < tokens; ++s)
-      std::cout << " " << exe.get(out, {s}).ptr<int64_t>()[b];
+    if (tokenizer) {
+      std::cout << " " << tokenizer->decode(ids);
+    } else {
+      for (int64_t id : ids) std::cout << " " << id;
+    }
     std::cout << "\n";
   }
   std::cout << "compile " << std::chrono::duration<double>(t1 - t0).count() << " s, "

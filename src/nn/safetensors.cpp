@@ -1,14 +1,15 @@
-// safetensors encoding and decoding with a small JSON reader for the header.
+// safetensors encoding and decoding; the header is read with nn/json.
 #include "nn/safetensors.h"
 
 #include <unistd.h>
 
-#include <cctype>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
+#include "nn/json.h"
 #include "util/error.h"
 
 namespace tempo::nn {
@@ -31,12 +32,22 @@ const char* st_dtype(DType d) {
   return "?";
 }
 
-bool parse_dtype(const std::string& s, DType* out) {
-  static const std::pair<const char*, DType> table[] = {{"F32", DType::Float32},
-                                                        {"F64", DType::Float64},
-                                                        {"I64", DType::Int64},
-                                                        {"I32", DType::Int32},
-                                                        {"BOOL", DType::Bool}};
+// A file's dtype: the host dtype it decodes to, and its element size in the file.
+struct FileDType {
+  DType dtype;
+  size_t size;
+  enum Half { None, BF16, F16 } half = None;
+};
+
+bool parse_dtype(const std::string& s, FileDType* out) {
+  static const std::pair<const char*, FileDType> table[] = {
+      {"F32", {DType::Float32, 4}},
+      {"F64", {DType::Float64, 8}},
+      {"I64", {DType::Int64, 8}},
+      {"I32", {DType::Int32, 4}},
+      {"BOOL", {DType::Bool, 1}},
+      {"BF16", {DType::Float32, 2, FileDType::BF16}},
+      {"F16", {DType::Float32, 2, FileDType::F16}}};
   for (const auto& [name, d] : table)
     if (s == name) {
       *out = d;
@@ -45,194 +56,34 @@ bool parse_dtype(const std::string& s, DType* out) {
   return false;
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+// bfloat16 is the top half of a float32.
+float bf16_to_float(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
-// A JSON value (only what safetensors headers contain).
-struct Json {
-  enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
-  double number = 0;
-  bool is_int = false;
-  int64_t integer = 0;
-  std::string str;
-  std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
-  const Json* get(const std::string& k) const {
-    for (const auto& [key, v] : members)
-      if (key == k) return &v;
-    return nullptr;
+// IEEE half precision: 1 sign, 5 exponent (bias 15), 10 mantissa bits.
+float f16_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
+  uint32_t bits;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000 | (mant << 13);  // inf, nan
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else {  // subnormal: mant * 2^-24, exact in float32
+    float f = std::ldexp(static_cast<float>(mant), -24);
+    std::memcpy(&bits, &f, 4);
+    bits |= sign;
   }
-};
-
-class JsonReader {
- public:
-  JsonReader(const std::string& s, const std::string& what) : s_(s), what_(what) {}
-
-  Json parse_document() {
-    Json v = value(0);
-    ws();
-    if (p_ != s_.size()) fail("trailing characters after the JSON header");
-    return v;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& msg) const {
-    throw UserError(
-        cat("cannot load ", what_, ": malformed safetensors header (", msg, " at byte ", p_, ")"));
-  }
-  void ws() {
-    while (p_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[p_]))) ++p_;
-  }
-  char peek() {
-    ws();
-    if (p_ >= s_.size()) fail("unexpected end");
-    return s_[p_];
-  }
-  void expect(char c) {
-    if (peek() != c) fail(cat("expected '", c, "'"));
-    ++p_;
-  }
-  Json value(int depth) {
-    if (depth > 64) fail("nesting too deep");
-    char c = peek();
-    Json v;
-    if (c == '{') {
-      v.kind = Json::Object;
-      ++p_;
-      if (peek() == '}') {
-        ++p_;
-        return v;
-      }
-      for (;;) {
-        if (peek() != '"') fail("expected a key");
-        std::string k = string();
-        expect(':');
-        v.members.emplace_back(std::move(k), value(depth + 1));
-        char d = peek();
-        ++p_;
-        if (d == '}') break;
-        if (d != ',') fail("expected ',' or '}'");
-      }
-    } else if (c == '[') {
-      v.kind = Json::Array;
-      ++p_;
-      if (peek() == ']') {
-        ++p_;
-        return v;
-      }
-      for (;;) {
-        v.items.push_back(value(depth + 1));
-        char d = peek();
-        ++p_;
-        if (d == ']') break;
-        if (d != ',') fail("expected ',' or ']'");
-      }
-    } else if (c == '"') {
-      v.kind = Json::String;
-      v.str = string();
-    } else if (c == '-' || std::isdigit(static_cast<unsigned char>(c))) {
-      v.kind = Json::Number;
-      size_t start = p_;
-      if (s_[p_] == '-') ++p_;
-      while (p_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[p_])) || s_[p_] == '.' ||
-                                s_[p_] == 'e' || s_[p_] == 'E' || s_[p_] == '+' || s_[p_] == '-'))
-        ++p_;
-      std::string num = s_.substr(start, p_ - start);
-      try {
-        size_t used = 0;
-        v.number = std::stod(num, &used);
-        if (used != num.size()) fail("bad number");
-        v.is_int = num.find_first_of(".eE") == std::string::npos;
-        if (v.is_int) v.integer = std::stoll(num);
-      } catch (const std::logic_error&) {
-        fail(cat("bad number '", num, "'"));
-      }
-    } else if (s_.compare(p_, 4, "true") == 0 || s_.compare(p_, 5, "false") == 0) {
-      v.kind = Json::Bool;
-      p_ += s_[p_] == 't' ? 4 : 5;
-    } else if (s_.compare(p_, 4, "null") == 0) {
-      p_ += 4;
-    } else {
-      fail(cat("unexpected character '", c, "'"));
-    }
-    return v;
-  }
-  std::string string() {
-    expect('"');
-    std::string out;
-    for (;;) {
-      if (p_ >= s_.size()) fail("unterminated string");
-      char c = s_[p_++];
-      if (c == '"') break;
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (p_ >= s_.size()) fail("unterminated escape");
-      char e = s_[p_++];
-      switch (e) {
-        case '"':
-        case '\\':
-        case '/':
-          out += e;
-          break;
-        case 'n':
-          out += '\n';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'u': {
-          if (p_ + 4 > s_.size()) fail("bad \\u escape");
-          unsigned code = static_cast<unsigned>(std::stoul(s_.substr(p_, 4), nullptr, 16));
-          p_ += 4;
-          // Names are ASCII in practice; encode the code point as UTF-8.
-          if (code < 0x80) {
-            out += static_cast<char>(code);
-          } else if (code < 0x800) {
-            out += static_cast<char>(0xC0 | (code >> 6));
-            out += static_cast<char>(0x80 | (code & 0x3F));
-          } else {
-            out += static_cast<char>(0xE0 | (code >> 12));
-            out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (code & 0x3F));
-          }
-          break;
-        }
-        default:
-          fail("bad escape");
-      }
-    }
-    return out;
-  }
-
-  const std::string& s_;
-  std::string what_;
-  size_t p_ = 0;
-};
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
 
 }  // namespace
 
@@ -243,7 +94,7 @@ std::string safetensors_encode(const NamedTensors& tensors) {
     const auto& [name, t] = tensors[k];
     uint64_t n = t.data.size();
     if (k) header += ',';
-    header += json_string(name);
+    header += json_quote(name);
     header += cat(":{\"dtype\":\"", st_dtype(t.dtype), "\",\"shape\":[");
     for (size_t d = 0; d < t.shape.size(); ++d) header += cat(d ? "," : "", t.shape[d]);
     header += cat("],\"data_offsets\":[", offset, ",", offset + n, "]}");
@@ -274,7 +125,7 @@ std::map<std::string, HostTensor> safetensors_decode(const std::string& bytes,
     len |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[b])) << (8 * b);
   if (len > bytes.size() - 8)
     fail(cat("header length ", len, " exceeds the file size ", bytes.size()));
-  Json root = JsonReader(bytes.substr(8, len), what).parse_document();
+  Json root = parse_json(bytes.substr(8, len), cat("safetensors header in ", what));
   if (root.kind != Json::Object) fail("the header is not a JSON object");
   const size_t data_start = 8 + len;
   const uint64_t data_size = bytes.size() - data_start;
@@ -290,7 +141,9 @@ std::map<std::string, HostTensor> safetensors_decode(const std::string& bytes,
     if (!shape || shape->kind != Json::Array) bad("missing shape");
     if (!offs || offs->kind != Json::Array || offs->items.size() != 2) bad("missing data_offsets");
     HostTensor t;
-    if (!parse_dtype(dt->str, &t.dtype)) bad(cat("unsupported dtype ", dt->str));
+    FileDType fd;
+    if (!parse_dtype(dt->str, &fd)) bad(cat("unsupported dtype ", dt->str));
+    t.dtype = fd.dtype;
     uint64_t numel = 1;
     for (const Json& d : shape->items) {
       if (d.kind != Json::Number || !d.is_int || d.integer < 0) bad("bad shape entry");
@@ -302,10 +155,20 @@ std::map<std::string, HostTensor> safetensors_decode(const std::string& bytes,
     uint64_t begin = offs->items[0].integer, end = offs->items[1].integer;
     if (begin > end || end > data_size)
       bad(cat("data_offsets [", begin, ", ", end, "] outside the data (", data_size, " bytes)"));
-    if (end - begin != numel * ir::dtype_size(t.dtype))
-      bad(cat("data_offsets cover ", end - begin, " bytes but the shape needs ",
-              numel * ir::dtype_size(t.dtype)));
-    t.data.assign(bytes.begin() + data_start + begin, bytes.begin() + data_start + end);
+    if (end - begin != numel * fd.size)
+      bad(cat("data_offsets cover ", end - begin, " bytes but the shape needs ", numel * fd.size));
+    const char* src = bytes.data() + data_start + begin;
+    if (fd.half == FileDType::None) {
+      t.data.assign(src, src + (end - begin));
+    } else {
+      t.data.resize(numel * 4);
+      float* dst = t.ptr<float>();
+      for (uint64_t k = 0; k < numel; ++k) {
+        uint16_t h = static_cast<uint16_t>(static_cast<uint8_t>(src[2 * k]) |
+                                           static_cast<uint8_t>(src[2 * k + 1]) << 8);
+        dst[k] = fd.half == FileDType::BF16 ? bf16_to_float(h) : f16_to_float(h);
+      }
+    }
     if (!out.emplace(name, std::move(t)).second) bad("duplicate name");
   }
   return out;
@@ -338,11 +201,16 @@ void save(const std::string& path, const NamedTensors& tensors) {
 }
 
 std::map<std::string, HostTensor> load(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) throw UserError(cat("cannot load '", path, "': no such file or not readable"));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return safetensors_decode(ss.str(), cat("'", path, "'"));
+  // Read in one piece: checkpoint files are large, a stream copy would double them.
+  const std::streamoff size = f.tellg();
+  if (size < 0) throw UserError(cat("cannot load '", path, "': not a readable file"));
+  std::string bytes(static_cast<size_t>(size), '\0');
+  f.seekg(0);
+  f.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) throw UserError(cat("cannot load '", path, "': read failed"));
+  return safetensors_decode(bytes, cat("'", path, "'"));
 }
 
 }  // namespace tempo::nn

@@ -1,6 +1,7 @@
 // The safetensors file layout: an 8-byte little-endian header length, a JSON header
 // {name: {"dtype", "shape", "data_offsets"}} (space-padded to 8 bytes), then the raw
-// little-endian data. Supported dtypes: F32, F64, I64, I32, BOOL.
+// little-endian data. Supported dtypes: F32, F64, I64, I32, BOOL, and for reading BF16 and F16,
+// which are converted to Float32 on load (host tensors have no half-precision dtype).
 #pragma once
 
 #include <map>

@@ -93,6 +93,7 @@ expect_error "longer than --tokens" generate --prompt-tokens 1,2,3 --tokens 2
 expect_error "window is longer" generate --attention window:40 --tokens 8
 expect_error "temperature must be" generate --temperature -1
 expect_error "expects a number" generate --temperature hot
+source "$(dirname "$0")/generate_checkpoint.sh"
 
 for args in "--help" "expr --help" "generate --help"; do
   # shellcheck disable=SC2086
