@@ -50,6 +50,11 @@ const char* kUsage =
     "                Z steps; reductions over them accumulate per tile (repeatable)\n"
     "  --tile-above N  tile every dimension whose windows can exceed N MiB\n"
     "  --static-tiles  pad the first and last tile to the tile size (one shape per tile)\n"
+    "  --memory-budget SIZE  keep tracked device memory under SIZE (e.g. 512MiB, 2GiB): tiles\n"
+    "                and swaps rollouts to host memory as needed, or fails naming what does\n"
+    "                not fit\n"
+    "  --memory-timeline FILE  write device and host bytes per executed statement (CSV) and\n"
+    "                a plot of them (FILE with .svg)\n"
     "  --gae-lambda  advantage lambda (default 0.95; 1: full bootstrapped returns)\n"
     "  --ent-coef    entropy bonus (default 0.01)   --vf-coef  value loss weight (default 0.5)\n"
     "  --default-init  PyTorch's default init instead of orthogonal weights\n"
@@ -175,6 +180,9 @@ const std::vector<Option>& all_options() {
       {"--tile", true, [](A& a, S f, S v) { a.cfg.passes.tiles.push_back(parse_tile(f, v)); }},
       {"--tile-above", true,
        [](A& a, S f, S v) { a.cfg.passes.tile_above_bytes = parse_int(f, v) << 20; }},
+      {"--memory-budget", true,
+       [](A& a, S f, S v) { a.cfg.memory_budget = tempo::parse_bytes(v, f); }},
+      {"--memory-timeline", true, [](A& a, S, S v) { a.cfg.memory_timeline = v; }},
       {"--seed", true, [](A& a, S f, S v) { a.cfg.seed = static_cast<uint64_t>(parse_int(f, v)); }},
       {"--iterations", true, [](A& a, S f, S v) { a.cfg.iterations = parse_int(f, v); }},
       {"--num-envs", true, [](A& a, S f, S v) { a.cfg.num_envs = parse_int(f, v); }},
@@ -239,8 +247,12 @@ int run_train_command(int argc, char** argv) {
   std::cout << "compile time: " << fmt(res.compile_seconds)
             << " s, run time: " << fmt(res.run_seconds) << " s, episodes: " << res.episodes
             << ", peak tensor memory: "
-            << fmt(static_cast<double>(res.peak_tracked_bytes) / (1 << 20), 1)
-            << " MiB, launches per iteration: "
+            << fmt(static_cast<double>(res.peak_tracked_bytes) / (1 << 20), 1) << " MiB"
+            << (res.peak_host_bytes > 0
+                    ? " (+ " + fmt(static_cast<double>(res.peak_host_bytes) / (1 << 20), 1) +
+                          " MiB swapped to host)"
+                    : std::string())
+            << ", launches per iteration: "
             << res.launches / std::max<int64_t>(1, cfg.iterations) << "\n";
   std::cout << res.profile;
   if (!out.empty()) {

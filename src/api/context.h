@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -12,6 +13,20 @@
 #include "ir/sdg.h"
 
 namespace tempo {
+
+// An op output that swapping could keep in host memory under a memory budget: its readers run
+// after a loop that produced it, so its points wait in memory across that loop.
+struct SwapCandidate {
+  std::string rt;     // the RT it holds: name and the line that created it
+  int64_t bytes = 0;  // device bytes its store holds at the estimated peak
+  ir::OpId op = -1;   // in the optimized SDG
+  int output = 0;
+};
+// Chooses candidates to swap so that at least `excess` bytes leave the device at the peak;
+// returns their indices. The placement policy of the compiler's memory planning: a learned
+// policy replaces the default (largest first) through this one interface.
+using SwapPolicy =
+    std::function<std::vector<size_t>(const std::vector<SwapCandidate>& candidates, int64_t excess)>;
 
 // Compile options: one typed struct, passed by value (ARCHITECTURE.md).
 struct CompileOptions {
@@ -35,11 +50,25 @@ struct CompileOptions {
   // A generated loop may write its output into the buffer of an input that is dead after it
   // (TEMPO §5.2's buffer donation); TEMPO_NO_DONATION=1 turns it off.
   bool donation = true;
+  // A device-memory budget in bytes (0: none). Compile measures the tracked peak of the schedule
+  // (running it on a backend that only counts bytes); over the budget, windows above a quarter
+  // of it are tiled (unless passes.tile_above_bytes is set) and outputs read late are swapped to
+  // host memory (TEMPO §5.2) as `swap_policy` picks, until it fits; otherwise compile fails
+  // naming the largest stores at the peak.
+  int64_t memory_budget = 0;
+  SwapPolicy swap_policy;  // empty: the largest first
+  // Writes the stores' live device and host bytes after every statement of each run to this
+  // CSV file, and a plot of them next to it (.svg).
+  std::string memory_timeline;
   uint64_t seed = 0;     // random number generation
   bool verbose = false;  // print compile phases and timings to stderr
   // Time every launch (Executable::profile_report): where the run's time goes, per op.
   bool profile = false;
 };
+
+// A memory size as users write it: "512MiB", "1.5GiB", "800MB", "64k" or a number of bytes.
+// UserError naming `what` (e.g. the option) where it does not parse or is not positive.
+int64_t parse_bytes(const std::string& text, const std::string& what);
 
 // A bound value per bound symbol, e.g. {{T, 200}, {I, 10}}.
 using Bounds = std::vector<std::pair<Expr, int64_t>>;
@@ -47,6 +76,7 @@ using Bounds = std::vector<std::pair<Expr, int64_t>>;
 struct MemoryStats {
   int64_t live_bytes = 0;
   int64_t peak_bytes = 0;
+  int64_t host_peak_bytes = 0;  // swapped-out values (CompileOptions::memory_budget)
 };
 
 // A compiled program (made by Context::compile, implemented by the compiler driver).

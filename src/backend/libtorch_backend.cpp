@@ -212,6 +212,17 @@ class LibTorchBackend final : public runtime::Backend {
     return wrap(std::move(fresh));
   }
 
+  runtime::ValuePtr evict(const runtime::Value& v) override {
+    const torch::Tensor& t = static_cast<const TorchValue&>(v).tensor;
+    if (t.is_cpu()) return wrap(t.clone());
+    torch::Tensor host = torch::empty(t.sizes(), t.options().device(torch::kCPU).pinned_memory(true));
+    host.copy_(t);
+    return wrap(std::move(host));
+  }
+  runtime::ValuePtr load(const runtime::Value& v) override {
+    return wrap(static_cast<const TorchValue&>(v).tensor.to(state_.device, false, /*copy=*/true));
+  }
+
   runtime::ValuePtr from_host(const ir::HostTensor& t) override {
     return wrap(host_to_torch(t, state_.device));
   }

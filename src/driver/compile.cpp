@@ -8,6 +8,7 @@
 
 #include "backend/libtorch_backend.h"
 #include "driver/executable_impl.h"
+#include "driver/memory_plan.h"
 #include "passes/pipeline.h"
 #include "util/error.h"
 
@@ -109,6 +110,12 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   for (const auto& [b, v] : bounds) program.bound_values.emplace_back(b.name(), v);
   passes::Options po = options.passes;
   po.verbose |= options.verbose;
+  if (options.memory_budget < 0)
+    throw UserError(cat("compile at ", where(loc), ": memory_budget must be positive (bytes), got ",
+                        options.memory_budget));
+  // Tiling for memory: under a budget, a window that could take a quarter of it is tiled.
+  if (options.memory_budget > 0 && po.tile_above_bytes == 0)
+    po.tile_above_bytes = std::max<int64_t>(1, options.memory_budget / 4);
   // TEMPO_NO_PASS=vectorize,lifting (or =all) turns passes off without recompiling the program,
   // e.g. to run a test suite with the pipeline on and off.
   if (const char* off = std::getenv("TEMPO_NO_PASS")) {
@@ -136,7 +143,19 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   so.deallocate = options.deallocate;
   so.fuse = options.fuse;
   for (const auto& [b, v] : bounds) so.known_bounds.emplace_back(b.name(), v);
-  impl->schedule = schedule::compute_schedule(impl->graph, so);
+  if (options.memory_budget > 0) {
+    std::vector<std::string> plan;
+    try {
+      impl->schedule = driver::schedule_within_budget(impl->graph, so, impl->dims, bounds, options,
+                                                      plan);
+    } catch (const UserError& e) {
+      throw UserError(cat(e.what(), " (compile at ", where(loc), ")"));
+    }
+    if (options.verbose)
+      for (const std::string& line : plan) std::cerr << "[tempo] " << line << "\n";
+  } else {
+    impl->schedule = schedule::compute_schedule(impl->graph, so);
+  }
   log("schedule", t0);
   if (options.verbose)
     std::cerr << "[tempo] isl statements: " << impl->schedule.num_statements
@@ -153,6 +172,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   impl->executor = std::make_unique<runtime::Executor>(impl->graph, impl->schedule,
                                                        *impl->backend, impl->dims, blocks);
   impl->executor->set_profiling(options.profile);
+  impl->executor->record_memory(!options.memory_timeline.empty());
   log("executor", t0);
   if (options.verbose && !impl->executor->prepare_report().empty())
     std::cerr << "[tempo] " << impl->executor->prepare_report() << "\n";
@@ -170,7 +190,16 @@ Executable::~Executable() = default;
 void Executable::run() {
   const auto t0 = Clock::now();
   impl_->executor->run(impl_->bounds);
-  if (impl_->options.verbose) {
+  const CompileOptions& options = impl_->options;
+  if (!options.memory_timeline.empty())
+    driver::write_memory_timeline(options.memory_timeline, impl_->graph,
+                                  impl_->executor->memory_events());
+  if (options.memory_budget > 0 && impl_->executor->memory().peak_bytes > options.memory_budget)
+    std::cerr << "[tempo] warning: the run's tracked device peak "
+              << driver::bytes_str(impl_->executor->memory().peak_bytes)
+              << " exceeded the memory budget " << driver::bytes_str(options.memory_budget)
+              << " (the compile-time estimate differs from the run)\n";
+  if (options.verbose) {
     const runtime::Executor& ex = *impl_->executor;
     std::cerr << "[tempo] run: " << ms_since(t0) << " ms, " << ex.ops_executed()
               << " launches, peak " << ex.memory().peak_bytes << " bytes, "
@@ -212,7 +241,7 @@ HostTensor Executable::get(const RT& rt, const std::vector<int64_t>& point) cons
 
 MemoryStats Executable::memory() const {
   const runtime::MemoryAccount& m = impl_->executor->memory();
-  return MemoryStats{m.live_bytes, m.peak_bytes};
+  return MemoryStats{m.live_bytes, m.peak_bytes, impl_->executor->host_memory().peak_bytes};
 }
 
 std::string Executable::schedule_str() const {

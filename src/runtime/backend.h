@@ -63,6 +63,10 @@ class Backend {
   virtual ValuePtr write_row(const Value& block, int64_t index, const Value& row) = 0;
   virtual ValuePtr block_rows(const Value& block, int64_t start, int64_t stop, int64_t step) = 0;
   virtual ValuePtr rolled_block(const Value& block, int64_t start, int64_t stop) = 0;
+  // Swapping (TEMPO §5.2): a copy of `v` in host memory, and a copy of such a host value back on
+  // this backend's device (on the CPU both are real copies into separate buffers).
+  virtual ValuePtr evict(const Value& v) = 0;
+  virtual ValuePtr load(const Value& v) = 0;
   virtual ValuePtr from_host(const ir::HostTensor& t) = 0;
   virtual ir::HostTensor to_host(const ValuePtr& v) = 0;
   // Seeds the backend's random number generator (RandUniform, RandNormal).

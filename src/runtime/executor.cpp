@@ -38,7 +38,10 @@ struct Executor::Launcher {
   std::vector<PointStore*> outputs;
 };
 
-struct Executor::DeallocOp {
+// Frees (Dealloc), evicts or loads (swapping) the points of one op output.
+struct Executor::MemoryOp {
+  schedule::StmtKind kind = schedule::StmtKind::Dealloc;
+  ir::OpId op = -1;
   PointStore* store = nullptr;
   bool sliced = false;                   // a batched deallocation (slice entries)
   std::vector<sym::CompiledExpr> exprs;  // !sliced: one per coordinate
@@ -52,7 +55,7 @@ struct Executor::Node {
   uint32_t body_begin = 0, body_end = 0, else_begin = 0, else_end = 0;
   int32_t slot = -1;  // For: the iterator's slot
   sym::CompiledExpr init, cond, step;
-  uint32_t index = 0;  // Exec: launcher; Dealloc: dealloc op
+  uint32_t index = 0;  // Exec: launcher; Dealloc, Evict, Load: memory op
 };
 
 namespace {
@@ -225,11 +228,15 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
       else if (blocked[s] == 0 && moves(graph, e))
         blocked[s] = 1;
     }
+    for (const auto& [op, out] : schedule.swapped) blocked[store_index_[op] + out] = -1;
     for (size_t s = 0; s < stores_.size(); ++s) {
       if (blocked[s] == 1) stores_[s]->use_blocks(&backend);
       if (blocked[s] == 0 && windows[s] > 0) stores_[s]->use_blocks(&backend, windows[s]);
     }
   }
+
+  // Swapped outputs keep their evicted points in host memory (point stores only).
+  for (const auto& [op, out] : schedule.swapped) stores_[store_index_[op] + out]->use_host(&host_memory_);
 
   // Compile the AST.
   prepare_report_ = backend.prepare(graph, layout_);
@@ -329,14 +336,19 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
         launchers_.push_back(std::move(l));
         break;
       }
-      case schedule::StmtKind::Dealloc: {
+      case schedule::StmtKind::Dealloc:
+      case schedule::StmtKind::Evict:
+      case schedule::StmtKind::Load: {
         TEMPO_ASSERT(s->op >= 0 && static_cast<size_t>(s->op) < graph.num_ops());
         const ir::OpNode& op = graph.op(s->op);
         TEMPO_ASSERT(s->output >= 0 && static_cast<size_t>(s->output) < op.outputs.size(),
-                     "Dealloc of output ", s->output, " of ", op.describe());
-        TEMPO_ASSERT(s->point.size() == op.domain.size(), "Dealloc of ", op.describe(), " has ",
-                     s->point.size(), " point coordinates for a domain of ", op.domain.size());
-        auto d = std::make_unique<DeallocOp>();
+                     "memory statement for output ", s->output, " of ", op.describe());
+        TEMPO_ASSERT(s->point.size() == op.domain.size(), "memory statement of ", op.describe(),
+                     " has ", s->point.size(), " point coordinates for a domain of ",
+                     op.domain.size());
+        auto d = std::make_unique<MemoryOp>();
+        d->kind = s->kind;
+        d->op = op.id;
         d->store = stores_[store_index_[op.id] + s->output].get();
         d->point = sym::CompiledSeq(sym::seq(s->point), layout_);
         for (const Expr& x : s->point) d->sliced |= x.is_slice();
@@ -344,8 +356,8 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
           for (const Expr& x : s->point) d->exprs.emplace_back(x, layout_);
         d->ranges.resize(s->point.size());
         d->coords.resize(s->point.size());
-        n.index = static_cast<uint32_t>(deallocs_.size());
-        deallocs_.push_back(std::move(d));
+        n.index = static_cast<uint32_t>(memory_ops_.size());
+        memory_ops_.push_back(std::move(d));
         break;
       }
     }
@@ -390,6 +402,10 @@ void Executor::run(const std::vector<std::pair<Expr, int64_t>>& bounds) {
     stores_[i]->reset(bvals.data());
   }
   memory_.reset_peak();
+  host_memory_.reset_peak();
+  memory_events_.clear();
+  snapshot_.clear();
+  snapshot_bytes_ = -1;
   ops_executed_ = 0;
   has_run_ = true;
   const auto t0 = std::chrono::steady_clock::now();
@@ -398,6 +414,29 @@ void Executor::run(const std::vector<std::pair<Expr, int64_t>>& bounds) {
     profiled_run_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::steady_clock::now() - t0)
                             .count();
+}
+
+void Executor::record_memory(bool on) {
+  record_memory_ = on;
+  observing_ = record_memory_ || snapshot_peak_;
+}
+
+void Executor::snapshot_peak(bool on) {
+  snapshot_peak_ = on;
+  observing_ = record_memory_ || snapshot_peak_;
+}
+
+void Executor::observe(schedule::StmtKind kind, ir::OpId op) {
+  if (record_memory_)
+    memory_events_.push_back({memory_.live_bytes, host_memory_.live_bytes, op, kind});
+  if (snapshot_peak_ && memory_.live_bytes > snapshot_bytes_) {
+    snapshot_bytes_ = memory_.live_bytes;
+    snapshot_.clear();
+    for (const ir::OpNode& node : graph_.ops())
+      for (size_t k = 0; k < node.outputs.size(); ++k)
+        if (int64_t b = stores_[store_index_[node.id] + k]->bytes(); b > 0)
+          snapshot_.push_back({node.id, static_cast<int>(k), b});
+  }
 }
 
 void Executor::set_profiling(bool on) {
@@ -427,9 +466,13 @@ void Executor::exec(uint32_t i) {
       return;
     case schedule::StmtKind::Exec:
       launch(*launchers_[n.index]);
+      if (observing_) observe(n.kind, launchers_[n.index]->op);
       return;
     case schedule::StmtKind::Dealloc:
-      dealloc(*deallocs_[n.index]);
+    case schedule::StmtKind::Evict:
+    case schedule::StmtKind::Load:
+      free_or_move(*memory_ops_[n.index]);
+      if (observing_) observe(n.kind, memory_ops_[n.index]->op);
       return;
   }
 }
@@ -531,17 +574,25 @@ void Executor::launch_impl(Launcher& l) {
   }
 }
 
-void Executor::dealloc(DeallocOp& d) {
+void Executor::free_or_move(MemoryOp& d) {
   if (!d.sliced) {
     for (size_t k = 0; k < d.exprs.size(); ++k) d.coords[k] = d.exprs[k].eval(env_.data());
-    d.store->erase_if_present(d.coords.data());
+    if (d.kind == schedule::StmtKind::Dealloc)
+      d.store->erase_if_present(d.coords.data());
+    else
+      d.store->move(d.coords.data(), d.kind == schedule::StmtKind::Evict, backend_);
     return;
   }
   d.point.eval(env_.data(), d.ranges.data());
   PointStore* store = d.store;
+  const bool free = d.kind == schedule::StmtKind::Dealloc;
+  const bool to_host = d.kind == schedule::StmtKind::Evict;
   for_each_point(d.ranges, d.coords, 0, [&](const int64_t* p) {
     // Points outside the domain or never produced (the op's condition) have nothing to free.
-    store->erase_if_present(p);
+    if (free)
+      store->erase_if_present(p);
+    else
+      store->move(p, to_host, backend_);
   });
 }
 

@@ -41,7 +41,27 @@ class Executor {
   // A point outside the domain or not stored is a UserError.
   ValuePtr read(ir::OpId op, int output, const std::vector<int64_t>& point) const;
   const PointStore* store(ir::OpId op, int output) const;
-  const MemoryAccount& memory() const { return memory_; }
+  const MemoryAccount& memory() const { return memory_; }  // device memory held by stores
+  const MemoryAccount& host_memory() const { return host_memory_; }  // swapped-out values
+
+  // Records the stores' device and host bytes after every statement of the following runs (a
+  // memory timeline), from the next run on; off by default.
+  struct MemoryEvent {
+    int64_t device = 0, host = 0;
+    ir::OpId op = -1;
+    schedule::StmtKind kind = schedule::StmtKind::Exec;
+  };
+  void record_memory(bool on);
+  const std::vector<MemoryEvent>& memory_events() const { return memory_events_; }
+  // In the next runs, the bytes each store holds (those holding any, as (op, output, bytes)) when
+  // the device memory is highest between statements.
+  struct StoreBytes {
+    ir::OpId op = -1;
+    int output = 0;
+    int64_t bytes = 0;
+  };
+  void snapshot_peak(bool on);
+  const std::vector<StoreBytes>& snapshot() const { return snapshot_; }
   int64_t ops_executed() const { return ops_executed_; }
 
   // Per-op timings of the runs since profiling was switched on (TEMPO §6's launch cost): where
@@ -58,21 +78,22 @@ class Executor {
 
   struct Launcher;
   struct Node;
-  struct DeallocOp;
+  struct MemoryOp;
 
  private:
   void exec(uint32_t node);
   void launch(Launcher& l);
   template <bool kProfile>
   void launch_impl(Launcher& l);
-  void dealloc(DeallocOp& d);
+  void free_or_move(MemoryOp& d);
+  void observe(schedule::StmtKind kind, ir::OpId op);
 
   const ir::Graph& graph_;
   Backend& backend_;
   sym::SymbolLayout layout_;
   std::vector<Expr> required_bounds_;
   std::vector<int64_t> env_;
-  MemoryAccount memory_;
+  MemoryAccount memory_, host_memory_;
   // stores_[store_index_[op] + output]
   std::vector<std::unique_ptr<PointStore>> stores_;
   std::vector<size_t> store_index_;
@@ -81,7 +102,13 @@ class Executor {
   std::vector<uint32_t> children_;
   std::vector<std::unique_ptr<Kernel>> kernels_;  // per op (null for Merge and unscheduled ops)
   std::vector<std::unique_ptr<Launcher>> launchers_;
-  std::vector<std::unique_ptr<DeallocOp>> deallocs_;
+  std::vector<std::unique_ptr<MemoryOp>> memory_ops_;  // Dealloc, Evict, Load
+  bool observing_ = false;  // recording memory events or waiting for a snapshot
+  bool record_memory_ = false;
+  std::vector<MemoryEvent> memory_events_;
+  bool snapshot_peak_ = false;
+  int64_t snapshot_bytes_ = -1;  // the device bytes when snapshot_ was taken
+  std::vector<StoreBytes> snapshot_;
   int64_t ops_executed_ = 0;
   std::vector<OpTiming> op_timings_;  // empty: not profiling
   int64_t profiled_run_ns_ = 0;

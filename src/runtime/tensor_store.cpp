@@ -22,11 +22,15 @@ PointStore::~PointStore() {
 
 void PointStore::clear() {
   for (auto& v : flat_)
-    if (v) memory_->release(*v);
-  for (auto& [k, v] : map_) memory_->release(*v);
+    if (v) release(*v);
+  for (auto& [k, v] : map_) release(*v);
   flat_.clear();
   map_.clear();
   blocks_.clear();
+  for (auto& [k, v] : host_copies_) host_memory_->release(*v);
+  host_copies_.clear();
+  on_host_.clear();
+  host_bytes_ = 0;
   size_ = 0;
   bytes_ = 0;
 }
@@ -108,6 +112,49 @@ bool PointStore::contains(const int64_t* point) const {
   return find(key(point)) != nullptr;
 }
 
+void PointStore::move(const int64_t* point, bool to_host, Backend& backend) {
+  int64_t k = 0;
+  for (size_t i = 0; i < rank_; ++i) {
+    if (point[i] < 0 || point[i] >= bounds_[i]) return;  // a read clipped at the domain's edge
+    k += point[i] * strides_[i];
+  }
+  ValuePtr* slot = const_cast<ValuePtr*>(find(k));
+  // Nothing there (the op's condition), or already where it should be (read by an earlier load).
+  if (!slot || !*slot || on_host_.count(k) == static_cast<size_t>(to_host)) return;
+  TEMPO_ASSERT(host_memory_ != nullptr && !blocks_backend_, who_, ": swapped without a host store");
+  const int64_t n = (*slot)->nbytes();
+  if (to_host) {
+    auto copy = host_copies_.find(k);
+    if (copy != host_copies_.end()) {  // loaded before: its host copy is still there
+      memory_->release(**slot);
+      *slot = std::move(copy->second);
+      host_copies_.erase(copy);
+    } else {
+      ValuePtr moved = backend.evict(**slot);
+      memory_->release(**slot);
+      host_memory_->acquire(*moved);
+      *slot = std::move(moved);
+    }
+    on_host_.insert(k);
+    host_bytes_ += n;
+  } else {  // the host copy stays until the point is freed: evicting it again costs no copy
+    ValuePtr loaded = backend.load(**slot);
+    memory_->acquire(*loaded);
+    host_copies_[k] = std::move(*slot);
+    *slot = std::move(loaded);
+    on_host_.erase(k);
+    host_bytes_ -= n;
+  }
+}
+
+void PointStore::forget_host(int64_t k, const ValuePtr& v) {
+  if (on_host_.erase(k)) host_bytes_ -= v->nbytes();
+  if (auto copy = host_copies_.find(k); copy != host_copies_.end()) {
+    host_memory_->release(*copy->second);
+    host_copies_.erase(copy);
+  }
+}
+
 bool PointStore::erase_key(int64_t k) {
   ValuePtr removed;
   if (flat_mode_) {
@@ -121,7 +168,8 @@ bool PointStore::erase_key(int64_t k) {
     map_.erase(it);
   }
   bytes_ -= removed->nbytes();
-  memory_->release(*removed);
+  release(*removed);
+  if (host_memory_) forget_host(k, removed);
   --size_;
   if (blocks_backend_) {
     auto it = blocks_.find(k / last_bound_);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/backend.h"
@@ -26,6 +27,7 @@ struct MemoryAccount {
       if (live_bytes > peak_bytes) peak_bytes = live_bytes;
     }
   }
+  void forget_host(int64_t k, const ValuePtr& v);  // a swapped point replaced or erased
   void release(const Value& v) {
     auto it = held_.find(v.storage());
     if (it == held_.end()) return;
@@ -79,6 +81,12 @@ class PointStore {
     window_ = window;
   }
   bool blocked() const { return blocks_backend_ != nullptr; }
+  // Swapping (TEMPO §5.2): values moved to host memory are counted in `host` instead.
+  void use_host(MemoryAccount* host) { host_memory_ = host; }
+  // Moves the value at `point` to host memory (evict) or back (load) through `backend`; a point
+  // with no value (not produced: the op's condition) or already there is skipped. A loaded
+  // value keeps its host copy, so evicting it again drops the device copy without copying.
+  void move(const int64_t* point, bool to_host, Backend& backend);
   // The points of `point` with the last coordinate in start:stop:step, as one view of their block;
   // null where some are missing or not in the block (the caller then stacks the points).
   ValuePtr rows(const int64_t* point, int64_t start, int64_t stop, int64_t step) const;
@@ -89,7 +97,8 @@ class PointStore {
     ValuePtr& slot = slot_for_write(k);
     if (slot) {
       bytes_ -= slot->nbytes();
-      memory_->release(*slot);
+      release(*slot);
+      if (host_memory_) forget_host(k, slot);
     } else {
       ++size_;
     }
@@ -122,6 +131,7 @@ class PointStore {
   // Bytes of the values this store held at its fullest during the current run (values shared
   // with other stores counted here too).
   int64_t peak_bytes() const { return peak_bytes_; }
+  int64_t bytes() const { return bytes_ - host_bytes_; }  // held on the device now
   const std::string& who() const { return who_; }
 
  private:
@@ -147,6 +157,11 @@ class PointStore {
     return map_[k];
   }
   bool erase_key(int64_t k);
+  void forget_host(int64_t k, const ValuePtr& v);  // a swapped point replaced or erased
+  void release(const Value& v) {
+    memory_->release(v);
+    if (host_memory_) host_memory_->release(v);
+  }
   ValuePtr into_block(int64_t k, ValuePtr v);
   std::string point_str(const int64_t* point) const;
   [[noreturn]] void missing(const int64_t* point) const;
@@ -155,6 +170,10 @@ class PointStore {
   std::string who_;
   size_t rank_;
   MemoryAccount* memory_;
+  MemoryAccount* host_memory_ = nullptr;
+  std::unordered_set<int64_t> on_host_;  // keys of the values moved to host memory
+  int64_t host_bytes_ = 0;                // their bytes
+  std::unordered_map<int64_t, ValuePtr> host_copies_;  // host copies of loaded values
   std::vector<int64_t> bounds_, strides_;
   size_t total_ = 1;
   bool flat_mode_ = true;

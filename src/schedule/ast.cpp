@@ -49,7 +49,13 @@ void print(const ir::Graph& g, const StmtPtr& s, int depth, std::ostringstream& 
       os << pad << "exec " << label(g, s->op) << " " << point_str(s->point) << "\n";
       break;
     case StmtKind::Dealloc:
-      os << pad << "dealloc " << label(g, s->op);
+    case StmtKind::Evict:
+    case StmtKind::Load:
+      os << pad
+         << (s->kind == StmtKind::Dealloc ? "dealloc "
+             : s->kind == StmtKind::Evict ? "evict "
+                                          : "load ")
+         << label(g, s->op);
       if (s->output != 0) os << " out " << s->output;
       os << " " << point_str(s->point) << "\n";
       break;

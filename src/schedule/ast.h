@@ -10,7 +10,8 @@
 
 namespace tempo::schedule {
 
-enum class StmtKind { Seq, For, If, Exec, Dealloc };
+// Evict / Load move one point of a swapped op output to host memory and back (TEMPO §5.2).
+enum class StmtKind { Seq, For, If, Exec, Dealloc, Evict, Load };
 
 struct Stmt;
 using StmtPtr = std::shared_ptr<const Stmt>;
@@ -22,7 +23,7 @@ struct Stmt {
   // For: `for (iterator = init; cond; iterator += step)`; cond is boolean in the iterator.
   Expr iterator, init, cond, step;
   // If: `cond` above.
-  // Exec / Dealloc: op (and output, for Dealloc) at `point`, one expression per domain dimension
+  // Exec / Dealloc / Evict / Load: op (and output, but for Exec) at `point`, one expression per domain dimension
   // of the op, written in loop iterators and bounds.
   ir::OpId op = -1;
   int output = 0;
@@ -36,6 +37,7 @@ struct Schedule {
   Dims iterators;
   int num_statements = 0;  // isl statements scheduled (ops or fused groups, and deallocations)
   bool fused = false;      // static islands were scheduled as one statement each
+  std::vector<std::pair<ir::OpId, int>> swapped;  // op outputs evicted and loaded (ScheduleOptions)
   std::string str(const ir::Graph& g) const;  // C-like pretty print, e.g. `for (c1 = 0; ...)`
 };
 

@@ -163,6 +163,14 @@ class Scheduler {
     std::vector<OpId> members;  // in execution order
     isl::set domain;
     std::vector<std::pair<OpId, int>> local_frees;
+    std::vector<std::pair<OpId, int>> evicts;  // swapped outputs evicted after the members
+    struct Load {
+      OpId op;
+      int output;
+      Expr phi;       // the points a member reads, over its domain
+      OpId reader;
+    };
+    std::vector<Load> loads;  // swapped points loaded before the members run
   };
 
  public:
@@ -193,6 +201,8 @@ class Scheduler {
     Schedule out = generate(sched);
     out.num_statements = num_statements_;
     out.fused = opt_.fuse;
+    if (opt_.deallocate)
+      for (const Swap& sw : opt_.swaps) out.swapped.emplace_back(sw.op, sw.output);
     return out;
   }
 
@@ -603,10 +613,13 @@ class Scheduler {
   // through the reversed dependence; outputs of a group whose readers are the same share one.
   void build_deallocations() {
     std::set<std::pair<OpId, int>> retained(opt_.retained.begin(), opt_.retained.end());
+    std::map<std::pair<OpId, int>, const Swap*> swapped;
+    for (const Swap& sw : opt_.swaps) swapped[{sw.op, sw.output}] = &sw;
     struct Bundle {
       std::vector<std::pair<OpId, int>> outputs;
       isl::union_map readers;  // group of the reader -> "R" point of the producer's group
       std::vector<isl::map> pieces;
+      isl::set carried;  // "R" points read at a later point of the outermost dimension
     };
     for (int k = 0; k < static_cast<int>(groups_.size()); ++k) {
       Group& grp = groups_[k];
@@ -618,41 +631,106 @@ class Scheduler {
           if (retained.count({id, out})) continue;
           std::vector<isl::map> pieces;
           bool local = opt_.fuse;
+          isl::set carried = with_name(isl::set::empty(grp.domain.space()), "R");
           for (ir::EdgeId eid : g_.out_edges(id)) {
             const Edge& e = g_.edge(eid);
             if (e.source_output != out) continue;
             local = local && group_of_[e.sink] == k && is_identity(e);
             pieces.push_back(with_range_name(to_groups(deps_[eid], e.sink, id), "R"));
+            const Dims& reader = g_.op(e.sink).domain;
+            if (!op.domain.empty() && !reader.empty() && reader[0].var.same(op.domain[0].var))
+              carried = carried.unite(isl::manage(isl_map_order_gt(pieces.back().copy(), isl_dim_in,
+                                                                   0, isl_dim_out, 0))
+                                          .range());
           }
-          if (local) {
+          const bool swap = swapped.count({id, out}) > 0;
+          if (local && !swap) {
             grp.local_frees.emplace_back(id, out);
             continue;
           }
           isl::union_map readers = isl::manage(isl_union_map_empty_ctx(ctx_.get()));
           for (const auto& p : pieces) readers = readers.unite(to_union(p));
           Bundle* same = nullptr;
-          if (opt_.fuse)
+          if (opt_.fuse && !swap)
             for (Bundle& b : bundles)
               if (b.readers.is_equal(readers)) same = &b;
           if (same) {
             same->outputs.emplace_back(id, out);
           } else {
-            bundles.push_back(Bundle{{{id, out}}, readers, pieces});
+            bundles.push_back(Bundle{{{id, out}}, readers, pieces, carried});
           }
         }
       }
       for (size_t b = 0; b < bundles.size(); ++b) {
-        const auto& [first_op, first_out] = bundles[b].outputs[0];
-        std::string name = opt_.fuse ? cat("E", k, "_", b) : dealloc_name(first_op, first_out);
-        dealloc_stmts_[name] = bundles[b].outputs;
-        add_domain(with_name(grp.domain, name));
-        ++num_statements_;
-        // After the producer...
-        add_dealloc_dep(with_range_name(grp.domain.identity(), name));
-        // ...and after every reader of that point.
-        for (const isl::map& m : bundles[b].pieces) add_dealloc_dep(with_range_name(m, name));
-        if (bound_memory_) bound_lifetime(grp, name, bundles[b].outputs, bundles[b].pieces);
+        const Bundle& bundle = bundles[b];
+        const auto& [first_op, first_out] = bundle.outputs[0];
+        const std::string base = opt_.fuse ? cat("E", k, "_", b) : dealloc_name(first_op, first_out);
+        // The points read again in a later step of the outermost dimension (a rollout's last
+        // observation, read by the next iteration) are freed by a statement of their own: one
+        // affine schedule for all points would delay every point's free by that distance.
+        std::vector<std::pair<std::string, isl::set>> parts;
+        isl::set all = with_name(grp.domain, "R");
+        if (bundle.carried.is_empty() || bundle.carried.is_equal(all)) {
+          parts.emplace_back(base, all);
+        } else {
+          parts.emplace_back(base, all.subtract(bundle.carried));
+          parts.emplace_back(base + "c", bundle.carried);
+        }
+        std::vector<std::string> names;
+        for (const auto& [name, points] : parts) {
+          names.push_back(name);
+          dealloc_stmts_[name] = bundle.outputs;
+          isl::set dom = with_name(points, name);
+          add_domain(dom);
+          ++num_statements_;
+          // After the producer...
+          add_dealloc_dep(with_range_name(grp.domain.identity(), name).intersect_range(dom));
+          // ...and after every reader of that point.
+          for (const isl::map& m : bundle.pieces)
+            add_dealloc_dep(with_range_name(m, name).intersect_range(dom));
+          if (bound_memory_) bound_lifetime(grp, name, bundle.outputs, bundle.pieces);
+        }
+        if (auto sw = swapped.find(bundle.outputs[0]); sw != swapped.end())
+          build_swap(grp, *sw->second);
       }
+    }
+  }
+
+  // Swapping (TEMPO §5.2, Fig. 15b). Each late reader's group statement loads the points it reads
+  // just before its ops run (so the device holds one reader's points at a time, e.g. one tile of
+  // a rollout). Where every other reader runs at the same point inside the producer's group (an
+  // acting step), the producer's group statement evicts each point as its last step; otherwise an
+  // Evict statement of its own is ordered after the producer and those readers. The
+  // deallocations already follow every reader, loads included.
+  void build_swap(Group& grp, const Swap& sw) {
+    bool in_group = opt_.fuse;
+    std::vector<isl::map> early;
+    for (ir::EdgeId eid : g_.out_edges(sw.op)) {
+      const Edge& e = g_.edge(eid);
+      if (e.source_output != sw.output) continue;
+      if (std::find(sw.late.begin(), sw.late.end(), eid) != sw.late.end()) {
+        groups_[group_of_[e.sink]].loads.push_back({sw.op, sw.output, e.phi, e.sink});
+        continue;
+      }
+      in_group = in_group && &groups_[group_of_[e.sink]] == &grp && is_identity(e);
+      early.push_back(to_groups(deps_[eid], e.sink, sw.op));  // reader point -> produced point
+    }
+    if (in_group) {
+      grp.evicts.emplace_back(sw.op, sw.output);
+      return;
+    }
+    const std::string evict = cat("V", sw.op, "_", sw.output);
+    swap_stmts_[evict] = {sw.op, sw.output};
+    add_domain(with_name(grp.domain, evict));
+    ++num_statements_;
+    add_dealloc_dep(with_range_name(grp.domain.identity(), evict));
+    for (const isl::map& m : early) add_dealloc_dep(with_range_name(m, evict));
+    // A late reader's load comes after the eviction of what it reads.
+    for (ir::EdgeId eid : sw.late) {
+      const Edge& e = g_.edge(eid);
+      isl::map m = with_range_name(to_groups(deps_[eid], e.sink, sw.op), evict).reverse();
+      isl::union_map u = to_union(m);
+      validity_ = validity_.is_null() ? u : validity_.unite(u);
     }
   }
 
@@ -699,7 +777,8 @@ class Scheduler {
   void add_dealloc_dep(const isl::map& before_after) {
     isl::union_map u = to_union(before_after);
     validity_ = validity_.is_null() ? u : validity_.unite(u);
-    if (opt_.proximity) proximity_ = proximity_.is_null() ? u : proximity_.unite(u);
+    if (opt_.proximity || opt_.memory_proximity)
+      proximity_ = proximity_.is_null() ? u : proximity_.unite(u);
   }
 
   // ---- step 5: isl's scheduler -------------------------------------------------------------
@@ -895,8 +974,31 @@ class Scheduler {
     };
     if (auto it = exec_stmts_.find(name); it != exec_stmts_.end()) {
       const Group& grp = groups_[it->second];
+      for (const Group::Load& l : grp.loads) {
+        // The read points in the statement's iterators: phi over the reader's domain variables.
+        std::vector<std::pair<Expr, Expr>> at;
+        const Dims& dims = g_.op(l.reader).domain;
+        for (size_t k = 0; k < dims.size(); ++k) at.emplace_back(dims[k].var, point[k]);
+        auto s = std::make_shared<Stmt>();
+        s->kind = StmtKind::Load;
+        s->op = l.op;
+        s->output = l.output;
+        for (const Expr& x : phi_entries(l.phi)) s->point.push_back(sym::substitute(x, at));
+        body.push_back(s);
+      }
+      const size_t num_loads = body.size();
       for (OpId id : grp.members) add(StmtKind::Exec, id, 0);
       for (const auto& [id, out] : grp.local_frees) add(StmtKind::Dealloc, id, out);
+      for (const auto& [id, out] : grp.evicts) add(StmtKind::Evict, id, out);
+      // What was loaded goes back (its host copy is kept: no copy), so that the device holds one
+      // reader's points at a time (TEMPO's second eviction).
+      for (size_t k = 0; k < num_loads; ++k) {
+        auto s = std::make_shared<Stmt>(*body[k]);
+        s->kind = StmtKind::Evict;
+        body.push_back(s);
+      }
+    } else if (auto sw = swap_stmts_.find(name); sw != swap_stmts_.end()) {
+      add(StmtKind::Evict, sw->second.op, sw->second.output);
     } else {
       auto d = dealloc_stmts_.find(name);
       TEMPO_ASSERT(d != dealloc_stmts_.end(), "unknown statement ", name);
@@ -916,6 +1018,11 @@ class Scheduler {
   std::map<OpId, size_t> position_;        // op -> position among its group's members
   std::map<std::string, int> exec_stmts_;  // statement name -> group
   std::map<std::string, std::vector<std::pair<OpId, int>>> dealloc_stmts_;
+  struct SwapStmt {
+    OpId op;
+    int output;
+  };
+  std::map<std::string, SwapStmt> swap_stmts_;
   int num_statements_ = 0;
   CycleSearch search_;
   bool bound_memory_;

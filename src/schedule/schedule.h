@@ -10,6 +10,15 @@
 
 namespace tempo::schedule {
 
+// A swapped op output (TEMPO §5.2, Fig. 15b): each point is evicted to host memory after its
+// producer and the readers not listed here, and loaded back before the `late` readers (edges out
+// of the op) that read it; it is freed on the device after them as before.
+struct Swap {
+  ir::OpId op = -1;
+  int output = 0;
+  std::vector<ir::EdgeId> late;
+};
+
 struct ScheduleOptions {
   // Op outputs that must outlive the run (read back by the user): no deallocation is scheduled.
   std::vector<std::pair<ir::OpId, int>> retained;
@@ -23,12 +32,16 @@ struct ScheduleOptions {
   // splits deallocations of loop-carried state into separate loops (memory grows with I).
   bool whole_component = false;
   bool proximity = true;   // add proximity constraints (TEMPO §5.1)
+  // Proximity for deallocations and swaps only (implied by `proximity`): frees each point soon
+  // after its last reader, at a fraction of full proximity's scheduling time.
+  bool memory_proximity = false;
   bool deallocate = true;  // schedule deallocations (TEMPO §5.2)
   // Schedule static islands as one statement each (TEMPO §4.4): ops joined by identity reads
   // over the same domain and condition run back to back at each point, in data order, and their
   // temporaries read only there are freed right after. isl's work grows fast with the number of
   // statements; this keeps it small. false: one statement per op (and per freed output).
   bool fuse = true;
+  std::vector<Swap> swaps;  // needs `deallocate`
   long max_isl_operations = 20'000'000;  // bound on isl work; exceeding it is a clear error
 };
 
@@ -37,7 +50,9 @@ struct ScheduleOptions {
 // through the reversed dependence), computes the schedule, and generates the AST. With `fuse`,
 // statements are groups of ops (expanded into a Seq of Exec, then Dealloc, in the AST) and
 // outputs of a group with the same readers share a deallocation statement; where the fused
-// program has no schedule, the unfused one is scheduled instead.
+// program has no schedule, the unfused one is scheduled instead. Each swap adds an Evict and a
+// Load statement over the producer's domain, ordered Producer -> Evict -> Load -> late readers,
+// the other readers before Evict, and the deallocation after Load.
 // Errors: an edge reading outside its source's domain (UserError naming the sink RT, its line and
 // the offending points), an unsatisfiable dependence cycle (UserError naming the ops involved).
 Schedule compute_schedule(const ir::Graph& g, const ScheduleOptions& options);

@@ -93,7 +93,12 @@ struct Fixture : ::testing::Test {
   Dim t{"t", "T"};
   Dim c0{"c0", "C0"};
   std::unique_ptr<Backend> backend = backend::make_libtorch_backend("cpu");
-  schedule::Schedule sched(StmtPtr root) { return schedule::Schedule{root, {c0}}; }
+  schedule::Schedule sched(StmtPtr root) {
+    schedule::Schedule s;
+    s.root = root;
+    s.iterators = {c0};
+    return s;
+  }
 };
 
 TEST_F(Fixture, AffineMapOverTime) {
@@ -192,10 +197,10 @@ TEST_F(Fixture, TwoSlicesStackInnermostFirst) {
   // The point in the middle selects one row: x[1, 0:T].
   ir::OpId row = add_op(g, OpKind::Identity, {}, {f32({t.bound})}, {}, "row");
   g.add_edge(row, x, 0, sym::seq({Expr(1), sym::slice(0, t.bound)}));
-  auto s = schedule::Schedule{
-      seq({loop(c0.var, i.bound, {loop(c1.var, t.bound, {exec(x, {c0.var, c1.var})})}),
-           exec(all, {}), exec(row, {})}),
-      {c0, c1}};
+  schedule::Schedule s;
+  s.root = seq({loop(c0.var, i.bound, {loop(c1.var, t.bound, {exec(x, {c0.var, c1.var})})}),
+                exec(all, {}), exec(row, {})});
+  s.iterators = {c0, c1};
   Executor ex(g, s, *backend, {i, t});
   ex.run({{i.bound, 3}, {t.bound, 4}});
   HostTensor h = backend->to_host(ex.read(all, 0, {}));

@@ -230,6 +230,15 @@ class Simulator {
       case StmtKind::If:
         for (const auto& b : eval(s->cond, env_) ? s->body : s->else_body) walk(b);
         break;
+      case StmtKind::Evict:
+      case StmtKind::Load: {
+        Point p;
+        for (const Expr& x : s->point) p.push_back(eval(x, env_));
+        if (!live_.count(std::make_tuple(s->op, s->output, p)))
+          err(std::string(s->kind == StmtKind::Evict ? "evict " : "load ") + g_.op(s->op).name +
+              pstr(p) + " of a point not live");
+        break;
+      }
       case StmtKind::Exec:
       case StmtKind::Dealloc: {
         Point p;

@@ -68,6 +68,8 @@ struct TrainConfig {
   PassOptions passes;    // CompileOptions::passes
   bool codegen = true;   // CompileOptions::codegen
   bool profile = false;  // CompileOptions::profile: TrainResult::profile
+  int64_t memory_budget = 0;    // CompileOptions::memory_budget (bytes; 0: none)
+  std::string memory_timeline;  // CompileOptions::memory_timeline (CSV path; empty: none)
 };
 
 // Throws UserError on an unknown algorithm or environment or an invalid number.
@@ -83,7 +85,8 @@ struct TrainResult {
   // Wall seconds between the last env steps of consecutive iterations (a full iteration of
   // acting and learning in steady state); iterations - 1 entries.
   std::vector<double> iteration_seconds;
-  int64_t peak_tracked_bytes = 0;  // the runtime's peak tensor-store memory
+  int64_t peak_tracked_bytes = 0;  // the runtime's peak tensor-store (device) memory
+  int64_t peak_host_bytes = 0;     // swapped-out values in host memory at their fullest
   double final_mean_return = 0.0;  // mean over the last iterations' returns
   double compile_seconds = 0.0;
   int64_t launches = 0;  // ops (kernels and user functions) the run executed

@@ -335,6 +335,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   co.passes = cfg.passes;
   co.codegen = cfg.codegen;
   co.profile = cfg.profile;
+  co.memory_budget = cfg.memory_budget;
+  co.memory_timeline = cfg.memory_timeline;
   Clock::time_point c0 = Clock::now();
   Bounds bounds{{i.bound, I}, {t.bound, T}};
   if (u) bounds.emplace_back(u->bound, U);
@@ -347,6 +349,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   res.curve = stats->curve;
   res.iteration_seconds = stats->iteration_seconds;
   res.peak_tracked_bytes = exe.memory().peak_bytes;
+  res.peak_host_bytes = exe.memory().host_peak_bytes;
   res.launches = exe.ops_executed();
   res.episodes = stats->episodes;
   res.profile = exe.profile_report();

@@ -1,0 +1,184 @@
+// Memory at scale (TEMPO §5.2): compiling under a device-memory budget (estimation, tiling,
+// swapping to host memory), the same values with and without it, the errors of a budget that
+// cannot be met, and the memory timeline.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "e2e/e2e_util.h"
+#include "expect_error.h"
+
+namespace tempo {
+namespace {
+
+using testing::expect_close;
+using testing::expect_user_error;
+using testing::source;
+using testing::to_torch;
+
+constexpr int64_t kRow = 4096;  // floats per step: 16 KiB
+
+bool passes_on() { return std::getenv("TEMPO_NO_PASS") == nullptr; }
+
+// A rollout read by a learner after the acting loop: o[i, t] from a source, its running mean as
+// the acting state, and a learner that reads the rollout only once the acting loop is done:
+// either whole, o[i, 0:T] (its mean and sum, which the tiling pass runs in tiles under a budget),
+// or point by point in a recurrence backwards in time, tanh(g) / 2 + o[t] * last (nothing
+// batches it). The rollout waits in memory across the acting loop: what swapping moves to host.
+struct Rollout {
+  Context ctx;
+  Dim i = ctx.dim("i", "I");
+  Dim t = ctx.dim("t", "T");
+  RT o, state, learned;
+  explicit Rollout(bool whole = true) {
+    o = source(ctx, {i, t}, {kRow});
+    state = ctx.placeholder({DType::Float32, {kRow}}, {i, t}, "state");
+    state[{i.var, 0}] = o[{i.var, 0}];
+    state[{i.var, t.var + 1}] = state[{i.var, t.var}] * 0.5 + o;
+    RT last = state[{i.var, t.bound - 1}];
+    if (whole) {
+      RT rollout = o[{i.var, slice(0, t.bound)}];  // (T, kRow)
+      learned = (rollout.mean(0) * last + rollout.sum(0)).named("learned").retain();
+    } else {
+      // g[s] holds the step T - 1 - s (the recurrence runs backwards in time).
+      RT g = ctx.placeholder({DType::Float32, {kRow}}, {i, t}, "g");
+      g[{i.var, 0}] = o[{i.var, t.bound - 1}] * last;
+      // (the right side is built at every t; its read is clamped where no branch takes it)
+      RT earlier = o[{i.var, max(0, t.bound - 2 - t.var)}];
+      g[{i.var, t.var + 1}] = g[{i.var, t.var}].tanh() * 0.5 + earlier * last;
+      learned = g[{i.var, t.bound - 1}].named("learned").retain();
+    }
+  }
+  Executable compile(int64_t budget, int64_t steps = 32, const std::string& timeline = "") {
+    CompileOptions co;
+    co.memory_budget = budget;
+    co.memory_timeline = timeline;
+    return ctx.compile({{i.bound, 3}, {t.bound, steps}}, co);
+  }
+};
+
+void expect_swapping_keeps_values(bool whole) {
+  Rollout a(whole), b(whole);
+  Executable unbounded = a.compile(0);
+  unbounded.run();
+  const int64_t rollout_bytes = 32 * kRow * 4;
+  EXPECT_GE(unbounded.memory().peak_bytes, rollout_bytes);
+  EXPECT_EQ(unbounded.memory().host_peak_bytes, 0);
+
+  const int64_t budget = rollout_bytes / 2;
+  Executable swapped = b.compile(budget);
+  const std::string schedule = swapped.schedule_str();
+  EXPECT_NE(schedule.find("evict"), std::string::npos) << schedule;
+  EXPECT_NE(schedule.find("load"), std::string::npos) << schedule;
+  swapped.run();
+  EXPECT_LE(swapped.memory().peak_bytes, budget);
+  EXPECT_GT(swapped.memory().host_peak_bytes, rollout_bytes / 2);
+  for (int64_t k = 0; k < 3; ++k)
+    expect_close(to_torch(swapped.get(b.learned, {k})), to_torch(unbounded.get(a.learned, {k})),
+                 "learned[" + std::to_string(k) + "]", 1e-5);
+}
+
+// Each point loaded back just before the step of the learner that reads it.
+TEST(MemoryBudget, SwappingKeepsValuesAndStaysUnderTheBudget) {
+  expect_swapping_keeps_values(false);
+}
+
+// The whole rollout read at once: tiled (a quarter of the budget per window), each tile loaded
+// back just before the tile that reads it.
+TEST(MemoryBudget, TilingAndSwappingKeepValuesAndStayUnderTheBudget) {
+  if (!passes_on()) GTEST_SKIP() << "needs the tiling pass";
+  expect_swapping_keeps_values(true);
+}
+
+TEST(MemoryBudget, UnderTheBudgetNothingChanges) {
+  Rollout a;
+  Executable exe = a.compile(int64_t{1} << 30);
+  EXPECT_EQ(exe.schedule_str().find("evict"), std::string::npos);
+  exe.run();
+  EXPECT_EQ(exe.memory().host_peak_bytes, 0);
+}
+
+TEST(MemoryBudget, ABudgetNoScheduleMeetsNamesTheLargestStores) {
+  // The acting state alone (one row per step, read at the next step) needs more than 1 KiB.
+  Rollout a;
+  expect_user_error([&] { a.compile(1024); },
+                    {"memory budget 0.0 MiB", "needs about", "largest stores at the peak",
+                     "memory_test.cpp"});
+}
+
+TEST(MemoryBudget, TheSwapPolicyDecides) {
+  Rollout a(false);
+  CompileOptions co;
+  co.memory_budget = 32 * kRow * 4 / 2;
+  std::vector<std::string> seen;
+  co.swap_policy = [&](const std::vector<SwapCandidate>& candidates, int64_t excess) {
+    EXPECT_GT(excess, 0);
+    for (const SwapCandidate& c : candidates) seen.push_back(c.rt);
+    return std::vector<size_t>{};  // swap nothing
+  };
+  expect_user_error([&] { a.ctx.compile({{a.i.bound, 3}, {a.t.bound, 32}}, co); },
+                    {"the swap policy chose nothing"});
+  ASSERT_FALSE(seen.empty());
+  EXPECT_NE(seen[0].find("memory_test.cpp"), std::string::npos) << seen[0];
+  co.swap_policy = [](const std::vector<SwapCandidate>& c, int64_t) {
+    return std::vector<size_t>{c.size()};
+  };
+  expect_user_error([&] { a.ctx.compile({{a.i.bound, 3}, {a.t.bound, 32}}, co); },
+                    {"swap policy: index"});
+}
+
+TEST(MemoryBudget, ParsesSizes) {
+  EXPECT_EQ(parse_bytes("512MiB", "--memory-budget"), int64_t{512} << 20);
+  EXPECT_EQ(parse_bytes("1.5 GiB", "x"), int64_t{3} << 29);
+  EXPECT_EQ(parse_bytes("800MB", "x"), 800'000'000);
+  EXPECT_EQ(parse_bytes("4096", "x"), 4096);
+  EXPECT_EQ(parse_bytes("64k", "x"), 65536);
+  for (const char* bad : {"", "lots", "12 parsecs", "-5MiB", "0", "1e30GiB"})
+    expect_user_error([&] { parse_bytes(bad, "--memory-budget"); },
+                      {"--memory-budget", "expected a size"});
+  Rollout a;
+  CompileOptions co;
+  co.memory_budget = -1;
+  expect_user_error([&] { a.ctx.compile({{a.i.bound, 3}, {a.t.bound, 8}}, co); },
+                    {"memory_budget must be positive"});
+}
+
+TEST(MemoryTimeline, WritesTheCurveOfEveryStatement) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "tempo_memory_timeline_test";
+  fs::create_directories(dir);
+  const std::string csv = (dir / "timeline.csv").string();
+  Rollout a(false);
+  Executable exe = a.compile(32 * kRow * 4 / 2, 16, csv);
+  exe.run();
+  std::ifstream in(csv);
+  std::string header, line;
+  std::getline(in, header);
+  EXPECT_EQ(header, "step,statement,op,device_bytes,host_bytes");
+  int64_t rows = 0, max_device = 0, max_host = 0;
+  bool evicts = false;
+  while (std::getline(in, line)) {
+    ++rows;
+    std::stringstream fields(line);
+    std::string step, stmt, op, device, host;
+    std::getline(fields, step, ',');
+    std::getline(fields, stmt, ',');
+    std::getline(fields, op, ',');
+    std::getline(fields, device, ',');
+    std::getline(fields, host, ',');
+    evicts |= stmt == "evict";
+    max_device = std::max<int64_t>(max_device, std::stoll(device));
+    max_host = std::max<int64_t>(max_host, std::stoll(host));
+  }
+  EXPECT_GT(rows, 3 * 16);
+  EXPECT_TRUE(evicts);
+  EXPECT_EQ(max_device, exe.memory().peak_bytes);
+  EXPECT_EQ(max_host, exe.memory().host_peak_bytes);
+  EXPECT_TRUE(fs::exists(dir / "timeline.svg"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tempo
