@@ -3,7 +3,7 @@
 // initialization, losses, hyperparameters and seeds), side by side, over the configurations of
 // TEMPO §7.3, plus Monte-Carlo against n-step REINFORCE at a large observation (§7.4).
 //
-//   bench_rl_vs_eager [--quick] [--only sweep|nstep|profile] [--out FILE.md] [--plot FILE.svg]
+//   bench_rl_vs_eager [--quick] [--only sweep|nstep|budget|profile] [--out FILE.md] [--plot FILE.svg]
 //                     [--algos reinforce,ppo] [--iterations N] [--warmup W] [--threads K]
 //
 // Every run is a fresh process (this executable with --child), so that its peak RSS is its own;
@@ -88,6 +88,7 @@ struct Case {
   // Tempo's REINFORCE recomputing the forward pass over the rollout as the eager baseline does,
   // instead of learning from the acting pass per timestep (TrainConfig::per_step, its default).
   bool recompute = false;
+  int64_t budget = 0;  // Tempo's CompileOptions::memory_budget (bytes; 0: none)
 
   std::string env_label() const { return obs.empty() ? env : env + " " + obs; }
 };
@@ -110,6 +111,7 @@ TrainConfig config_of(const Case& c, int64_t iterations) {
   if (c.recompute) cfg.per_step = false;
   cfg.iterations = iterations;
   cfg.seed = 1;
+  cfg.memory_budget = c.budget;
   return cfg;
 }
 
@@ -122,6 +124,7 @@ struct RunStats {
   double mem_bytes = -1;  // Tempo: tracked tensor-store peak; eager: sampled heap peak
   int64_t peak_rss_kb = -1, start_rss_kb = -1;
   double final_return = std::nan("");
+  double host_bytes = 0;  // Tempo: swapped-out values in host memory at their peak
 };
 
 // In the child: runs one system on one configuration and prints a RESULT line.
@@ -136,7 +139,7 @@ int child_main(const std::string& system, const Case& c, int64_t iterations, int
   }
   const int64_t before = proc_status_kb("VmRSS:");
   std::vector<double> secs;
-  double compile = std::nan(""), mem = -1, fin = std::nan("");
+  double compile = std::nan(""), mem = -1, fin = std::nan(""), host = 0;
   const Clock::time_point t0 = Clock::now();
   if (system == "tempo") {
     tempo::rl::TrainResult r = tempo::rl::train(cfg, nullptr);
@@ -146,6 +149,7 @@ int child_main(const std::string& system, const Case& c, int64_t iterations, int
       if (static_cast<int64_t>(k) + 1 >= warmup) secs.push_back(r.iteration_seconds[k]);
     compile = r.compile_seconds;
     mem = static_cast<double>(r.peak_tracked_bytes);
+    host = static_cast<double>(r.peak_host_bytes);
     fin = r.final_mean_return;
   } else {
     bench::EagerResult r = bench::run_eager(cfg);
@@ -162,7 +166,7 @@ int child_main(const std::string& system, const Case& c, int64_t iterations, int
   }
   std::cout << std::setprecision(9) << "RESULT " << median(secs) << " " << secs.size() << " "
             << compile << " " << mem << " " << proc_status_kb("VmHWM:") << " " << before << " "
-            << fin << "\n";
+            << fin << " " << host << "\n";
   return 0;
 }
 
@@ -176,6 +180,7 @@ std::string child_command(const std::string& system, const Case& c, int64_t iter
   if (!c.obs.empty()) cmd << " --obs " << c.obs;
   if (c.proximity) cmd << " --proximity";
   if (c.recompute) cmd << " --recompute";
+  if (c.budget > 0) cmd << " --memory-budget " << c.budget;
   if (profile) cmd << " --profile";
   cmd << (profile ? "" : " 2>&1");
   return cmd.str();
@@ -206,8 +211,8 @@ RunStats run_child(const std::string& cmd) {
     return s;
   }
   std::istringstream in(text.substr(at + 7));
-  std::string med, n, comp, mem, hwm, before, fin;
-  in >> med >> n >> comp >> mem >> hwm >> before >> fin;
+  std::string med, n, comp, mem, hwm, before, fin, host;
+  in >> med >> n >> comp >> mem >> hwm >> before >> fin >> host;
   s.ok = true;
   s.sec_per_iter = parse_double(med);
   s.measured = std::stoll(n);
@@ -216,6 +221,7 @@ RunStats run_child(const std::string& cmd) {
   s.peak_rss_kb = std::stoll(hwm);
   s.start_rss_kb = std::stoll(before);
   s.final_return = parse_double(fin);
+  s.host_bytes = parse_double(host);
   return s;
 }
 
@@ -384,7 +390,7 @@ std::string svg_plot(const std::vector<Row>& rows, const std::string& title) {
 
 struct Options {
   bool quick = false;
-  std::string only;  // "", "sweep", "nstep" or "profile"
+  std::string only;  // "", "sweep", "nstep", "budget" or "profile"
   std::string out, plot;
   std::vector<std::string> algos;
   int64_t iterations = 0, warmup = 2;
@@ -445,19 +451,23 @@ int main_impl(int argc, char** argv) {
       o.c.proximity = true;
     else if (a == "--recompute")
       o.c.recompute = true;
+    else if (a == "--memory-budget")
+      o.c.budget = tempo::parse_bytes(next(), "--memory-budget");
     else {
-      std::cerr << "usage: bench_rl_vs_eager [--quick] [--only sweep|nstep|profile] [--out "
+      std::cerr << "usage: bench_rl_vs_eager [--quick] [--only sweep|nstep|budget|profile] [--out "
                    "FILE.md] [--plot FILE.svg] [--algos reinforce,ppo] [--iterations N] "
                    "[--warmup W] [--threads K]\n"
                    "  profile: --only profile [--algo A --envs N --steps T --hidden H --layers L"
-                   " --env E --obs CxHxW --n-step n --epochs E --proximity]\n";
+                   " --env E --obs CxHxW --n-step n --epochs E --proximity --memory-budget B]\n";
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
   if (o.algos.empty()) o.algos = {"reinforce", "ppo"};
-  if (o.iterations <= 0) o.iterations = 7;
-  if (o.iterations - o.warmup < 5)
-    throw std::runtime_error("need at least 5 measured iterations (iterations - warmup >= 5)");
+  const bool budget_only = o.only == "budget" && o.child.empty();
+  if (o.iterations <= 0) o.iterations = budget_only ? 4 : 7;
+  if (budget_only && o.warmup == 2) o.warmup = 1;  // runs of up to a minute per iteration
+  if (o.child.empty() && o.iterations - o.warmup < (budget_only ? 3 : 5))
+    throw std::runtime_error("need at least 5 measured iterations (3 with --only budget)");
   tempo::backend::set_num_threads(o.threads);  // LibTorch's and the BLAS's, in both systems
   if (!o.child.empty()) return child_main(o.child, o.c, o.iterations, o.warmup, o.profile);
 
@@ -546,6 +556,49 @@ int main_impl(int argc, char** argv) {
       std::sort(lines.begin(), lines.end());  // same order for both n, whoever ran first
       for (const std::string& l : lines) emit(l);
     }
+  }
+
+  if (o.only == "budget") {
+    // TEMPO Fig. 21: growing observations under a 1 GiB device-memory budget. The eager baseline
+    // keeps its rollout and autograd graph in memory; Tempo tiles and swaps to fit.
+    const int64_t budget = int64_t{1} << 30;
+    emit("\n### Growing observations under a 1 GiB device-memory budget (synthetic env, 16 envs, "
+         "T = 128, 2 x 64 hidden)\n\n"
+         "| algo | obs | rollout MiB | Tempo s/iter | Tempo tracked peak MiB | swapped to host "
+         "MiB | Tempo compile s | eager s/iter | eager heap peak MiB | Tempo/eager time |\n"
+         "|---|---|---|---|---|---|---|---|---|---|\n");
+    std::vector<std::string> sizes = {"3x16x16", "3x32x32", "3x64x64", "3x128x128", "3x256x256"};
+    if (o.quick) sizes = {"3x16x16", "3x64x64"};
+    for (const std::string& a : o.algos)
+      for (const std::string& obs : sizes) {
+        Case c;
+        c.algo = a;
+        c.env = "synthetic";
+        c.obs = obs;
+        double elems = 1;
+        for (const std::string& d : split(obs, 'x')) elems *= std::stod(d);
+        const double rollout = 16.0 * 129.0 * elems * 4.0;
+        Case tc = c;
+        tc.budget = budget;
+        RunStats t = run_child(child_command("tempo", tc, o.iterations, o.warmup, o.threads, false));
+        RunStats e = run_child(child_command("eager", c, o.iterations, o.warmup, o.threads, false));
+        std::ostringstream l;
+        l << "| " << a << " | " << obs << " | " << mib(rollout) << " | ";
+        if (t.ok)
+          l << fmt(t.sec_per_iter, 3) << " | " << mib(t.mem_bytes) << " | " << mib(t.host_bytes)
+            << " | " << fmt(t.compile_seconds, 1) << " | ";
+        else
+          l << "failed | | | | ";
+        if (e.ok)
+          l << fmt(e.sec_per_iter, 3) << " | " << mib(e.mem_bytes)
+            << (e.mem_bytes > static_cast<double>(budget) ? " (exceeds budget)" : "") << " | ";
+        else
+          l << "failed | | ";
+        l << (t.ok && e.ok ? fmt(ratio(t.sec_per_iter, e.sec_per_iter), 2) : "") << " |\n";
+        emit(l.str());
+        for (const RunStats* s : {&t, &e})
+          if (!s->ok) emit("\nfailed run: " + s->error + "\n\n");
+      }
   }
 
   {

@@ -105,34 +105,37 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
     std::cerr << "[tempo] SDG: " << graph_.num_ops() << " ops, " << graph_.num_edges()
               << " edges\n";
 
-  t0 = Clock::now();
-  passes::Program program(graph_, retained_);
-  for (const auto& [b, v] : bounds) program.bound_values.emplace_back(b.name(), v);
-  passes::Options po = options.passes;
-  po.verbose |= options.verbose;
   if (options.memory_budget < 0)
     throw UserError(cat("compile at ", where(loc), ": memory_budget must be positive (bytes), got ",
                         options.memory_budget));
-  // Tiling for memory: under a budget, a window that could take a quarter of it is tiled.
-  if (options.memory_budget > 0 && po.tile_above_bytes == 0)
-    po.tile_above_bytes = std::max<int64_t>(1, options.memory_budget / 4);
-  // TEMPO_NO_PASS=vectorize,lifting (or =all) turns passes off without recompiling the program,
-  // e.g. to run a test suite with the pipeline on and off.
-  if (const char* off = std::getenv("TEMPO_NO_PASS")) {
-    std::stringstream names(off);
-    for (std::string name; std::getline(names, name, ',');)
-      if (!name.empty()) po.set(name, false);
-  }
-  passes::run_pipeline(program, po);
-  // TEMPO_DUMP_SDG=FILE writes the optimized SDG's text form (what is scheduled) for inspection.
-  if (const char* path = std::getenv("TEMPO_DUMP_SDG")) {
-    std::ofstream out(path);
-    if (!out) throw UserError(cat("TEMPO_DUMP_SDG: cannot write '", path, "'"));
-    out << program.graph.str();
-  }
-  impl->graph = std::move(program.graph);
-  impl->retained = std::move(program.retained);
-  impl->op_map = std::move(program.op_map);
+  // The pass pipeline, into impl; `tile_above` > 0 tiles windows above it where the options do
+  // not say otherwise (tiling for memory).
+  auto optimize = [&](int64_t tile_above) {
+    passes::Program program(graph_, retained_);
+    for (const auto& [b, v] : bounds) program.bound_values.emplace_back(b.name(), v);
+    passes::Options po = options.passes;
+    po.verbose |= options.verbose;
+    if (po.tile_above_bytes == 0) po.tile_above_bytes = tile_above;
+    // TEMPO_NO_PASS=vectorize,lifting (or =all) turns passes off without recompiling the
+    // program, e.g. to run a test suite with the pipeline on and off.
+    if (const char* off = std::getenv("TEMPO_NO_PASS")) {
+      std::stringstream names(off);
+      for (std::string name; std::getline(names, name, ',');)
+        if (!name.empty()) po.set(name, false);
+    }
+    passes::run_pipeline(program, po);
+    // TEMPO_DUMP_SDG=FILE writes the optimized SDG's text form (what is scheduled).
+    if (const char* path = std::getenv("TEMPO_DUMP_SDG")) {
+      std::ofstream out(path);
+      if (!out) throw UserError(cat("TEMPO_DUMP_SDG: cannot write '", path, "'"));
+      out << program.graph.str();
+    }
+    impl->graph = std::move(program.graph);
+    impl->retained = std::move(program.retained);
+    impl->op_map = std::move(program.op_map);
+  };
+  t0 = Clock::now();
+  optimize(0);
   log("passes", t0);
 
   t0 = Clock::now();
@@ -143,18 +146,28 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   so.deallocate = options.deallocate;
   so.fuse = options.fuse;
   for (const auto& [b, v] : bounds) so.known_bounds.emplace_back(b.name(), v);
+  impl->schedule = schedule::compute_schedule(impl->graph, so);
   if (options.memory_budget > 0) {
-    std::vector<std::string> plan;
-    try {
-      impl->schedule = driver::schedule_within_budget(impl->graph, so, impl->dims, bounds, options,
-                                                      plan);
-    } catch (const UserError& e) {
-      throw UserError(cat(e.what(), " (compile at ", where(loc), ")"));
+    // Under a budget: the program as it is when it fits; otherwise tiled for memory (windows
+    // that could take a quarter of the budget) and scheduled with swapping.
+    auto plan = [&](const std::string& line) {
+      if (options.verbose) std::cerr << "[tempo] " << line << "\n";
+    };
+    const driver::MemoryEstimate est =
+        driver::estimate_memory(impl->graph, impl->schedule, impl->dims, bounds,
+                                options.block_stores);
+    plan(cat("memory: estimated peak ", driver::bytes_str(est.peak), " as written (budget ",
+             driver::bytes_str(options.memory_budget), ")"));
+    if (est.peak > options.memory_budget) {
+      optimize(std::max<int64_t>(1, options.memory_budget / 4));
+      so.retained = impl->retained;
+      try {
+        impl->schedule = driver::schedule_within_budget(impl->graph, so, impl->dims, bounds,
+                                                        options, plan);
+      } catch (const UserError& e) {
+        throw UserError(cat(e.what(), " (compile at ", where(loc), ")"));
+      }
     }
-    if (options.verbose)
-      for (const std::string& line : plan) std::cerr << "[tempo] " << line << "\n";
-  } else {
-    impl->schedule = schedule::compute_schedule(impl->graph, so);
   }
   log("schedule", t0);
   if (options.verbose)

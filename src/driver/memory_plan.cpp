@@ -99,7 +99,7 @@ std::vector<size_t> largest_first(const std::vector<SwapCandidate>& candidates, 
 schedule::Schedule schedule_within_budget(const ir::Graph& g, schedule::ScheduleOptions& so,
                                           const Dims& dims, const Bounds& bounds,
                                           const CompileOptions& options,
-                                          std::vector<std::string>& log) {
+                                          const std::function<void(const std::string&)>& log) {
   const int64_t budget = options.memory_budget;
   so.memory_proximity = true;  // free and evict each point as soon as its readers allow
   schedule::Schedule sched = schedule::compute_schedule(g, so);
@@ -110,9 +110,14 @@ schedule::Schedule schedule_within_budget(const ir::Graph& g, schedule::Schedule
   std::string why;
   for (int round = 0;; ++round) {
     est = estimate_memory(g, sched, dims, bounds, options.block_stores);
-    log.push_back(cat("memory: estimated peak ", bytes_str(est.peak), " on the device, ",
+    log(cat("memory: estimated peak ", bytes_str(est.peak), " on the device, ",
                       bytes_str(est.host_peak), " swapped to host (budget ", bytes_str(budget),
                       ", ", so.swaps.size(), " outputs swapped)"));
+    std::string top;
+    for (size_t k = 0; k < std::min<size_t>(4, est.at_peak.size()); ++k)
+      top += cat(k ? "; " : "", bytes_str(est.at_peak[k].bytes), " in ",
+                 g.op(est.at_peak[k].op).describe());
+    log(cat("memory: at the peak: ", top));
     if (est.peak <= budget) return sched;
     if (!so.deallocate) {
       why = "deallocation is off (CompileOptions::deallocate), so nothing can be swapped";
@@ -144,7 +149,7 @@ schedule::Schedule schedule_within_budget(const ir::Graph& g, schedule::Schedule
                             " candidates"));
       if (!fixed.emplace(candidates[k].op, candidates[k].output).second) continue;
       so.swaps.push_back({candidates[k].op, candidates[k].output, late[k]});
-      log.push_back(cat("memory: swapping ", candidates[k].rt, " (", bytes_str(candidates[k].bytes),
+      log(cat("memory: swapping ", candidates[k].rt, " (", bytes_str(candidates[k].bytes),
                         " at the peak) to host between its producer and its late readers"));
     }
     sched = schedule::compute_schedule(g, so);

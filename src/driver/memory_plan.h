@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,11 +41,11 @@ std::vector<size_t> largest_first(const std::vector<SwapCandidate>& candidates, 
 // budget, swaps what `options.swap_policy` (default largest_first) picks among the outputs read
 // late and schedules again. Returns the final schedule; `so` ends with the swaps. Throws a
 // UserError naming the largest stores at the peak when the budget cannot be met. `log` receives
-// one line per round for verbose output.
+// a line per estimate and per swap (verbose output).
 schedule::Schedule schedule_within_budget(const ir::Graph& g, schedule::ScheduleOptions& so,
                                           const Dims& dims, const Bounds& bounds,
                                           const CompileOptions& options,
-                                          std::vector<std::string>& log);
+                                          const std::function<void(const std::string&)>& log);
 
 std::string bytes_str(int64_t bytes);  // "12.3 MiB"
 

@@ -195,6 +195,7 @@ LlamaConfig parse_llama_config(const std::string& json_text, const std::string& 
   c.heads = f.integer("num_attention_heads");
   c.kv_heads = f.integer("num_key_value_heads", c.heads);
   c.vocab = f.integer("vocab_size");
+  c.max_context = f.integer("max_position_embeddings", c.max_context);
   c.norm_eps = f.number("rms_norm_eps", 1e-6);
   c.rope_theta = f.number("rope_theta", 10000.0);
   c.tied_embeddings = f.boolean("tie_word_embeddings", false);
@@ -336,7 +337,8 @@ std::string llama_config_json(const LlamaConfig& c) {
              "  \"hidden_size\": ", c.dim, ",\n  \"intermediate_size\": ", c.ffn_hidden,
              ",\n  \"num_hidden_layers\": ", c.layers, ",\n  \"num_attention_heads\": ", c.heads,
              ",\n  \"num_key_value_heads\": ", c.kv_heads, ",\n  \"head_dim\": ", c.head_dim(),
-             ",\n  \"vocab_size\": ", c.vocab, ",\n  \"rms_norm_eps\": ", number_text(c.norm_eps),
+             ",\n  \"vocab_size\": ", c.vocab,
+             ",\n  \"max_position_embeddings\": ", c.max_context, ",\n  \"rms_norm_eps\": ", number_text(c.norm_eps),
              ",\n  \"rope_theta\": ", number_text(c.rope_theta), ",\n  \"rope_scaling\": ", rope,
              ",\n  \"tie_word_embeddings\": ", c.tied_embeddings ? "true" : "false",
              ",\n  \"torch_dtype\": \"float32\"\n}\n");

@@ -39,6 +39,7 @@ void LlamaConfig::validate() const {
   positive("heads", heads);
   positive("kv_heads", kv_heads);
   positive("ffn_hidden", ffn_hidden);
+  positive("max_context", max_context);
   if (dim % heads != 0 || head_dim() % 2 != 0)
     throw UserError(cat("LlamaConfig: dim ", dim, " must be heads (", heads,
                         ") times an even head dimension"));
@@ -367,6 +368,10 @@ void check_decoding(const LlamaConfig& c, const HostTensor& prompt, const Sampli
   if (prompt.dtype != DType::Int64 || prompt.shape.size() != 2 || prompt.shape[0] < 1 ||
       prompt.shape[1] < 1)
     throw UserError(cat(who, ": the prompt must be int64 of shape (length >= 1, batch >= 1)"));
+  if (prompt.shape[0] > c.max_context)
+    throw UserError(cat(who, ": the prompt (", prompt.shape[0],
+                        " tokens) is longer than the model's context of ", c.max_context,
+                        " positions (max_context)"));
   if (!(s.temperature >= 0) || !std::isfinite(s.temperature))
     throw UserError(cat(who, ": the temperature must be >= 0, got ", s.temperature));
   if (s.top_k < 0 || s.top_k > c.vocab)
@@ -398,6 +403,26 @@ RT pick(Context& ctx, const LlamaConfig& c, const Sampling& s, const RT& logits,
 }
 
 }  // namespace
+
+void check_lengths(const LlamaConfig& c, const AttentionPattern& pattern, int64_t prompt,
+                   int64_t total) {
+  if (prompt < 1 || total < prompt)
+    throw UserError(cat("decoding: expected 1 <= prompt length <= total length, got a prompt of ",
+                        prompt, " tokens and ", total, " positions"));
+  if (prompt > c.max_context)
+    throw UserError(cat("the prompt (", prompt, " tokens) is longer than the model's context of ",
+                        c.max_context, " positions (max_context)"));
+  if (total > c.max_context)
+    throw UserError(cat("the prompt (", prompt, " tokens) and ", total - prompt,
+                        " generated tokens, ", total, " positions in all, exceed the model's context of ",
+                        c.max_context, " positions (max_context)"));
+  const int64_t span = pattern.window + pattern.sinks;
+  if (pattern.kind != AttentionPattern::Kind::Causal && span > total)
+    throw UserError(cat("attention ", pattern.str(), ": the window",
+                        pattern.sinks ? " with its sinks" : "", " is longer than the sequence (",
+                        span, " positions against ", total, ", prompt and generated tokens); use "
+                        "causal attention or a shorter window"));
+}
 
 bool AttentionPattern::allows(int64_t query, int64_t key) const {
   if (key > query || key < 0) return false;

@@ -26,6 +26,9 @@ struct LlamaConfig {
   double rope_factor = 32.0, rope_low_freq_factor = 1.0, rope_high_freq_factor = 4.0;
   int64_t rope_original_context = 8192;
   bool tied_embeddings = true;  // the output head is the embedding matrix
+  // The longest sequence (prompt and generated tokens) the model is configured for
+  // (max_position_embeddings in config.json).
+  int64_t max_context = 131072;
 
   int64_t head_dim() const { return dim / heads; }
   // The published shapes of Llama-3.2-1B and -3B, and a small model for tests.
@@ -69,6 +72,14 @@ struct LlamaWeights {
   // Normal(0, 0.02) weights and unit norms from a seeded generator (no checkpoint needed).
   static LlamaWeights random(const LlamaConfig& c, uint64_t seed);
 };
+
+// Checks a decoding run's lengths before it is built: a prompt of `prompt` tokens and `total`
+// positions in all (prompt included; decode_tokens' T, generate's P + T). UserError where the
+// prompt or the sequence exceeds c.max_context (naming the numbers), or where the pattern's
+// window (and sinks) is longer than the sequence: it would attend to every position, as causal
+// does, which is most likely a mistake in the pattern or the length.
+void check_lengths(const LlamaConfig& c, const AttentionPattern& pattern, int64_t prompt,
+                   int64_t total);
 
 // The logits of every decoding step: `tokens` is an int64 RT of shape (batch) over (t) (the
 // token fed at step t), `t` and `l` are the context's step and layer dims (l's bound is the

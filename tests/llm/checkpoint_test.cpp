@@ -77,6 +77,7 @@ void expect_same(const LlamaConfig& a, const LlamaConfig& b) {
     EXPECT_EQ(a.rope_original_context, b.rope_original_context);
   }
   EXPECT_EQ(a.tied_embeddings, b.tied_embeddings);
+  EXPECT_EQ(a.max_context, b.max_context);
 }
 
 // The logits of a short greedy decode, every step, batch 2.
@@ -228,6 +229,7 @@ TEST(Checkpoint, ReadsHuggingFaceConfig) {
   expect_same(parse_llama_config(llama_config_json(t), "t"), t);
   t.rope_factor = 0;
   t.rope_theta = 12345.678;
+  t.max_context = 48;
   expect_same(parse_llama_config(llama_config_json(t), "t"), t);
   // Hugging Face's defaults for absent fields; "type" as the older spelling of rope_type.
   LlamaConfig d = parse_llama_config(
@@ -239,6 +241,7 @@ TEST(Checkpoint, ReadsHuggingFaceConfig) {
   EXPECT_EQ(d.rope_theta, 10000.0);
   EXPECT_EQ(d.rope_factor, 0.0);
   EXPECT_FALSE(d.tied_embeddings);
+  EXPECT_EQ(d.max_context, 131072);
 }
 
 TEST(Checkpoint, ConfigErrors) {

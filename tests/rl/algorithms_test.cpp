@@ -180,5 +180,32 @@ TEST(Train, TiledLearnerLearnsTheSame) {
   }
 }
 
+// Under a device-memory budget below one rollout, the learner's rollout is tiled and swapped to
+// host memory between acting and learning: the same learning, within the budget, with the
+// rollout held in host memory instead.
+TEST(Train, MemoryBudgetLearnsTheSame) {
+  for (const char* algo : {"reinforce"}) {
+    TrainConfig c = TrainConfig::defaults(algo);
+    c.env = "synthetic";
+    c.env_options.obs_shape = {3, 32, 32};
+    c.env_options.episode_length = 16;
+    c.num_envs = 16;
+    c.hidden = 16;  // the rollout dominates memory, as with image observations
+    c.iterations = 4;
+    c.codegen = false;
+    TrainResult free = train(c, nullptr);
+    const int64_t rollout = c.num_envs * (c.steps + 1) * 3 * 32 * 32 * 4;
+    c.memory_budget = rollout / 2;
+    TrainResult bounded = train(c, nullptr);
+    ASSERT_EQ(free.curve.size(), bounded.curve.size());
+    for (size_t k = 0; k < free.curve.size(); ++k)
+      EXPECT_NEAR(free.curve[k].mean_return, bounded.curve[k].mean_return, 1e-9)
+          << algo << " iteration " << k;
+    EXPECT_GT(free.peak_tracked_bytes, rollout) << algo;
+    EXPECT_LE(bounded.peak_tracked_bytes, c.memory_budget) << algo;
+    EXPECT_GT(bounded.peak_host_bytes, rollout / 2) << algo;
+  }
+}
+
 }  // namespace
 }  // namespace tempo::rl
