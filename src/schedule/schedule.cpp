@@ -736,34 +736,48 @@ class Scheduler {
 
   // Without proximity constraints nothing keeps isl from freeing in a separate loop after the
   // whole run (memory growing with the outer dimension). So where every reader of the outputs
-  // runs in the same outermost dimension d as their producer, the point p is freed before the
-  // producer runs at p with d = (the last reader's d) + 1. Where that makes the program
-  // unschedulable, it is scheduled again without these constraints.
+  // runs in the same leading dimensions d0..dk as their producer (k as deep as they all share),
+  // the point p is freed before the producer runs at p with dk = (the last reader's dk) + 1: a
+  // rollout step before the same step of the next iteration, PPO's parameters of update u
+  // before update u + 2. Where that makes the program unschedulable, it is scheduled again
+  // without these constraints.
   void bound_lifetime(const Group& grp, const std::string& dealloc,
                       const std::vector<std::pair<OpId, int>>& outputs,
                       const std::vector<isl::map>& pieces) {
     const Dims& dims = g_.op(grp.members[0]).domain;
-    if (dims.empty()) return;
+    size_t depth = dims.size();
     for (const auto& [id, out] : outputs)
       for (ir::EdgeId eid : g_.out_edges(id)) {
         const Edge& e = g_.edge(eid);
+        if (e.source_output != out) continue;
         const Dims& reader = g_.op(e.sink).domain;
-        if (e.source_output == out && (reader.empty() || !reader[0].var.same(dims[0].var))) return;
+        size_t shared = 0;
+        while (shared < std::min(depth, reader.size()) && reader[shared].var.same(dims[shared].var))
+          ++shared;
+        depth = shared;
       }
-    // R[p] -> [d of the producer and of every reader of p], then its maximum.
-    auto outer = [](isl::map m) {  // R[p] -> X[x0, ...] to R[p] -> [x0]
+    if (depth == 0) return;
+    // R[p] -> [d0..dk of the producer and of every reader of p], then its maximum.
+    auto prefix = [depth](isl::map m) {  // R[p] -> X[x0, ...] to R[p] -> [x0..xk]
       isl_size n = isl_map_dim(m.get(), isl_dim_out);
-      isl_map* r = isl_map_project_out(m.release(), isl_dim_out, 1, n - 1);
+      isl_map* r = isl_map_project_out(m.release(), isl_dim_out, static_cast<unsigned>(depth),
+                                       static_cast<unsigned>(n) - static_cast<unsigned>(depth));
       return isl::manage(isl_map_reset_tuple_id(r, isl_dim_out));
     };
     isl::map self = with_range_name(grp.domain.identity(), "R");
     self = isl::manage(isl_map_set_tuple_name(self.release(), isl_dim_in, "R"));
-    isl::map last = outer(self);
-    for (const isl::map& m : pieces) last = last.unite(outer(m.reverse()));
+    isl::map last = prefix(self);
+    for (const isl::map& m : pieces) last = last.unite(prefix(m.reverse()));
     last = last.lexmax();
-    isl::map next(ctx_, "{ [d] -> [d + 1] }");
+    std::string vars, bumped;
+    for (size_t k = 0; k < depth; ++k) {
+      vars += cat(k ? ", " : "", "d", k);
+      bumped += cat(k ? ", " : "", "d", k, k + 1 == depth ? " + 1" : "");
+    }
+    isl::map next(ctx_, cat("{ [", vars, "] -> [", bumped, "] }"));
     isl_size n = isl_map_dim(self.get(), isl_dim_out);
-    isl::map rest = isl::manage(isl_map_project_out(self.copy(), isl_dim_out, 0, 1));
+    isl::map rest = isl::manage(
+        isl_map_project_out(self.copy(), isl_dim_out, 0, static_cast<unsigned>(depth)));
     isl::map before =
         isl::manage(isl_map_flat_range_product(last.apply_range(next).release(), rest.release()));
     if (isl_map_dim(before.get(), isl_dim_out) != n) return;
