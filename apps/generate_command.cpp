@@ -1,5 +1,6 @@
 // `tempo generate`: decoding with the Llama decoder of src/llm, random weights or a Hugging Face
 // checkpoint, prompts as token ids or as text through a tokenizer.json.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -34,13 +35,21 @@ const char* kUsage =
     "  --prompt TEXT     the prompt as text, encoded by the tokenizer (beginning-of-text first)\n"
     "  --prompt-tokens L comma-separated token ids fed first (default: the tokenizer's\n"
     "                    beginning-of-text token, else 1)\n"
-    "  --tokens N        decoding steps, prompt included (default 32)\n"
+    "  --tokens N        positions in all, prompt included (default 32): N - P tokens are\n"
+    "                    generated after a prompt of P\n"
     "  --batch B         sequences decoded together, each fed the same prompt (default 1)\n"
     "  --attention A     causal (default), window:W or sinks:S:W\n"
     "  --tile Z          run attention over the cache in tiles of Z steps\n"
     "  --temperature X   sample from softmax(logits / X) instead of the argmax (default 0)\n"
+    "  --top-k K         pick among the K largest logits only (greedy or sampled)\n"
     "  --eos ID          a sequence that emits ID repeats it from then on\n"
     "  --seed S          weight and sampling seed (default 0)\n"
+    "  --token-by-token-prompt  feed the prompt one decoding step per token instead of the\n"
+    "                    batched prefill (one pass per layer over all its positions); greedy\n"
+    "                    decoding gives the same tokens either way, sampling draws from\n"
+    "                    different random streams\n"
+    "  --memory-timeline FILE  write the stores' device bytes after every executed statement\n"
+    "                    to FILE (CSV) and a plot next to it (.svg)\n"
     "  --save-checkpoint DIR  also write the model as a Hugging Face checkpoint to DIR\n";
 
 int64_t positive(const std::string& flag, const std::string& s) {
@@ -53,8 +62,8 @@ int64_t positive(const std::string& flag, const std::string& s) {
 
 int run_generate_command(int argc, char** argv) {
   std::string config = "tiny", prompt_tokens, prompt_string, attention = "causal";
-  std::string checkpoint, tokenizer_path, save_dir;
-  bool has_config = false, has_prompt = false, has_prompt_tokens = false;
+  std::string checkpoint, tokenizer_path, save_dir, timeline;
+  bool has_config = false, has_prompt = false, has_prompt_tokens = false, stepwise = false;
   int64_t layers = 0, tokens = 32, batch = 1, tile = 0, seed = 0;
   llm::Sampling sampling;
   for (int k = 1; k < argc; ++k) {
@@ -62,6 +71,10 @@ int run_generate_command(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
+    }
+    if (a == "--token-by-token-prompt") {
+      stepwise = true;
+      continue;
     }
     if (k + 1 >= argc) throw UserError(cat("unknown option or missing value: ", a, " (try `tempo generate --help`)"));
     std::string v = argv[++k];
@@ -79,6 +92,8 @@ int run_generate_command(int argc, char** argv) {
     else if (a == "--seed") seed = cli::parse_int(a, v);
     else if (a == "--temperature") sampling.temperature = cli::parse_double(a, v);
     else if (a == "--eos") sampling.eos = cli::parse_int(a, v);
+    else if (a == "--top-k") sampling.top_k = positive(a, v);
+    else if (a == "--memory-timeline") timeline = v;
     else throw UserError(cat("unknown option ", a, " (try `tempo generate --help`)"));
   }
   if (has_config && !checkpoint.empty())
@@ -100,8 +115,6 @@ int run_generate_command(int argc, char** argv) {
   std::optional<llm::Tokenizer> tokenizer;
   if (!tokenizer_path.empty()) tokenizer = llm::Tokenizer::load(tokenizer_path);
   const llm::AttentionPattern pattern = llm::AttentionPattern::parse(attention);
-  if (pattern.kind != llm::AttentionPattern::Kind::Causal && pattern.window + pattern.sinks > tokens)
-    throw UserError(cat("--attention ", attention, ": the window is longer than the ", tokens, " decoded tokens"));
   std::vector<int64_t> prompt;
   std::string prompt_flag = "--prompt-tokens";
   if (has_prompt) {
@@ -124,29 +137,54 @@ int run_generate_command(int argc, char** argv) {
       prompt.push_back(v);
     }
   }
-  if (static_cast<int64_t>(prompt.size()) > tokens)
-    throw UserError(cat(prompt_flag, ": the prompt (", prompt.size(), " tokens) is longer than --tokens ", tokens));
-  HostTensor p(DType::Int64, {static_cast<int64_t>(prompt.size()), batch});
-  for (size_t s = 0; s < prompt.size(); ++s)
+  const int64_t P = static_cast<int64_t>(prompt.size());
+  if (P > tokens)
+    throw UserError(cat(prompt_flag, ": the prompt (", P, " tokens) is longer than --tokens ", tokens));
+  llm::check_lengths(c, pattern, P, tokens);
+  HostTensor p(DType::Int64, {P, batch});
+  for (int64_t s = 0; s < P; ++s)
     for (int64_t b = 0; b < batch; ++b) p.ptr<int64_t>()[s * batch + b] = prompt[s];
 
   llm::LlamaWeights w = checkpoint.empty() ? llm::LlamaWeights::random(c, static_cast<uint64_t>(seed))
                                            : llm::load_llama_weights(checkpoint, c);
   if (!save_dir.empty()) llm::save_llama_checkpoint(save_dir, c, w);
+  using Clock = std::chrono::steady_clock;
   Context ctx;
   Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
-  RT out = llm::decode_tokens(ctx, c, w, p, t, l, pattern, sampling).retain();
+  // Token by token, step t feeds position t (T = N); with the prefill, step t generates the
+  // token at position P + t (T = N - P, at least one step to compile).
+  const int64_t generated = tokens - P, steps = stepwise ? tokens : std::max<int64_t>(1, generated);
+  RT out;
+  // When each generated token is available (the prefill's end for the first): a sink that reads
+  // the token, run by the schedule as soon as the token exists.
+  std::vector<Clock::time_point> ready(static_cast<size_t>(steps));
+  if (stepwise) {
+    out = llm::decode_tokens(ctx, c, w, p, t, l, pattern, sampling).retain();
+  } else {
+    out = llm::generate(ctx, c, w, p, t, l, pattern, sampling).tokens.retain();
+    auto stamp = [&ready](const std::vector<HostTensor>&, const std::vector<int64_t>& at) {
+      ready[static_cast<size_t>(at[0])] = Clock::now();
+      return std::vector<HostTensor>{};
+    };
+    ctx.udf("token_clock", stamp, {out[t.var]}, {}, {t});
+  }
   CompileOptions o;
   o.seed = static_cast<uint64_t>(seed);
+  o.memory_timeline = timeline;
   if (tile) o.passes.tiles = {{"t", tile}};
-  auto t0 = std::chrono::steady_clock::now();
-  Executable exe = ctx.compile({{t.bound, tokens}, {l.bound, c.layers}}, o);
-  auto t1 = std::chrono::steady_clock::now();
+  auto t0 = Clock::now();
+  Executable exe = ctx.compile({{t.bound, steps}, {l.bound, c.layers}}, o);
+  auto t1 = Clock::now();
   exe.run();
-  auto t2 = std::chrono::steady_clock::now();
+  auto t2 = Clock::now();
   for (int64_t b = 0; b < batch; ++b) {
     std::vector<int64_t> ids;
-    for (int64_t s = 0; s < tokens; ++s) ids.push_back(exe.get(out, {s}).ptr<int64_t>()[b]);
+    if (stepwise) {
+      for (int64_t s = 0; s < tokens; ++s) ids.push_back(exe.get(out, {s}).ptr<int64_t>()[b]);
+    } else {
+      ids = prompt;
+      for (int64_t s = 0; s < generated; ++s) ids.push_back(exe.get(out, {s}).ptr<int64_t>()[b]);
+    }
     std::cout << "sequence " << b << ":";
     if (tokenizer) {
       std::cout << " " << tokenizer->decode(ids);
@@ -155,8 +193,21 @@ int run_generate_command(int argc, char** argv) {
     }
     std::cout << "\n";
   }
-  std::cout << "compile " << std::chrono::duration<double>(t1 - t0).count() << " s, "
-            << 1e3 * std::chrono::duration<double>(t2 - t1).count() / static_cast<double>(tokens)
-            << " ms between tokens (" << c.layers << " layers, " << pattern.str() << ")\n";
+  auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return 1e3 * std::chrono::duration<double>(b - a).count();
+  };
+  std::cout << "compile " << ms(t0, t1) / 1e3 << " s, ";
+  if (stepwise) {
+    std::cout << ms(t1, t2) / static_cast<double>(tokens) << " ms between tokens";
+  } else {
+    // The run's last step computes the logits after the last token too: `steps` steps follow
+    // the prefill's first token.
+    std::cout << "prefill of " << P << " tokens " << ms(t1, ready[0]) << " ms, "
+              << ms(ready[0], t2) / static_cast<double>(steps) << " ms between tokens";
+  }
+  std::cout << " (" << c.layers << " layers, " << pattern.str() << ")\n";
+  if (!timeline.empty())
+    std::cout << "memory timeline: " << timeline << " (peak " << exe.memory().peak_bytes
+              << " bytes of tracked device memory)\n";
   return 0;
 }

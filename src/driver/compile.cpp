@@ -172,7 +172,8 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   log("schedule", t0);
   if (options.verbose)
     std::cerr << "[tempo] isl statements: " << impl->schedule.num_statements
-              << (impl->schedule.fused ? " (fused)" : " (unfused)") << "\n";
+              << (impl->schedule.fused ? " (fused" : " (unfused")
+              << (impl->schedule.bounded ? ", lifetimes bounded)" : ", lifetimes unbounded)") << "\n";
   if (options.verbose) std::cerr << impl->schedule.str(impl->graph);
 
   t0 = Clock::now();

@@ -37,6 +37,7 @@ struct Schedule {
   Dims iterators;
   int num_statements = 0;  // isl statements scheduled (ops or fused groups, and deallocations)
   bool fused = false;      // static islands were scheduled as one statement each
+  bool bounded = false;    // with bounded lifetimes (see compute_schedule)
   std::vector<std::pair<ir::OpId, int>> swapped;  // op outputs evicted and loaded (ScheduleOptions)
   std::string str(const ir::Graph& g) const;  // C-like pretty print, e.g. `for (c1 = 0; ...)`
 };

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -180,8 +181,8 @@ class Scheduler {
   enum class CycleSearch { Optimistic, Careful };
 
   Scheduler(const Graph& g, const ScheduleOptions& opt, isl::ctx ctx, CycleSearch search,
-            bool bound_memory)
-      : g_(g), opt_(opt), ctx_(ctx), search_(search), bound_memory_(bound_memory) {}
+            size_t bound_depth)
+      : g_(g), opt_(opt), ctx_(ctx), search_(search), bound_depth_(bound_depth) {}
 
   Schedule run() {
     build_statements();
@@ -192,7 +193,7 @@ class Scheduler {
     if (opt_.deallocate) build_deallocations();
     isl::schedule sched = solve(domains_, validity_, proximity_);
     if (sched.is_null()) {
-      if (bound_memory_) throw BoundFailed();
+      if (bound_depth_ > 0) throw BoundFailed();
       // Fusion only adds orderings inside a group; where those make the program unschedulable,
       // scheduling it unfused finds a schedule or reports the cycle over the RTs.
       if (opt_.fuse) throw FuseFailed();
@@ -201,6 +202,7 @@ class Scheduler {
     Schedule out = generate(sched);
     out.num_statements = num_statements_;
     out.fused = opt_.fuse;
+    out.bounded = bound_depth_ > 0;
     if (opt_.deallocate)
       for (const Swap& sw : opt_.swaps) out.swapped.emplace_back(sw.op, sw.output);
     return out;
@@ -676,9 +678,9 @@ class Scheduler {
           parts.emplace_back(base, all.subtract(bundle.carried));
           parts.emplace_back(base + "c", bundle.carried);
         }
-        std::vector<std::string> names;
+        isl::map last;
+        if (bound_depth_ > 0) last = last_readers(grp, bundle.outputs, bundle.pieces);
         for (const auto& [name, points] : parts) {
-          names.push_back(name);
           dealloc_stmts_[name] = bundle.outputs;
           isl::set dom = with_name(points, name);
           add_domain(dom);
@@ -688,7 +690,7 @@ class Scheduler {
           // ...and after every reader of that point.
           for (const isl::map& m : bundle.pieces)
             add_dealloc_dep(with_range_name(m, name).intersect_range(dom));
-          if (bound_memory_) bound_lifetime(grp, name, bundle.outputs, bundle.pieces);
+          if (!last.is_null()) bound_lifetime(grp, name, last.intersect_domain(points));
         }
         if (auto sw = swapped.find(bundle.outputs[0]); sw != swapped.end())
           build_swap(grp, *sw->second);
@@ -738,12 +740,13 @@ class Scheduler {
   // whole run (memory growing with the outer dimension). So where every reader of the outputs
   // runs in the same leading dimensions d0..dk as their producer (k as deep as they all share),
   // the point p is freed before the producer runs at p with dk = (the last reader's dk) + 1: a
-  // rollout step before the same step of the next iteration, PPO's parameters of update u
-  // before update u + 2. Where that makes the program unschedulable, it is scheduled again
-  // without these constraints.
-  void bound_lifetime(const Group& grp, const std::string& dealloc,
-                      const std::vector<std::pair<OpId, int>>& outputs,
-                      const std::vector<isl::map>& pieces) {
+  // rollout step before the same step of the next iteration, PPO's parameters of update u before
+  // update u + 2, a window's K/V step right after the last query that reads it. Where that makes
+  // the program unschedulable, it is scheduled again without these constraints.
+  //
+  // last_readers: R[p] -> [d0..dk] of the last reader of p (null where no bound applies).
+  isl::map last_readers(const Group& grp, const std::vector<std::pair<OpId, int>>& outputs,
+                        const std::vector<isl::map>& pieces) {
     const Dims& dims = g_.op(grp.members[0]).domain;
     size_t depth = dims.size();
     for (const auto& [id, out] : outputs)
@@ -756,8 +759,8 @@ class Scheduler {
           ++shared;
         depth = shared;
       }
-    if (depth == 0) return;
-    // R[p] -> [d0..dk of the producer and of every reader of p], then its maximum.
+    depth = std::min(depth, bound_depth_);
+    if (depth == 0) return isl::map();
     auto prefix = [depth](isl::map m) {  // R[p] -> X[x0, ...] to R[p] -> [x0..xk]
       isl_size n = isl_map_dim(m.get(), isl_dim_out);
       isl_map* r = isl_map_project_out(m.release(), isl_dim_out, static_cast<unsigned>(depth),
@@ -768,13 +771,19 @@ class Scheduler {
     self = isl::manage(isl_map_set_tuple_name(self.release(), isl_dim_in, "R"));
     isl::map last = prefix(self);
     for (const isl::map& m : pieces) last = last.unite(prefix(m.reverse()));
-    last = last.lexmax();
+    return last.lexmax();
+  }
+
+  void bound_lifetime(const Group& grp, const std::string& dealloc, const isl::map& last) {
+    const size_t depth = static_cast<size_t>(isl_map_dim(last.get(), isl_dim_out));
     std::string vars, bumped;
     for (size_t k = 0; k < depth; ++k) {
       vars += cat(k ? ", " : "", "d", k);
       bumped += cat(k ? ", " : "", "d", k, k + 1 == depth ? " + 1" : "");
     }
     isl::map next(ctx_, cat("{ [", vars, "] -> [", bumped, "] }"));
+    isl::map self = with_range_name(grp.domain.identity(), "R");
+    self = isl::manage(isl_map_set_tuple_name(self.release(), isl_dim_in, "R"));
     isl_size n = isl_map_dim(self.get(), isl_dim_out);
     isl::map rest = isl::manage(
         isl_map_project_out(self.copy(), isl_dim_out, 0, static_cast<unsigned>(depth)));
@@ -1039,7 +1048,8 @@ class Scheduler {
   std::map<std::string, SwapStmt> swap_stmts_;
   int num_statements_ = 0;
   CycleSearch search_;
-  bool bound_memory_;
+  // Bounded lifetimes (bound_lifetime) over at most this many leading dimensions; 0: none.
+  size_t bound_depth_;
   isl::union_set domains_;
   isl::union_map validity_, proximity_;
   IdMap ids_;
@@ -1047,8 +1057,8 @@ class Scheduler {
 };
 
 Schedule schedule_with(const Graph& g, const ScheduleOptions& options,
-                       Scheduler::CycleSearch search, bool bound_memory);
-// With bounded lifetimes first, then without.
+                       Scheduler::CycleSearch search, size_t bound_depth);
+// With bounded lifetimes first (deep, then outermost), then without.
 Schedule schedule_bounded(const Graph& g, const ScheduleOptions& options,
                           Scheduler::CycleSearch search = Scheduler::CycleSearch::Careful);
 
@@ -1075,20 +1085,25 @@ namespace {
 
 Schedule schedule_bounded(const Graph& g, const ScheduleOptions& options,
                           Scheduler::CycleSearch search) {
+  // Lifetimes bounded over every dimension the readers share, then over the outermost one only
+  // (a window read across an inner dimension can make the deeper bound unschedulable: isl gives
+  // each statement one affine schedule), then not at all.
   if (options.deallocate) {
-    try {
-      return schedule_with(g, options, search, true);
-    } catch (const BoundFailed&) {
+    for (size_t depth : {std::numeric_limits<size_t>::max(), size_t{1}}) {
+      try {
+        return schedule_with(g, options, search, depth);
+      } catch (const BoundFailed&) {
+      }
     }
   }
-  return schedule_with(g, options, search, false);
+  return schedule_with(g, options, search, 0);
 }
 
 Schedule schedule_with(const Graph& g, const ScheduleOptions& options,
-                       Scheduler::CycleSearch search, bool bound_memory) {
+                       Scheduler::CycleSearch search, size_t bound_depth) {
   OwnedCtx owned;
   try {
-    Scheduler s(g, options, isl::ctx(owned.raw), search, bound_memory);
+    Scheduler s(g, options, isl::ctx(owned.raw), search, bound_depth);
     return s.run();
   } catch (const isl::exception& e) {
     if (dynamic_cast<const isl::exception_quota*>(&e) ||

@@ -39,4 +39,57 @@ expect_error "malformed tokenizer" generate --checkpoint "$ckpt" --tokenizer "$c
 expect_error "no such file" generate --tokenizer "$ckpt/none.json"
 expect_error "no config.json" generate --checkpoint "$ckpt/none"
 expect_error "neither model.safetensors nor" generate --checkpoint "$ckpt/empty"
+# A checkpoint whose config.json asks for a layer the file does not hold: a missing tensor.
+mkdir -p "$ckpt/deeper"
+cp "$ckpt/model.safetensors" "$ckpt/deeper/"
+sed 's/"num_hidden_layers": 2/"num_hidden_layers": 3/' "$ckpt/config.json" >"$ckpt/deeper/config.json"
+expect_error "no tensor 'model.layers.2.input_layernorm.weight' in model.safetensors" generate --checkpoint "$ckpt/deeper"
+# A context of 10 positions (config.json's max_position_embeddings).
+mkdir -p "$ckpt/short"
+cp "$ckpt/model.safetensors" "$ckpt/short/"
+sed 's/"max_position_embeddings": [0-9]*/"max_position_embeddings": 10/' "$ckpt/config.json" >"$ckpt/short/config.json"
+expect_error "the prompt (3 tokens) and 9 generated tokens, 12 positions in all, exceed the model's context of 10" \
+  generate --checkpoint "$ckpt/short" --prompt-tokens 1,2,3 --tokens 12
+expect_error "the prompt (11 tokens) is longer than the model's context of 10" \
+  generate --checkpoint "$ckpt/short" --prompt-tokens 1,2,3,4,5,6,7,8,9,10,11 --tokens 12
+[[ "$("$tempo" generate --checkpoint "$ckpt/short" --prompt-tokens 1,2,3 --tokens 10 | head -1)" == "sequence 0: 1 2 3 "* ]] ||
+  { echo "FAIL: generate within the checkpoint's context"; failures=$((failures + 1)); }
 rm -rf "$ckpt"
+
+# The batched prefill (the default) and the prompt fed token by token give the same tokens:
+# greedy, top-k, an end-of-sequence token, each attention pattern, the prompt longer than the
+# window, tiles.
+for args in "--attention causal" "--attention window:3" "--attention sinks:2:3 --top-k 4" \
+  "--attention window:4 --tile 2" "--eos 9 --top-k 1" "--tokens 5"; do
+  # shellcheck disable=SC2086
+  prefill="$("$tempo" generate --tokens 14 --batch 2 --prompt-tokens 5,7,9,11,3 --seed 2 $args | head -2)"
+  # shellcheck disable=SC2086
+  stepwise="$("$tempo" generate --tokens 14 --batch 2 --prompt-tokens 5,7,9,11,3 --seed 2 $args --token-by-token-prompt | head -2)"
+  if [[ "$prefill" != "sequence 0: 5 7 9 11 3"* || "$prefill" != "$stepwise" ]]; then
+    echo "FAIL: generate $args: prefill '$prefill' vs token by token '$stepwise'"
+    failures=$((failures + 1))
+  fi
+done
+# A prompt as long as --tokens: nothing is generated, in either mode.
+one="$("$tempo" generate --prompt-tokens 5,7,9 --tokens 3 | head -1)"
+[[ "$one" == "sequence 0: 5 7 9" ]] || { echo "FAIL: generate with nothing to generate: '$one'"; failures=$((failures + 1)); }
+timing="$("$tempo" generate --prompt-tokens 5,7,9 --tokens 8 | tail -1)"
+[[ "$timing" == "compile "*"prefill of 3 tokens "*" ms between tokens (2 layers, causal)" ]] ||
+  { echo "FAIL: generate's timing line: '$timing'"; failures=$((failures + 1)); }
+timing="$("$tempo" generate --prompt-tokens 5,7,9 --tokens 8 --token-by-token-prompt | tail -1)"
+[[ "$timing" == "compile "*" s, "*" ms between tokens (2 layers, causal)" && "$timing" != *prefill* ]] ||
+  { echo "FAIL: generate --token-by-token-prompt's timing line: '$timing'"; failures=$((failures + 1)); }
+expect_error "--top-k expects a positive integer" generate --top-k 0
+expect_error "top_k must be in [0, 96]" generate --top-k 97
+expect_error "window with its sinks is longer than the sequence (10 positions against 8" generate --attention sinks:4:6 --tokens 8
+
+# --memory-timeline: a CSV row per executed statement with the op's name, and its plot.
+timeline="$(mktemp -d)"
+out="$("$tempo" generate --tokens 6 --prompt-tokens 5,7 --attention window:2 --memory-timeline "$timeline/m.csv" | tail -1)"
+if [[ "$out" != "memory timeline: $timeline/m.csv (peak "*" bytes of tracked device memory)" ||
+  "$(head -1 "$timeline/m.csv")" != "step,statement,op,device_bytes,host_bytes" ||
+  -z "$(grep ',exec,k_cache,' "$timeline/m.csv")" || ! -s "$timeline/m.svg" ]]; then
+  echo "FAIL: generate --memory-timeline: '$out'"
+  failures=$((failures + 1))
+fi
+rm -rf "$timeline"

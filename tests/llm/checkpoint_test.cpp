@@ -270,6 +270,9 @@ TEST(Checkpoint, ConfigErrors) {
             std::string::npos);
   EXPECT_NE(config_error(R"("mlp_bias": false)", R"("mlp_bias": true)").find("mlp_bias"),
             std::string::npos);
+  EXPECT_NE(config_error(R"("max_position_embeddings": 131072)", R"("max_position_embeddings": 0)")
+                .find("max_context must be at least 1"),
+            std::string::npos);
   EXPECT_NE(config_error(R"("num_key_value_heads": 8)", R"("num_key_value_heads": 5)")
                 .find("kv_heads 5 must divide heads 32"),
             std::string::npos);

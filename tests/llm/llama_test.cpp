@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 
 #include "api/tempo.h"
 #include "driver/executable_impl.h"
@@ -375,6 +376,52 @@ TEST(Llama, BadConfigAndPatternAreUserErrors) {
   EXPECT_THROW(AttentionPattern::parse("window"), UserError);
   EXPECT_THROW(AttentionPattern::parse("window:0"), UserError);
   EXPECT_EQ(AttentionPattern::parse("sinks:4:64").str(), "sinks:4:64");
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A prompt or a sequence longer than the configured context, a window longer than the sequence.
+TEST(Llama, LengthErrors) {
+  LlamaConfig c = LlamaConfig::tiny();
+  c.max_context = 16;
+  const auto causal = AttentionPattern::causal();
+  EXPECT_NO_THROW(check_lengths(c, causal, 4, 16));
+  EXPECT_NO_THROW(check_lengths(c, AttentionPattern::sliding(16), 4, 16));
+  std::string e = error_of([&] { check_lengths(c, causal, 17, 20); });
+  EXPECT_NE(e.find("the prompt (17 tokens) is longer than the model's context of 16"),
+            std::string::npos) << e;
+  e = error_of([&] { check_lengths(c, causal, 4, 20); });
+  EXPECT_NE(e.find("the prompt (4 tokens) and 16 generated tokens, 20 positions in all, exceed "
+                   "the model's context of 16"),
+            std::string::npos) << e;
+  e = error_of([&] { check_lengths(c, AttentionPattern::sliding(12), 2, 10); });
+  EXPECT_NE(e.find("window:12: the window is longer than the sequence (12 positions against 10"),
+            std::string::npos) << e;
+  e = error_of([&] { check_lengths(c, AttentionPattern::with_sinks(2, 8), 2, 9); });
+  EXPECT_NE(e.find("the window with its sinks is longer than the sequence (10 positions against 9"),
+            std::string::npos) << e;
+  EXPECT_THROW(check_lengths(c, causal, 0, 4), UserError);
+  EXPECT_THROW(check_lengths(c, causal, 5, 4), UserError);
+  // The programs check the prompt against the context as they are built.
+  const LlamaWeights w = LlamaWeights::random(c, 1);
+  HostTensor prompt(DType::Int64, {17, 1});
+  for (int64_t k = 0; k < 17; ++k) prompt.ptr<int64_t>()[k] = k;
+  Context ctx;
+  Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
+  e = error_of([&] { decode_tokens(ctx, c, w, prompt, t, l, causal); });
+  EXPECT_NE(e.find("decode_tokens: the prompt (17 tokens) is longer than the model's context of 16"),
+            std::string::npos) << e;
+  e = error_of([&] { generate(ctx, c, w, prompt, t, l, causal); });
+  EXPECT_NE(e.find("generate: the prompt (17 tokens) is longer"), std::string::npos) << e;
+  c.max_context = 0;
+  EXPECT_THROW(c.validate(), UserError);
 }
 
 }  // namespace
