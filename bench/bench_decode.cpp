@@ -9,7 +9,8 @@
 // tensor stores, and whether the three token streams agree; the tracked peak against T. Then
 // Tempo's tile-size sweep for causal attention (TEMPO Fig. 18), the batched prefill against
 // feeding the prompt token by token, and compile time against the number of layers.
-// Usage: bench_decode [--quick]
+// Usage: bench_decode [--quick | --long]   (--long: window:512 and causal at batch 16 and at
+// T = 2048 and 8192 only)
 #include <torch/torch.h>
 
 #include <chrono>
@@ -40,7 +41,7 @@ struct Run {
   double ms_per_token = 0;
   double peak_mib = 0;
   double tracked_mib = 0;  // Tempo: the tracked peak of its tensor stores (Executable::memory)
-  torch::Tensor tokens;  // (T, B)
+  torch::Tensor tokens;    // (T, B)
 };
 
 // The eager decoder: one step at a time over a per-layer K/V cache, grown or padded.
@@ -71,7 +72,8 @@ Run eager(const LlamaConfig& c, const LlamaWeights& hw, const torch::Tensor& fir
   for (int64_t s = 0; s < T; ++s) {
     out[s] = tok;
     torch::Tensor ang = freqs * static_cast<double>(s);
-    torch::Tensor cos = torch::cat({ang.cos(), ang.cos()}), sin = torch::cat({ang.sin(), ang.sin()});
+    torch::Tensor cos = torch::cat({ang.cos(), ang.cos()}),
+                  sin = torch::cat({ang.sin(), ang.sin()});
     auto rot = [&](const torch::Tensor& x) {
       return x * cos + torch::cat({-x.slice(-1, hd / 2), x.slice(-1, 0, hd / 2)}, -1) * sin;
     };
@@ -114,8 +116,8 @@ Run eager(const LlamaConfig& c, const LlamaWeights& hw, const torch::Tensor& fir
   }
   Run r;
   r.ms_per_token = 1e3 * std::chrono::duration<double>(Clock::now() - t0).count() / T;
-  r.peak_mib = static_cast<double>(backend::cpu_allocator_stats().peak_in_use_bytes - before) /
-               (1 << 20);
+  r.peak_mib =
+      static_cast<double>(backend::cpu_allocator_stats().peak_in_use_bytes - before) / (1 << 20);
   r.tokens = out;
   return r;
 }
@@ -137,8 +139,8 @@ Run tempo_decode(const LlamaConfig& c, const LlamaWeights& w, const torch::Tenso
     auto t0 = Clock::now();
     exe.run();
     double ms = 1e3 * std::chrono::duration<double>(Clock::now() - t0).count() / T;
-    double peak = static_cast<double>(backend::cpu_allocator_stats().peak_in_use_bytes - before) /
-                  (1 << 20);
+    double peak =
+        static_cast<double>(backend::cpu_allocator_stats().peak_in_use_bytes - before) / (1 << 20);
     if (k == 0 || ms < best.ms_per_token) best.ms_per_token = ms;
     best.peak_mib = peak;
     best.tracked_mib = static_cast<double>(exe.memory().peak_bytes) / (1 << 20);
@@ -161,8 +163,8 @@ std::pair<double, double> time_runs(Executable& exe) {
     exe.run();
     double ms = 1e3 * std::chrono::duration<double>(Clock::now() - t0).count();
     if (k == 0 || ms < best) best = ms;
-    peak = static_cast<double>(backend::cpu_allocator_stats().peak_in_use_bytes - before) /
-           (1 << 20);
+    peak =
+        static_cast<double>(backend::cpu_allocator_stats().peak_in_use_bytes - before) / (1 << 20);
   }
   return {best, peak};
 }
@@ -197,46 +199,65 @@ void prefill_row(const LlamaConfig& c, const LlamaWeights& w, const AttentionPat
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const bool long_run = argc > 1 && std::strcmp(argv[1], "--long") == 0;
   backend::set_num_threads(1);
   backend::install_caching_cpu_allocator();
   LlamaConfig c = LlamaConfig::tiny();
   c.vocab = 2048, c.dim = 256, c.layers = 4, c.heads = 8, c.kv_heads = 4, c.ffn_hidden = 768;
   c.rope_original_context = 8192;
   LlamaWeights w = LlamaWeights::random(c, 1);
-  std::cout << "## Greedy decoding, Llama-shaped (dim " << c.dim << ", " << c.layers
-            << " layers, " << c.heads << " heads / " << c.kv_heads << " KV, vocab " << c.vocab
-            << "), 1 thread" << (quick ? ", --quick" : "") << "\n\n"
+  std::cout << "## Greedy decoding, Llama-shaped (dim " << c.dim << ", " << c.layers << " layers, "
+            << c.heads << " heads / " << c.kv_heads << " KV, vocab " << c.vocab << "), 1 thread"
+            << (quick      ? ", --quick"
+                : long_run ? ", --long"
+                           : "")
+            << "\n\n"
             << "| attention | batch | T | Tempo ms/token | grown cache ms/token | padded cache "
                "ms/token | Tempo/grown | Tempo/padded | peak MiB Tempo / grown / padded | Tempo "
                "tracked MiB | tokens agree |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   // Batch 1 reaches the longest sequence; batch 4 stops earlier to keep the run's time.
-  const std::vector<int64_t> lengths = quick ? std::vector<int64_t>{128, 512}
-                                             : std::vector<int64_t>{256, 1024, 4096};
+  const std::vector<int64_t> lengths =
+      quick ? std::vector<int64_t>{128, 512} : std::vector<int64_t>{256, 1024, 4096};
   const int64_t longest_batched = quick ? 512 : 1024;
+  // One row: Tempo and both eager decoders on the same first tokens; Tempo's tracked MiB.
+  auto row = [&](const AttentionPattern& p, int64_t B, int64_t T) {
+    torch::manual_seed(0);
+    torch::Tensor first = torch::randint(c.vocab, {B}, torch::kInt64);
+    Run tp = tempo_decode(c, w, first, T, p, 0);
+    Run grown = eager(c, w, first, T, p, false), padded = eager(c, w, first, T, p, true);
+    bool agree = torch::equal(tp.tokens, grown.tokens) && torch::equal(tp.tokens, padded.tokens);
+    std::printf(
+        "| %s | %lld | %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f / %.1f / %.1f | %.2f | %s "
+        "|\n",
+        p.str().c_str(), static_cast<long long>(B), static_cast<long long>(T), tp.ms_per_token,
+        grown.ms_per_token, padded.ms_per_token, tp.ms_per_token / grown.ms_per_token,
+        tp.ms_per_token / padded.ms_per_token, tp.peak_mib, grown.peak_mib, padded.peak_mib,
+        tp.tracked_mib, agree ? "yes" : "no");
+    std::fflush(stdout);
+    return tp.tracked_mib;
+  };
+  if (long_run) {  // the long sequences and large batch, with the window of 512 steps
+    for (const AttentionPattern& p : {AttentionPattern::sliding(512), AttentionPattern::causal()}) {
+      row(p, 16, 1024);
+      row(p, 1, 2048);
+      row(p, 1, 8192);
+    }
+    return 0;
+  }
   std::vector<std::pair<std::string, std::vector<double>>> tracked;  // per pattern, batch 1
   for (const AttentionPattern& p : {AttentionPattern::causal(), AttentionPattern::sliding(64)}) {
     tracked.emplace_back(p.str(), std::vector<double>{});
     for (int64_t B : {int64_t{1}, int64_t{4}})
       for (int64_t T : lengths) {
         if (B > 1 && T > longest_batched) continue;
-        torch::manual_seed(0);
-        torch::Tensor first = torch::randint(c.vocab, {B}, torch::kInt64);
-        Run tp = tempo_decode(c, w, first, T, p, 0);
-        Run grown = eager(c, w, first, T, p, false), padded = eager(c, w, first, T, p, true);
-        bool agree = torch::equal(tp.tokens, grown.tokens) && torch::equal(tp.tokens, padded.tokens);
-        if (B == 1) tracked.back().second.push_back(tp.tracked_mib);
-        std::printf("| %s | %lld | %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f / %.1f / %.1f | %.2f | %s |\n",
-                    p.str().c_str(), static_cast<long long>(B), static_cast<long long>(T),
-                    tp.ms_per_token, grown.ms_per_token, padded.ms_per_token,
-                    tp.ms_per_token / grown.ms_per_token, tp.ms_per_token / padded.ms_per_token,
-                    tp.peak_mib, grown.peak_mib, padded.peak_mib, tp.tracked_mib,
-                    agree ? "yes" : "no");
-        std::fflush(stdout);
+        const double mib = row(p, B, T);
+        if (B == 1) tracked.back().second.push_back(mib);
       }
   }
   // The stores' tracked peak against T (the K/V cache of 4 layers is 4 KiB per step at batch
   // 1): the window keeps its last 64 steps, causal attention every step.
-  std::cout << "\n## Tempo's tracked peak of device memory (MiB, batch 1) against T\n\n| attention |";
+  std::cout
+      << "\n## Tempo's tracked peak of device memory (MiB, batch 1) against T\n\n| attention |";
   for (int64_t T : lengths) std::cout << " T = " << T << " |";
   std::cout << "\n|---|";
   for (size_t k = 0; k < lengths.size(); ++k) std::cout << "---|";
@@ -257,8 +278,8 @@ int main(int argc, char** argv) {
     torch::manual_seed(0);
     torch::Tensor first = torch::randint(c.vocab, {1}, torch::kInt64);
     Run untiled;
-    for (int64_t tile : quick ? std::vector<int64_t>{0, 64, 256}
-                              : std::vector<int64_t>{0, 64, 256, 512}) {
+    for (int64_t tile :
+         quick ? std::vector<int64_t>{0, 64, 256} : std::vector<int64_t>{0, 64, 256, 512}) {
       Run r = tempo_decode(c, w, first, sweep_T, AttentionPattern::causal(), tile);
       if (tile == 0) untiled = r;
       std::printf("| %s | %.2f | %.1f | %s |\n", tile ? std::to_string(tile).c_str() : "none",

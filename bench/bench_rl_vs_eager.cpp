@@ -3,7 +3,8 @@
 // initialization, losses, hyperparameters and seeds), side by side, over the configurations of
 // TEMPO §7.3, plus Monte-Carlo against n-step REINFORCE at a large observation (§7.4).
 //
-//   bench_rl_vs_eager [--quick] [--only sweep|nstep|budget|profile] [--out FILE.md] [--plot FILE.svg]
+//   bench_rl_vs_eager [--quick] [--only sweep|nstep|budget|profile] [--out FILE.md] [--plot
+//   FILE.svg]
 //                     [--algos reinforce,ppo] [--iterations N] [--warmup W] [--threads K]
 //
 // Every run is a fresh process (this executable with --child), so that its peak RSS is its own;
@@ -562,11 +563,12 @@ int main_impl(int argc, char** argv) {
     // TEMPO Fig. 21: growing observations under a 1 GiB device-memory budget. The eager baseline
     // keeps its rollout and autograd graph in memory; Tempo tiles and swaps to fit.
     const int64_t budget = int64_t{1} << 30;
-    emit("\n### Growing observations under a 1 GiB device-memory budget (synthetic env, 16 envs, "
-         "T = 128, 2 x 64 hidden)\n\n"
-         "| algo | obs | rollout MiB | Tempo s/iter | Tempo tracked peak MiB | swapped to host "
-         "MiB | Tempo compile s | eager s/iter | eager heap peak MiB | Tempo/eager time |\n"
-         "|---|---|---|---|---|---|---|---|---|---|\n");
+    emit(
+        "\n### Growing observations under a 1 GiB device-memory budget (synthetic env, 16 envs, "
+        "T = 128, 2 x 64 hidden)\n\n"
+        "| algo | obs | rollout MiB | Tempo s/iter | Tempo tracked peak MiB | swapped to host "
+        "MiB | Tempo compile s | eager s/iter | eager heap peak MiB | Tempo/eager time |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n");
     std::vector<std::string> sizes = {"3x16x16", "3x32x32", "3x64x64", "3x128x128", "3x256x256"};
     if (o.quick) sizes = {"3x16x16", "3x64x64"};
     for (const std::string& a : o.algos)
@@ -580,7 +582,8 @@ int main_impl(int argc, char** argv) {
         const double rollout = 16.0 * 129.0 * elems * 4.0;
         Case tc = c;
         tc.budget = budget;
-        RunStats t = run_child(child_command("tempo", tc, o.iterations, o.warmup, o.threads, false));
+        RunStats t =
+            run_child(child_command("tempo", tc, o.iterations, o.warmup, o.threads, false));
         RunStats e = run_child(child_command("eager", c, o.iterations, o.warmup, o.threads, false));
         std::ostringstream l;
         l << "| " << a << " | " << obs << " | " << mib(rollout) << " | ";

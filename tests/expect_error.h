@@ -22,4 +22,15 @@ void expect_user_error(F f, std::vector<std::string> fragments) {
   }
 }
 
+// The message of the UserError that f throws; empty if it throws none.
+template <typename F>
+std::string user_error_of(F&& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace tempo::testing

@@ -25,8 +25,8 @@ struct SwapCandidate {
 // Chooses candidates to swap so that at least `excess` bytes leave the device at the peak;
 // returns their indices. The placement policy of the compiler's memory planning: a learned
 // policy replaces the default (largest first) through this one interface.
-using SwapPolicy =
-    std::function<std::vector<size_t>(const std::vector<SwapCandidate>& candidates, int64_t excess)>;
+using SwapPolicy = std::function<std::vector<size_t>(const std::vector<SwapCandidate>& candidates,
+                                                     int64_t excess)>;
 
 // Compile options: one typed struct, passed by value (ARCHITECTURE.md).
 struct CompileOptions {
@@ -38,7 +38,7 @@ struct CompileOptions {
   // Schedule static islands (ops joined by same-point reads over one domain) as one statement
   // each (TEMPO §4.4): isl's scheduling time grows fast with the number of statements.
   bool fuse = true;
-  PassOptions passes;    // the optimization pipeline (PassOptions::none() turns it off)
+  PassOptions passes;  // the optimization pipeline (PassOptions::none() turns it off)
   // Elementwise parts of fused regions run as generated C++ loops, compiled once per program and
   // cached on disk ($TEMPO_CACHE_DIR, else ~/.cache/tempo); CPU only. TEMPO_NO_CODEGEN=1 turns
   // it off without recompiling the program.

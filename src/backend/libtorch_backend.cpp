@@ -4,8 +4,8 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <utility>
 #include <iostream>
+#include <utility>
 
 #include "backend/cpu_allocator.h"
 #include "backend/torch_value.h"
@@ -131,8 +131,8 @@ class LibTorchBackend final : public runtime::Backend {
       r.loops.assign(r.plan.steps.size(), nullptr);
       for (size_t k = 0; k < r.plan.steps.size(); ++k)
         if (r.plan.steps[k].cluster()) {
-          functions.push_back(emit_cluster(op.attrs.region->body, r.plan.steps[k],
-                                           loop_name(op.id, k)));
+          functions.push_back(
+              emit_cluster(op.attrs.region->body, r.plan.steps[k], loop_name(op.id, k)));
           ops += static_cast<int>(r.plan.steps[k].ops.size());
         }
     }
@@ -215,7 +215,8 @@ class LibTorchBackend final : public runtime::Backend {
   runtime::ValuePtr evict(const runtime::Value& v) override {
     const torch::Tensor& t = static_cast<const TorchValue&>(v).tensor;
     if (t.is_cpu()) return wrap(t.clone());
-    torch::Tensor host = torch::empty(t.sizes(), t.options().device(torch::kCPU).pinned_memory(true));
+    torch::Tensor host =
+        torch::empty(t.sizes(), t.options().device(torch::kCPU).pinned_memory(true));
     host.copy_(t);
     return wrap(std::move(host));
   }

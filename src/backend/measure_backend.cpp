@@ -24,7 +24,9 @@ class SizeValue final : public runtime::Value, public std::enable_shared_from_th
   std::shared_ptr<const SizeValue> base_;
 };
 
-const SizeValue& size_of(const runtime::Value& v) { return static_cast<const SizeValue&>(v); }
+const SizeValue& size_of(const runtime::Value& v) {
+  return static_cast<const SizeValue&>(v);
+}
 
 // Kinds whose LibTorch lowering returns a view of its first input (no new memory).
 bool is_view(ir::OpKind k) {
@@ -90,7 +92,8 @@ class MeasureBackend final : public runtime::Backend {
   runtime::ValuePtr new_block(const runtime::Value& row, int64_t rows) override {
     return std::make_shared<SizeValue>(row.nbytes() * rows);
   }
-  runtime::ValuePtr write_row(const runtime::Value& block, int64_t, const runtime::Value& row) override {
+  runtime::ValuePtr write_row(const runtime::Value& block, int64_t,
+                              const runtime::Value& row) override {
     return std::make_shared<SizeValue>(row.nbytes(), size_of(block).base());
   }
   // A view of the rows; its own size is not needed (the storage is the block's).

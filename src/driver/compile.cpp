@@ -153,17 +153,16 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
     auto plan = [&](const std::string& line) {
       if (options.verbose) std::cerr << "[tempo] " << line << "\n";
     };
-    const driver::MemoryEstimate est =
-        driver::estimate_memory(impl->graph, impl->schedule, impl->dims, bounds,
-                                options.block_stores);
+    const driver::MemoryEstimate est = driver::estimate_memory(
+        impl->graph, impl->schedule, impl->dims, bounds, options.block_stores);
     plan(cat("memory: estimated peak ", driver::bytes_str(est.peak), " as written (budget ",
              driver::bytes_str(options.memory_budget), ")"));
     if (est.peak > options.memory_budget) {
       optimize(std::max<int64_t>(1, options.memory_budget / 4));
       so.retained = impl->retained;
       try {
-        impl->schedule = driver::schedule_within_budget(impl->graph, so, impl->dims, bounds,
-                                                        options, plan);
+        impl->schedule =
+            driver::schedule_within_budget(impl->graph, so, impl->dims, bounds, options, plan);
       } catch (const UserError& e) {
         throw UserError(cat(e.what(), " (compile at ", where(loc), ")"));
       }
@@ -173,7 +172,8 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   if (options.verbose)
     std::cerr << "[tempo] isl statements: " << impl->schedule.num_statements
               << (impl->schedule.fused ? " (fused" : " (unfused")
-              << (impl->schedule.bounded ? ", lifetimes bounded)" : ", lifetimes unbounded)") << "\n";
+              << (impl->schedule.bounded ? ", lifetimes bounded)" : ", lifetimes unbounded)")
+              << "\n";
   if (options.verbose) std::cerr << impl->schedule.str(impl->graph);
 
   t0 = Clock::now();
@@ -183,8 +183,8 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   impl->backend = backend::make_libtorch_backend(backend::default_device(), bo);
   impl->backend->seed(options.seed);
   const bool blocks = options.block_stores && !switched_off("TEMPO_NO_BLOCK_STORES");
-  impl->executor = std::make_unique<runtime::Executor>(impl->graph, impl->schedule,
-                                                       *impl->backend, impl->dims, blocks);
+  impl->executor = std::make_unique<runtime::Executor>(impl->graph, impl->schedule, *impl->backend,
+                                                       impl->dims, blocks);
   impl->executor->set_profiling(options.profile);
   impl->executor->record_memory(!options.memory_timeline.empty());
   log("executor", t0);
@@ -226,7 +226,8 @@ void Executable::run() {
         if (const runtime::PointStore* st = ex.store(op.id, static_cast<int>(k))) {
           if (st->size() > 1)
             std::cerr << "[tempo]   " << st->size() << " values left of " << op.describe() << "\n";
-          largest.emplace_back(st->peak_bytes(), cat(op.describe(), " over (", dims_str(op.domain), ")"));
+          largest.emplace_back(st->peak_bytes(),
+                               cat(op.describe(), " over (", dims_str(op.domain), ")"));
         }
     std::sort(largest.rbegin(), largest.rend());
     for (size_t k = 0; k < std::min<size_t>(8, largest.size()); ++k)
@@ -292,7 +293,8 @@ std::string Executable::profile_report(size_t top_ops) const {
       << "  kernels  " << ms(sum.kernel_ns) << " ms (" << share(sum.kernel_ns) << "%)\n"
       << "  reads    " << ms(sum.read_ns) << " ms (" << share(sum.read_ns)
       << "%)  input lookup and slice stacking\n"
-      << "  writes   " << ms(sum.write_ns) << " ms (" << share(sum.write_ns) << "%)  output stores\n"
+      << "  writes   " << ms(sum.write_ns) << " ms (" << share(sum.write_ns)
+      << "%)  output stores\n"
       << "  executor " << ms(rest) << " ms (" << share(rest)
       << "%)  loops, conditions, deallocation, timing\n"
       << "  overhead per launch (all but kernels): " << std::setprecision(2)
@@ -304,8 +306,8 @@ std::string Executable::profile_report(size_t top_ops) const {
     const OpTiming& t = timings[by_time[k].second];
     out << std::setprecision(1) << "  " << std::setw(14) << ms(by_time[k].first) << std::setw(7)
         << share(by_time[k].first) << std::setw(10) << t.launches << std::setw(11)
-        << std::setprecision(2) << static_cast<double>(by_time[k].first) / 1e3 / t.launches
-        << "  " << impl_->graph.op(by_time[k].second).describe() << "\n";
+        << std::setprecision(2) << static_cast<double>(by_time[k].first) / 1e3 / t.launches << "  "
+        << impl_->graph.op(by_time[k].second).describe() << "\n";
   }
   return out.str();
 }

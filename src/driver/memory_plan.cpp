@@ -34,7 +34,8 @@ using Loops = std::vector<const schedule::Stmt*>;
 
 // The loops enclosing each Exec statement of each op, outermost first (an op can run in several
 // statements: isl peels boundary iterations).
-void enclosing_loops(const schedule::StmtPtr& s, Loops& stack, std::map<ir::OpId, std::vector<Loops>>& out) {
+void enclosing_loops(const schedule::StmtPtr& s, Loops& stack,
+                     std::map<ir::OpId, std::vector<Loops>>& out) {
   if (!s) return;
   if (s->kind == schedule::StmtKind::Exec) {
     out[s->op].push_back(stack);
@@ -72,7 +73,8 @@ std::vector<ir::EdgeId> late_edges(const ir::Graph& g, const schedule::Schedule&
   for (ir::EdgeId eid : g.out_edges(op)) {
     const ir::Edge& e = g.edge(eid);
     auto reader = loops.find(e.sink);
-    if (e.source_output == output && reader != loops.end() && late(producer->second, reader->second))
+    if (e.source_output == output && reader != loops.end() &&
+        late(producer->second, reader->second))
       out.push_back(eid);
   }
   return out;
@@ -81,9 +83,8 @@ std::vector<ir::EdgeId> late_edges(const ir::Graph& g, const schedule::Schedule&
 std::vector<size_t> largest_first(const std::vector<SwapCandidate>& candidates, int64_t excess) {
   std::vector<size_t> order(candidates.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return candidates[a].bytes > candidates[b].bytes;
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return candidates[a].bytes > candidates[b].bytes; });
   // Each swapped output costs copies and statements; ones too small to matter are left alone.
   const int64_t smallest = std::max<int64_t>(int64_t{64} << 10, excess / 100);
   std::vector<size_t> picked;
@@ -111,8 +112,8 @@ schedule::Schedule schedule_within_budget(const ir::Graph& g, schedule::Schedule
   for (int round = 0;; ++round) {
     est = estimate_memory(g, sched, dims, bounds, options.block_stores);
     log(cat("memory: estimated peak ", bytes_str(est.peak), " on the device, ",
-                      bytes_str(est.host_peak), " swapped to host (budget ", bytes_str(budget),
-                      ", ", so.swaps.size(), " outputs swapped)"));
+            bytes_str(est.host_peak), " swapped to host (budget ", bytes_str(budget), ", ",
+            so.swaps.size(), " outputs swapped)"));
     std::string top;
     for (size_t k = 0; k < std::min<size_t>(4, est.at_peak.size()); ++k)
       top += cat(k ? "; " : "", bytes_str(est.at_peak[k].bytes), " in ",
@@ -145,12 +146,12 @@ schedule::Schedule schedule_within_budget(const ir::Graph& g, schedule::Schedule
     }
     for (size_t k : picked) {
       if (k >= candidates.size())
-        throw UserError(cat("swap policy: index ", k, " is not one of the ", candidates.size(),
-                            " candidates"));
+        throw UserError(
+            cat("swap policy: index ", k, " is not one of the ", candidates.size(), " candidates"));
       if (!fixed.emplace(candidates[k].op, candidates[k].output).second) continue;
       so.swaps.push_back({candidates[k].op, candidates[k].output, late[k]});
       log(cat("memory: swapping ", candidates[k].rt, " (", bytes_str(candidates[k].bytes),
-                        " at the peak) to host between its producer and its late readers"));
+              " at the peak) to host between its producer and its late readers"));
     }
     sched = schedule::compute_schedule(g, so);
   }
@@ -163,11 +164,11 @@ schedule::Schedule schedule_within_budget(const ir::Graph& g, schedule::Schedule
     largest += cat(k ? "; " : "", bytes_str(s.bytes), " in ", g.op(s.op).describe(),
                    swapped ? " (swapped, loaded back together for a reader)" : "");
   }
-  throw UserError(cat("memory budget ", bytes_str(budget), ": the program needs about ",
-                      bytes_str(est.peak), " of device memory at its peak, and ", why,
-                      ". The largest stores at the peak: ", largest,
-                      ". Raise the budget, tile the dimension those reads cover (PassOptions::tiles,"
-                      " `--tile`), or make the batch smaller"));
+  throw UserError(
+      cat("memory budget ", bytes_str(budget), ": the program needs about ", bytes_str(est.peak),
+          " of device memory at its peak, and ", why, ". The largest stores at the peak: ", largest,
+          ". Raise the budget, tile the dimension those reads cover (PassOptions::tiles,"
+          " `--tile`), or make the batch smaller"));
 }
 
 }  // namespace tempo::driver
@@ -191,9 +192,9 @@ int64_t parse_bytes(const std::string& text, const std::string& what) {
     if (!std::isspace(static_cast<unsigned char>(text[k])))
       unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[k])));
   static const std::pair<const char*, double> units[] = {
-      {"", 1},         {"b", 1},           {"kb", 1e3},          {"mb", 1e6},
-      {"gb", 1e9},     {"kib", 1024.0},    {"mib", 1048576.0},   {"gib", 1073741824.0},
-      {"k", 1024.0},   {"m", 1048576.0},   {"g", 1073741824.0}};
+      {"", 1},       {"b", 1},         {"kb", 1e3},        {"mb", 1e6},
+      {"gb", 1e9},   {"kib", 1024.0},  {"mib", 1048576.0}, {"gib", 1073741824.0},
+      {"k", 1024.0}, {"m", 1048576.0}, {"g", 1073741824.0}};
   for (const auto& [name, scale] : units)
     if (unit == name) {
       const double bytes = value * scale;
@@ -248,7 +249,8 @@ void write_memory_timeline(const std::string& path, const ir::Graph& g,
     top = std::max({top, e.device, e.host});
   }
   std::string svg_path = path;
-  if (auto dot = svg_path.rfind('.'); dot != std::string::npos && svg_path.find('/', dot) == std::string::npos)
+  if (auto dot = svg_path.rfind('.');
+      dot != std::string::npos && svg_path.find('/', dot) == std::string::npos)
     svg_path.resize(dot);
   svg_path += ".svg";
   std::ofstream svg(svg_path);

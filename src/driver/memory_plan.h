@@ -17,7 +17,8 @@ namespace tempo::driver {
 struct MemoryEstimate {
   int64_t peak = 0;       // device bytes held by the stores at the fullest
   int64_t host_peak = 0;  // host bytes of swapped-out values at the fullest
-  std::vector<runtime::Executor::StoreBytes> at_peak;  // the stores at the device peak, largest first
+  std::vector<runtime::Executor::StoreBytes>
+      at_peak;  // the stores at the device peak, largest first
 };
 
 // Runs `schedule` on the measuring backend with these bounds.

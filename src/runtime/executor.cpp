@@ -12,8 +12,9 @@ namespace tempo::runtime {
 struct InputRead {
   PointStore* store = nullptr;
   sym::CompiledSeq phi;
-  bool sliced = false;  // some phi entry is a slice: the covered points are stacked
-  bool block_read = false;  // only the last entry is a slice and the store keeps blocks
+  bool sliced = false;      // some phi entry is a slice: the covered points are stacked
+  bool block_read = false;  // one entry is a slice and the store keeps blocks along it
+  size_t block_dim = 0;     // block_read: that entry
   std::vector<sym::CompiledExpr> point_phi;  // !sliced: phi's entries, evaluated inline
   bool has_cond = false;
   sym::CompiledExpr cond;
@@ -103,31 +104,39 @@ void for_each_point(const std::vector<sym::IndexRange>& ranges, std::vector<int6
 
 namespace {
 
-// Whether edge e reads a prefix, suffix or the whole of its source's last dimension at one point
-// of the others (x[i, 0:T], x[i, t:T], x[i, 0:t+1]): a read a block store serves as a view.
-bool reads_block(const ir::Graph& g, const ir::Edge& e) {
+// The dimension of the one slice entry of e's phi (with step 1), where its other entries are
+// points; -1 otherwise.
+int slice_dim(const ir::Graph& g, const ir::Edge& e) {
   const ir::OpNode& src = g.op(e.source);
-  if (src.domain.empty() || e.phi.size() != src.domain.size()) return false;
-  for (size_t k = 0; k + 1 < e.phi.size(); ++k)
-    if (e.phi.arg(k).is_slice()) return false;
-  const Expr last = e.phi.arg(e.phi.size() - 1);
-  if (!last.is_slice() || !last.arg(2).is_const(1)) return false;
-  return last.arg(0).is_const(0) || last.arg(1).same(src.domain.back().bound);
+  if (src.domain.empty() || e.phi.size() != src.domain.size()) return -1;
+  int d = -1;
+  for (size_t k = 0; k < e.phi.size(); ++k)
+    if (e.phi.arg(k).is_slice()) {
+      if (d >= 0 || !e.phi.arg(k).arg(2).is_const(1)) return -1;
+      d = static_cast<int>(k);
+    }
+  return d;
 }
 
-// The most points a read along the last dimension that neither starts at 0 nor ends at its
-// bound can span, where that is a constant below the bound (x[max(0, t - w):t + 1]: w + 1): a
-// read a window store serves as a view; 0 otherwise.
+// Whether edge e reads a prefix, suffix or the whole of one dimension of its source at one point
+// of the others (x[i, 0:T], x[i, t:T], x[0:t+1, l]): a read a block store serves as a view.
+bool reads_block(const ir::Graph& g, const ir::Edge& e) {
+  const int d = slice_dim(g, e);
+  if (d < 0) return false;
+  const Expr x = e.phi.arg(d);
+  return x.arg(0).is_const(0) || x.arg(1).same(g.op(e.source).domain[d].bound);
+}
+
+// The most points a read along one dimension that neither starts at 0 nor ends at its bound can
+// span, where that is a constant below the bound (x[max(0, t - w):t + 1]: w + 1): a read a
+// window store serves as a view; 0 otherwise.
 int64_t window_rows(const ir::Graph& g, const ir::Edge& e) {
-  const ir::OpNode& src = g.op(e.source);
-  if (src.domain.empty() || e.phi.size() != src.domain.size() || reads_block(g, e)) return 0;
-  for (size_t k = 0; k + 1 < e.phi.size(); ++k)
-    if (e.phi.arg(k).is_slice()) return 0;
-  const Expr last = e.phi.arg(e.phi.size() - 1);
-  if (!last.is_slice() || !last.arg(2).is_const(1)) return 0;
+  const int d = slice_dim(g, e);
+  if (d < 0 || reads_block(g, e)) return 0;
+  const Expr x = e.phi.arg(d);
   Dims dims = g.op(e.sink).domain;
-  dims.push_back(src.domain.back());
-  const Expr n = last.arg(1) - last.arg(0);
+  dims.push_back(g.op(e.source).domain[d]);
+  const Expr n = x.arg(1) - x.arg(0);
   // The least provable upper bound, searched by halving (the prover is monotone in it).
   int64_t hi = int64_t{1} << 16;
   if (!sym::prove_nonneg(Expr(hi) - n, dims)) return 0;
@@ -142,9 +151,9 @@ int64_t window_rows(const ir::Graph& g, const ir::Edge& e) {
 // Whether that read moves with the reader's point (x[0:t+1], x[t:T]): stacked, each of T reads
 // copies O(T) points; from a block, each is a view.
 bool moves(const ir::Graph& g, const ir::Edge& e) {
-  const Expr last = e.phi.arg(e.phi.size() - 1);
+  const Expr x = e.phi.arg(slice_dim(g, e));
   for (const Dim& d : g.op(e.sink).domain)
-    if (sym::depends_on(last, d.var)) return true;
+    if (sym::depends_on(x, d.var)) return true;
   return false;
 }
 
@@ -215,11 +224,19 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
     // store, where they are its only slice reads).
     std::vector<int> blocked(stores_.size(), 0);
     std::vector<int64_t> windows(stores_.size(), 0);
+    block_dims_.assign(stores_.size(), -1);  // the one dimension every slice read slices
     for (const ir::Edge& e : graph.edges()) {
       const size_t s = store_index_[e.source] + e.source_output;
       bool slices = false;
       for (const Expr& x : e.phi.args()) slices |= x.is_slice();
       if (!slices) continue;
+      const int d = slice_dim(graph, e);
+      if (d < 0 || (block_dims_[s] >= 0 && block_dims_[s] != d)) {
+        blocked[s] = -1;
+        windows[s] = 0;
+        continue;
+      }
+      block_dims_[s] = d;
       const bool fixed = fixed_shape(graph.op(e.source), e.source_output);
       if (const int64_t w = window_rows(graph, e); w > 0 && fixed && blocked[s] == 0)
         windows[s] = std::max(windows[s], w);
@@ -230,13 +247,15 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
     }
     for (const auto& [op, out] : schedule.swapped) blocked[store_index_[op] + out] = -1;
     for (size_t s = 0; s < stores_.size(); ++s) {
-      if (blocked[s] == 1) stores_[s]->use_blocks(&backend);
-      if (blocked[s] == 0 && windows[s] > 0) stores_[s]->use_blocks(&backend, windows[s]);
+      const size_t dim = static_cast<size_t>(block_dims_[s]);
+      if (blocked[s] == 1) stores_[s]->use_blocks(&backend, 0, dim);
+      if (blocked[s] == 0 && windows[s] > 0) stores_[s]->use_blocks(&backend, windows[s], dim);
     }
   }
 
   // Swapped outputs keep their evicted points in host memory (point stores only).
-  for (const auto& [op, out] : schedule.swapped) stores_[store_index_[op] + out]->use_host(&host_memory_);
+  for (const auto& [op, out] : schedule.swapped)
+    stores_[store_index_[op] + out]->use_host(&host_memory_);
 
   // Compile the AST.
   prepare_report_ = backend.prepare(graph, layout_);
@@ -317,6 +336,8 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
           // A blocked store's slice reads are all prefixes, suffixes or windows of its last
           // dimension (any other read keeps it a point store).
           in.block_read = in.store->blocked() && in.sliced;
+          if (in.block_read)
+            in.block_dim = static_cast<size_t>(block_dims_[store_index_[e.source] + e.source_output]);
           in.ranges.resize(in.phi.size());
           in.coords.resize(in.phi.size());
           l->inputs.push_back(std::move(in));
@@ -411,9 +432,9 @@ void Executor::run(const std::vector<std::pair<Expr, int64_t>>& bounds) {
   const auto t0 = std::chrono::steady_clock::now();
   exec(static_cast<uint32_t>(nodes_.size() - 1));  // the root is compiled last
   if (!op_timings_.empty())
-    profiled_run_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::steady_clock::now() - t0)
-                            .count();
+    profiled_run_ns_ +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
 }
 
 void Executor::record_memory(bool on) {
@@ -530,9 +551,8 @@ void Executor::launch_impl(Launcher& l) {
     }
     in.phi.eval(env, in.ranges.data());
     if (in.block_read) {
-      const size_t last = in.ranges.size() - 1;
-      for (size_t k = 0; k < last; ++k) in.coords[k] = in.ranges[k].start;
-      const sym::IndexRange& r = in.ranges[last];
+      for (size_t k = 0; k < in.ranges.size(); ++k) in.coords[k] = in.ranges[k].start;
+      const sym::IndexRange& r = in.ranges[in.block_dim];
       if (ValuePtr v = in.store->rows(in.coords.data(), r.start, r.stop, r.step)) return v;
     }
     return gather(in, 0, backend_, env);

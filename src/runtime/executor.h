@@ -41,7 +41,7 @@ class Executor {
   // A point outside the domain or not stored is a UserError.
   ValuePtr read(ir::OpId op, int output, const std::vector<int64_t>& point) const;
   const PointStore* store(ir::OpId op, int output) const;
-  const MemoryAccount& memory() const { return memory_; }  // device memory held by stores
+  const MemoryAccount& memory() const { return memory_; }            // device memory held by stores
   const MemoryAccount& host_memory() const { return host_memory_; }  // swapped-out values
 
   // Records the stores' device and host bytes after every statement of the following runs (a
@@ -98,6 +98,7 @@ class Executor {
   std::vector<std::unique_ptr<PointStore>> stores_;
   std::vector<size_t> store_index_;
   std::vector<std::vector<int32_t>> store_bound_slots_;  // per store: bound slot per domain dim
+  std::vector<int> block_dims_;  // per store: the dimension its slice reads slice (-1: none)
   std::vector<Node> nodes_;
   std::vector<uint32_t> children_;
   std::vector<std::unique_ptr<Kernel>> kernels_;  // per op (null for Merge and unscheduled ops)

@@ -50,13 +50,15 @@ void PointStore::reset(const int64_t* bounds) {
   }
   if (overflow) throw UserError(cat("the temporal domain of ", who_, " has more than 2^63 points"));
   flat_mode_ = total_ <= kFlatLimit;
-  block_rows_ = rank_ ? bounds_[rank_ - 1] : 1;
+  if (rank_ && block_dim_ >= rank_) block_dim_ = rank_ - 1;
+  dim_bound_ = rank_ ? bounds_[block_dim_] : 1;
+  dim_stride_ = rank_ ? strides_[block_dim_] : 1;
+  block_rows_ = dim_bound_;
   if (window_ > 0) block_rows_ = std::min(block_rows_, 2 * window_);
-  last_bound_ = rank_ ? bounds_[rank_ - 1] : 1;
 }
 
 ValuePtr PointStore::into_block(int64_t k, ValuePtr v) {
-  const int64_t outer = k / last_bound_, last = k % last_bound_;
+  const auto [outer, last] = block_of(k);
   Block& b = blocks_[outer];
   if (!b.data) {
     b.data = blocks_backend_->new_block(*v, block_rows_);
@@ -93,11 +95,12 @@ void PointStore::roll(Block& b, int64_t start) {
 ValuePtr PointStore::rows(const int64_t* point, int64_t start, int64_t stop, int64_t step) const {
   if (!blocks_backend_ || rank_ == 0 || step < 1 || start < 0 || stop <= start) return nullptr;
   int64_t k = 0;
-  for (size_t i = 0; i + 1 < rank_; ++i) {
+  for (size_t i = 0; i < rank_; ++i) {
+    if (i == block_dim_) continue;
     if (point[i] < 0 || point[i] >= bounds_[i]) return nullptr;
     k += point[i] * strides_[i];
   }
-  auto it = blocks_.find(k / last_bound_);
+  auto it = blocks_.find(k);
   if (it == blocks_.end()) return nullptr;
   const Block& b = it->second;
   if (start < b.base || stop - b.base > block_rows_) return nullptr;
@@ -172,8 +175,9 @@ bool PointStore::erase_key(int64_t k) {
   if (host_memory_) forget_host(k, removed);
   --size_;
   if (blocks_backend_) {
-    auto it = blocks_.find(k / last_bound_);
-    const int64_t r = it == blocks_.end() ? -1 : k % last_bound_ - it->second.base;
+    const auto [outer, pos] = block_of(k);
+    auto it = blocks_.find(outer);
+    const int64_t r = it == blocks_.end() ? -1 : pos - it->second.base;
     if (r >= 0 && r < block_rows_ && it->second.held[r]) {
       it->second.held[r] = false;
       if (--it->second.live == 0) blocks_.erase(it);  // its memory goes with the last view

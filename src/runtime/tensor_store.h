@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "runtime/backend.h"
@@ -27,7 +28,6 @@ struct MemoryAccount {
       if (live_bytes > peak_bytes) peak_bytes = live_bytes;
     }
   }
-  void forget_host(int64_t k, const ValuePtr& v);  // a swapped point replaced or erased
   void release(const Value& v) {
     auto it = held_.find(v.storage());
     if (it == held_.end()) return;
@@ -74,11 +74,13 @@ class PointStore {
   void reset(const int64_t* bounds);
   void clear();
 
-  // Keeps values in blocks from the next reset() on (`backend` makes and views them); with
-  // `window` > 0, in rolling blocks of 2 x window rows for reads of at most `window` points.
-  void use_blocks(Backend* backend, int64_t window = 0) {
+  // Keeps values in blocks along domain dimension `dim` from the next reset() on (`backend` makes
+  // and views them); with `window` > 0, in rolling blocks of 2 x window rows for reads of at most
+  // `window` points.
+  void use_blocks(Backend* backend, int64_t window = 0, size_t dim = SIZE_MAX) {
     blocks_backend_ = backend;
     window_ = window;
+    block_dim_ = dim;
   }
   bool blocked() const { return blocks_backend_ != nullptr; }
   // Swapping (TEMPO §5.2): values moved to host memory are counted in `host` instead.
@@ -87,8 +89,9 @@ class PointStore {
   // with no value (not produced: the op's condition) or already there is skipped. A loaded
   // value keeps its host copy, so evicting it again drops the device copy without copying.
   void move(const int64_t* point, bool to_host, Backend& backend);
-  // The points of `point` with the last coordinate in start:stop:step, as one view of their block;
-  // null where some are missing or not in the block (the caller then stacks the points).
+  // The points of `point` with the block dimension's coordinate in start:stop:step, as one view
+  // of their block; null where some are missing or not in the block (the caller then stacks the
+  // points). `point`'s coordinate of the block dimension is ignored.
   ValuePtr rows(const int64_t* point, int64_t start, int64_t stop, int64_t step) const;
 
   void put(const int64_t* point, ValuePtr v) {
@@ -171,8 +174,8 @@ class PointStore {
   size_t rank_;
   MemoryAccount* memory_;
   MemoryAccount* host_memory_ = nullptr;
-  std::unordered_set<int64_t> on_host_;  // keys of the values moved to host memory
-  int64_t host_bytes_ = 0;                // their bytes
+  std::unordered_set<int64_t> on_host_;                // keys of the values moved to host memory
+  int64_t host_bytes_ = 0;                             // their bytes
   std::unordered_map<int64_t, ValuePtr> host_copies_;  // host copies of loaded values
   std::vector<int64_t> bounds_, strides_;
   size_t total_ = 1;
@@ -192,9 +195,15 @@ class PointStore {
   void roll(Block& b, int64_t start);
   Backend* blocks_backend_ = nullptr;
   int64_t window_ = 0;      // > 0: window store for reads of at most this many rows
-  int64_t block_rows_ = 1;  // rows of a block: the last dimension's bound, or 2 x window
-  int64_t last_bound_ = 1;  // the last dimension's bound
-  std::unordered_map<int64_t, Block> blocks_;  // by key / block_rows_
+  size_t block_dim_ = SIZE_MAX;  // the dimension along which a block's rows lie (default: last)
+  int64_t block_rows_ = 1;  // rows of a block: that dimension's bound, or 2 x window
+  int64_t dim_bound_ = 1, dim_stride_ = 1;  // that dimension's bound and key stride
+  // A key as (the key of its block: that dimension's coordinate zeroed, the coordinate).
+  std::pair<int64_t, int64_t> block_of(int64_t k) const {
+    const int64_t pos = (k / dim_stride_) % dim_bound_;
+    return {k - pos * dim_stride_, pos};
+  }
+  std::unordered_map<int64_t, Block> blocks_;  // by block_of(key).first
 };
 
 // Point, block and window stores (TEMPO §6) are modes of one class.

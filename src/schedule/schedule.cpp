@@ -168,7 +168,7 @@ class Scheduler {
     struct Load {
       OpId op;
       int output;
-      Expr phi;       // the points a member reads, over its domain
+      Expr phi;  // the points a member reads, over its domain
       OpId reader;
     };
     std::vector<Load> loads;  // swapped points loaded before the members run
@@ -641,9 +641,9 @@ class Scheduler {
             pieces.push_back(with_range_name(to_groups(deps_[eid], e.sink, id), "R"));
             const Dims& reader = g_.op(e.sink).domain;
             if (!op.domain.empty() && !reader.empty() && reader[0].var.same(op.domain[0].var))
-              carried = carried.unite(isl::manage(isl_map_order_gt(pieces.back().copy(), isl_dim_in,
-                                                                   0, isl_dim_out, 0))
-                                          .range());
+              carried = carried.unite(
+                  isl::manage(isl_map_order_gt(pieces.back().copy(), isl_dim_in, 0, isl_dim_out, 0))
+                      .range());
           }
           const bool swap = swapped.count({id, out}) > 0;
           if (local && !swap) {
@@ -666,7 +666,8 @@ class Scheduler {
       for (size_t b = 0; b < bundles.size(); ++b) {
         const Bundle& bundle = bundles[b];
         const auto& [first_op, first_out] = bundle.outputs[0];
-        const std::string base = opt_.fuse ? cat("E", k, "_", b) : dealloc_name(first_op, first_out);
+        const std::string base =
+            opt_.fuse ? cat("E", k, "_", b) : dealloc_name(first_op, first_out);
         // The points read again in a later step of the outermost dimension (a rollout's last
         // observation, read by the next iteration) are freed by a statement of their own: one
         // affine schedule for all points would delay every point's free by that distance.
@@ -785,8 +786,8 @@ class Scheduler {
     isl::map self = with_range_name(grp.domain.identity(), "R");
     self = isl::manage(isl_map_set_tuple_name(self.release(), isl_dim_in, "R"));
     isl_size n = isl_map_dim(self.get(), isl_dim_out);
-    isl::map rest = isl::manage(
-        isl_map_project_out(self.copy(), isl_dim_out, 0, static_cast<unsigned>(depth)));
+    isl::map rest =
+        isl::manage(isl_map_project_out(self.copy(), isl_dim_out, 0, static_cast<unsigned>(depth)));
     isl::map before =
         isl::manage(isl_map_flat_range_product(last.apply_range(next).release(), rest.release()));
     if (isl_map_dim(before.get(), isl_dim_out) != n) return;

@@ -31,7 +31,7 @@ struct ScheduleOptions {
   // (n-step REINFORCE interleaves; counters free each step); whole-component scheduling (true)
   // splits deallocations of loop-carried state into separate loops (memory grows with I).
   bool whole_component = false;
-  bool proximity = true;   // add proximity constraints (TEMPO §5.1)
+  bool proximity = true;  // add proximity constraints (TEMPO §5.1)
   // Proximity for deallocations and swaps only (implied by `proximity`): frees each point soon
   // after its last reader, at a fraction of full proximity's scheduling time.
   bool memory_proximity = false;
@@ -41,7 +41,7 @@ struct ScheduleOptions {
   // temporaries read only there are freed right after. isl's work grows fast with the number of
   // statements; this keeps it small. false: one statement per op (and per freed output).
   bool fuse = true;
-  std::vector<Swap> swaps;  // needs `deallocate`
+  std::vector<Swap> swaps;               // needs `deallocate`
   long max_isl_operations = 20'000'000;  // bound on isl work; exceeding it is a clear error
 };
 

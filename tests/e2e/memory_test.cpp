@@ -20,7 +20,9 @@ using testing::to_torch;
 
 constexpr int64_t kRow = 4096;  // floats per step: 16 KiB
 
-bool passes_on() { return std::getenv("TEMPO_NO_PASS") == nullptr; }
+bool passes_on() {
+  return std::getenv("TEMPO_NO_PASS") == nullptr;
+}
 
 // A rollout read by a learner after the acting loop: o[i, t] from a source, its running mean as
 // the acting state, and a learner that reads the rollout only once the acting loop is done:
@@ -103,9 +105,8 @@ TEST(MemoryBudget, UnderTheBudgetNothingChanges) {
 TEST(MemoryBudget, ABudgetNoScheduleMeetsNamesTheLargestStores) {
   // The acting state alone (one row per step, read at the next step) needs more than 1 KiB.
   Rollout a;
-  expect_user_error([&] { a.compile(1024); },
-                    {"memory budget 0.0 MiB", "needs about", "largest stores at the peak",
-                     "memory_test.cpp"});
+  expect_user_error([&] { a.compile(1024); }, {"memory budget 0.0 MiB", "needs about",
+                                               "largest stores at the peak", "memory_test.cpp"});
 }
 
 TEST(MemoryBudget, TheSwapPolicyDecides) {
@@ -118,15 +119,21 @@ TEST(MemoryBudget, TheSwapPolicyDecides) {
     for (const SwapCandidate& c : candidates) seen.push_back(c.rt);
     return std::vector<size_t>{};  // swap nothing
   };
-  expect_user_error([&] { a.ctx.compile({{a.i.bound, 3}, {a.t.bound, 32}}, co); },
-                    {"the swap policy chose nothing"});
+  expect_user_error(
+      [&] {
+        a.ctx.compile({{a.i.bound, 3}, {a.t.bound, 32}}, co);
+      },
+      {"the swap policy chose nothing"});
   ASSERT_FALSE(seen.empty());
   EXPECT_NE(seen[0].find("memory_test.cpp"), std::string::npos) << seen[0];
   co.swap_policy = [](const std::vector<SwapCandidate>& c, int64_t) {
     return std::vector<size_t>{c.size()};
   };
-  expect_user_error([&] { a.ctx.compile({{a.i.bound, 3}, {a.t.bound, 32}}, co); },
-                    {"swap policy: index"});
+  expect_user_error(
+      [&] {
+        a.ctx.compile({{a.i.bound, 3}, {a.t.bound, 32}}, co);
+      },
+      {"swap policy: index"});
 }
 
 TEST(MemoryBudget, ParsesSizes) {
@@ -141,8 +148,11 @@ TEST(MemoryBudget, ParsesSizes) {
   Rollout a;
   CompileOptions co;
   co.memory_budget = -1;
-  expect_user_error([&] { a.ctx.compile({{a.i.bound, 3}, {a.t.bound, 8}}, co); },
-                    {"memory_budget must be positive"});
+  expect_user_error(
+      [&] {
+        a.ctx.compile({{a.i.bound, 3}, {a.t.bound, 8}}, co);
+      },
+      {"memory_budget must be positive"});
 }
 
 TEST(MemoryTimeline, WritesTheCurveOfEveryStatement) {

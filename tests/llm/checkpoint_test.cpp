@@ -13,6 +13,7 @@
 #include "api/tempo.h"
 #include "nn/json.h"
 #include "util/error.h"
+#include "expect_error.h"
 
 namespace tempo::llm {
 namespace {
@@ -31,14 +32,7 @@ void write_text(const fs::path& p, const std::string& s) {
   f << s;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return testing::user_error_of(f); }
 
 void expect_same(const HostTensor& a, const HostTensor& b, const std::string& what) {
   EXPECT_EQ(a.dtype, b.dtype) << what;

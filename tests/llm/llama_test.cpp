@@ -14,6 +14,7 @@
 #include "api/tempo.h"
 #include "driver/executable_impl.h"
 #include "e2e/e2e_util.h"
+#include "expect_error.h"
 
 namespace tempo::llm {
 namespace {
@@ -378,14 +379,7 @@ TEST(Llama, BadConfigAndPatternAreUserErrors) {
   EXPECT_EQ(AttentionPattern::parse("sinks:4:64").str(), "sinks:4:64");
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return testing::user_error_of(f); }
 
 // A prompt or a sequence longer than the configured context, a window longer than the sequence.
 TEST(Llama, LengthErrors) {

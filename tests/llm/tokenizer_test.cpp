@@ -12,6 +12,7 @@
 
 #include "nn/json.h"
 #include "util/error.h"
+#include "expect_error.h"
 
 namespace tempo::llm {
 namespace {
@@ -87,14 +88,7 @@ Spec english() {
 
 Tokenizer make(const Spec& s) { return Tokenizer::parse(tokenizer_json(s), "test tokenizer"); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return testing::user_error_of(f); }
 
 TEST(Tokenizer, PretokenizesLikeLlama3) {
   using V = std::vector<std::string>;

@@ -5,6 +5,7 @@
 #include "api/tempo.h"
 #include "backend/cpu_allocator.h"
 #include "util/error.h"
+#include "expect_error.h"
 
 namespace tempo {
 namespace {
@@ -18,14 +19,7 @@ RT scalar_source(Context& ctx, const Dims& domain,
   return ctx.udf("src", fn, {}, {TensorType{DType::Float32, {}}}, domain)[0];
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return testing::user_error_of(f); }
 
 // The launch profile accounts for every launch and names the ops that took longest; without
 // CompileOptions::profile there is none. Tensors come from the caching allocator, which serves
