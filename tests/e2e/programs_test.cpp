@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "e2e/e2e_util.h"
+#include "expect_error.h"
 #include "util/error.h"
 
 namespace tempo {
@@ -158,12 +160,7 @@ TEST(Programs, PeakMemoryIndependentOfIterations) {
 
 template <typename F>
 std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
+  return testing::user_error_of(std::forward<F>(f));
 }
 
 std::string here(Loc loc = Loc::current()) { return where(loc); }
