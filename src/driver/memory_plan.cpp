@@ -32,10 +32,7 @@ namespace {
 
 using Loops = std::vector<const schedule::Stmt*>;
 
-// The loops enclosing each Exec statement of each op, outermost first (an op can run in several
-// statements: isl peels boundary iterations).
-void enclosing_loops(const schedule::StmtPtr& s, Loops& stack,
-                     std::map<ir::OpId, std::vector<Loops>>& out) {
+void enclosing_loops(const schedule::StmtPtr& s, Loops& stack, OpLoops& out) {
   if (!s) return;
   if (s->kind == schedule::StmtKind::Exec) {
     out[s->op].push_back(stack);
@@ -50,11 +47,15 @@ void enclosing_loops(const schedule::StmtPtr& s, Loops& stack,
 
 }  // namespace
 
-std::vector<ir::EdgeId> late_edges(const ir::Graph& g, const schedule::Schedule& schedule,
-                                   ir::OpId op, int output) {
-  std::map<ir::OpId, std::vector<Loops>> loops;
+OpLoops op_loops(const schedule::Schedule& schedule) {
+  OpLoops loops;
   Loops stack;
   enclosing_loops(schedule.root, stack, loops);
+  return loops;
+}
+
+std::vector<ir::EdgeId> late_edges(const ir::Graph& g, const OpLoops& loops, ir::OpId op,
+                                   int output) {
   // Late: some run of the reader is outside a loop around each run of the producer.
   auto outside = [](const Loops& p, const Loops& r) {
     for (const schedule::Stmt* l : p)
@@ -130,9 +131,10 @@ schedule::Schedule schedule_within_budget(const ir::Graph& g, schedule::Schedule
     }
     std::vector<SwapCandidate> candidates;
     std::vector<std::vector<ir::EdgeId>> late;
+    const OpLoops loops = op_loops(sched);
     for (const auto& s : est.at_peak) {
       if (fixed.count({s.op, s.output})) continue;
-      std::vector<ir::EdgeId> edges = late_edges(g, sched, s.op, s.output);
+      std::vector<ir::EdgeId> edges = late_edges(g, loops, s.op, s.output);
       if (edges.empty()) continue;
       candidates.push_back({g.op(s.op).describe(), s.bytes, s.op, s.output});
       late.push_back(std::move(edges));

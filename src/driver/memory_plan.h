@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,11 +26,17 @@ struct MemoryEstimate {
 MemoryEstimate estimate_memory(const ir::Graph& g, const schedule::Schedule& schedule,
                                const Dims& dims, const Bounds& bounds, bool block_stores);
 
-// The edges out of `op`'s output that the schedule runs late: a loop encloses the producer but
-// not (some run of) the reader, so each point waits in memory until that loop ends (a rollout
-// read by a learner after the acting loop). These are what swapping serves from host memory.
-std::vector<ir::EdgeId> late_edges(const ir::Graph& g, const schedule::Schedule& schedule,
-                                   ir::OpId op, int output);
+// The loops enclosing each Exec statement of each op in a schedule, outermost first (an op can
+// run in several statements: isl peels boundary iterations).
+using OpLoops = std::map<ir::OpId, std::vector<std::vector<const schedule::Stmt*>>>;
+OpLoops op_loops(const schedule::Schedule& schedule);
+
+// The edges out of `op`'s output that the schedule (its `loops`) runs late: a loop encloses the
+// producer but not (some run of) the reader, so each point waits in memory until that loop ends
+// (a rollout read by a learner after the acting loop). These are what swapping serves from host
+// memory.
+std::vector<ir::EdgeId> late_edges(const ir::Graph& g, const OpLoops& loops, ir::OpId op,
+                                   int output);
 
 // The largest-first policy (SwapPolicy): the candidates by bytes at the peak until `excess` is
 // covered, skipping those under 1% of it (or 64 KiB): each swap costs copies and statements.

@@ -110,17 +110,13 @@ ValuePtr PointStore::rows(const int64_t* point, int64_t start, int64_t stop, int
 }
 
 bool PointStore::contains(const int64_t* point) const {
-  for (size_t i = 0; i < rank_; ++i)
-    if (point[i] < 0 || point[i] >= bounds_[i]) return false;
-  return find(key(point)) != nullptr;
+  int64_t k;
+  return key_inside(point, &k) && find(k) != nullptr;
 }
 
 void PointStore::move(const int64_t* point, bool to_host, Backend& backend) {
-  int64_t k = 0;
-  for (size_t i = 0; i < rank_; ++i) {
-    if (point[i] < 0 || point[i] >= bounds_[i]) return;  // a read clipped at the domain's edge
-    k += point[i] * strides_[i];
-  }
+  int64_t k;
+  if (!key_inside(point, &k)) return;  // a read clipped at the domain's edge
   ValuePtr* slot = const_cast<ValuePtr*>(find(k));
   // Nothing there (the op's condition), or already where it should be (read by an earlier load).
   if (!slot || !*slot || on_host_.count(k) == static_cast<size_t>(to_host)) return;

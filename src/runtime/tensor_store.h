@@ -121,12 +121,8 @@ class PointStore {
   bool erase(const int64_t* point) { return erase_key(key(point)); }
   // Same, but a point outside the domain is not an error (nothing is stored there).
   bool erase_if_present(const int64_t* point) {
-    int64_t k = 0;
-    for (size_t i = 0; i < rank_; ++i) {
-      if (point[i] < 0 || point[i] >= bounds_[i]) return false;
-      k += point[i] * strides_[i];
-    }
-    return erase_key(k);
+    int64_t k;
+    return key_inside(point, &k) && erase_key(k);
   }
 
   size_t rank() const { return rank_; }
@@ -145,6 +141,15 @@ class PointStore {
       k += point[i] * strides_[i];
     }
     return k;
+  }
+  // The key of `point` where it lies inside the domain; false otherwise.
+  bool key_inside(const int64_t* point, int64_t* k) const {
+    *k = 0;
+    for (size_t i = 0; i < rank_; ++i) {
+      if (point[i] < 0 || point[i] >= bounds_[i]) return false;
+      *k += point[i] * strides_[i];
+    }
+    return true;
   }
   const ValuePtr* find(int64_t k) const {
     if (flat_mode_) return k < static_cast<int64_t>(flat_.size()) && flat_[k] ? &flat_[k] : nullptr;

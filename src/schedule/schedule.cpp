@@ -1022,7 +1022,7 @@ class Scheduler {
         body.push_back(s);
       }
     } else if (auto sw = swap_stmts_.find(name); sw != swap_stmts_.end()) {
-      add(StmtKind::Evict, sw->second.op, sw->second.output);
+      add(StmtKind::Evict, sw->second.first, sw->second.second);
     } else {
       auto d = dealloc_stmts_.find(name);
       TEMPO_ASSERT(d != dealloc_stmts_.end(), "unknown statement ", name);
@@ -1042,11 +1042,7 @@ class Scheduler {
   std::map<OpId, size_t> position_;        // op -> position among its group's members
   std::map<std::string, int> exec_stmts_;  // statement name -> group
   std::map<std::string, std::vector<std::pair<OpId, int>>> dealloc_stmts_;
-  struct SwapStmt {
-    OpId op;
-    int output;
-  };
-  std::map<std::string, SwapStmt> swap_stmts_;
+  std::map<std::string, std::pair<OpId, int>> swap_stmts_;  // Evict statements of their own
   int num_statements_ = 0;
   CycleSearch search_;
   // Bounded lifetimes (bound_lifetime) over at most this many leading dimensions; 0: none.
