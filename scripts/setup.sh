@@ -12,6 +12,8 @@ PACKAGES=(
   libopenblas0-pthread
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
+  # the Python module (python/): bindings, arrays, tests; built against Debian's /usr/bin/python3
+  python3-dev python3-pybind11 python3-numpy python3-pytest
   clang-format
 )
 

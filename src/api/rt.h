@@ -7,13 +7,12 @@
 //   x[t + 1] = x[t] * 0.9 + obs;          // branch for t >= 1
 //   RT g = r[slice(t, T)].sum(0);         // all future rewards: a dynamic (T - t) dimension
 //
-// Every operation records the user's source line (std::source_location) so that errors name the
+// Every operation records the user's source line (SourceLoc, util/error.h) so that errors name the
 // RT and where it was created.
 #pragma once
 
 #include <functional>
 #include <initializer_list>
-#include <source_location>
 #include <string>
 #include <vector>
 
@@ -26,7 +25,7 @@ using ir::DType;
 using ir::HostTensor;
 using ir::Shape;
 using ir::TensorType;
-using Loc = std::source_location;
+using Loc = SourceLoc;
 
 class Context;
 class RT;

@@ -118,7 +118,7 @@ bool same_type(const TensorType& a, const TensorType& b, const Dims& dims) {
 
 
 std::string OpNode::describe() const {
-  std::string at = loc.line() ? where(loc) : std::string("<unknown>");
+  std::string at = loc.line ? where(loc) : std::string("<unknown>");
   return cat("RT '", name, "' (", op_kind_name(kind), ") created at ", at);
 }
 
@@ -183,7 +183,7 @@ std::string Graph::str() const {
     if (!op.domain.empty()) s += " over " + dims_list(op.domain);
     if (op.cond.defined()) s += " where " + op.cond.str();
     s += "  # " + op.name;
-    if (op.loc.line()) s += " @ " + where(op.loc);
+    if (op.loc.line) s += " @ " + where(op.loc);
     s += "\n";
   }
   return s;

@@ -4,12 +4,12 @@
 
 #include <functional>
 #include <memory>
-#include <source_location>
 #include <string>
 #include <vector>
 
 #include "ir/op_kind.h"
 #include "ir/types.h"
+#include "util/error.h"
 #include "symbolic/expr.h"
 
 namespace tempo::ir {
@@ -50,7 +50,7 @@ struct OpNode {
   std::vector<TensorType> outputs;
   std::vector<EdgeId> inputs;  // in input order (Merge: branches in priority order)
   std::string name;            // user-visible name of the RT that created it
-  std::source_location loc;    // the user's line that created it
+  SourceLoc loc;               // the user's line that created it
 
   // "RT 'x' (Add) created at prog.cpp:42"
   std::string describe() const;

@@ -109,7 +109,7 @@ class Builder {
  private:
   ir::Graph& g_;
   std::string name_;
-  std::source_location loc_;
+  SourceLoc loc_;
 };
 
 // Rewrites op `id` in place (its readers, and Executable::get if it is retained, keep their op)

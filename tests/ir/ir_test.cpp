@@ -291,7 +291,7 @@ TEST(Validate, Errors) {
     m.kind = OpKind::Merge;
     m.outputs = {f32({})};
     m.name = "o";
-    m.loc = std::source_location::current();
+    m.loc = tempo::SourceLoc::current();
     g.add_op(m);
     expect_user_error([&] { validate(g); },
                       {"RT 'o' (Merge) created at ir_test.cpp:", "never defined"});
@@ -311,8 +311,8 @@ TEST(Describe, NamesLine) {
   OpNode op;
   op.kind = OpKind::Add;
   op.name = "x";
-  op.loc = std::source_location::current();
-  EXPECT_EQ(op.describe(), "RT 'x' (Add) created at ir_test.cpp:" + std::to_string(op.loc.line()));
+  op.loc = tempo::SourceLoc::current();
+  EXPECT_EQ(op.describe(), "RT 'x' (Add) created at ir_test.cpp:" + std::to_string(op.loc.line));
 }
 
 }  // namespace

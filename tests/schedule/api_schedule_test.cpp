@@ -90,7 +90,7 @@ TEST_P(ApiSchedule, OutOfDomainReadNamesTheLine) {
     EXPECT_NE(msg.find("outside its domain"), std::string::npos) << msg;
     std::string file_line = where(here);
     std::string next_line =
-        file_line.substr(0, file_line.find(':') + 1) + std::to_string(here.line() + 1);
+        file_line.substr(0, file_line.find(':') + 1) + std::to_string(here.line + 1);
     EXPECT_NE(msg.find(next_line), std::string::npos) << msg;
   }
 }

@@ -26,7 +26,7 @@ struct Builder {
   ir::Graph g;
   OpId op(const std::string& name, const Dims& domain, OpKind kind = OpKind::Identity,
           Expr cond = Expr(), int outputs = 1,
-          std::source_location loc = std::source_location::current()) {
+          tempo::SourceLoc loc = tempo::SourceLoc::current()) {
     ir::OpNode n;
     n.kind = kind;
     n.domain = domain;

@@ -1,0 +1,64 @@
+"""tempo.rl from Python: built-in and Python environments, and their errors."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import tempo
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
+from custom_env_ppo import NumpyCartPole  # noqa: E402
+
+
+def test_ppo_on_a_python_env_raises_the_return():
+    result = tempo.rl.train("ppo", env=NumpyCartPole, iterations=40, num_envs=8, steps=64,
+                            lr=2.5e-3, log=False, seed=3)
+    curve = [r for _, r in result.curve]
+    assert len(curve) == 40
+    first, last = np.mean(curve[1:6]), np.mean(curve[-5:])
+    assert last > 1.5 * first, (first, last)
+
+
+def test_python_cartpole_matches_the_builtin_one_in_scale():
+    # Same algorithm and budget on the C++ CartPole: both learn (a sanity check of the protocol).
+    result = tempo.rl.train("ppo", env="CartPole-v1", iterations=40, num_envs=8, steps=64,
+                            lr=2.5e-3, log=False, seed=3)
+    curve = [r for _, r in result.curve]
+    assert np.mean(curve[-5:]) > 1.5 * np.mean(curve[1:6])
+
+
+class Broken(tempo.rl.Env):
+    observation_space = tempo.rl.Box(shape=(3,))
+    action_space = tempo.rl.Discrete(2)
+    mode = "raise"
+
+    def reset(self, seed):
+        return np.zeros((self.num_envs, 3), np.float32)
+
+    def step(self, actions):
+        if Broken.mode == "raise":
+            raise RuntimeError("the simulator crashed")
+        return np.zeros((self.num_envs, 4), np.float32), np.zeros(self.num_envs), \
+            np.zeros(self.num_envs), np.zeros(self.num_envs)
+
+
+def test_an_env_that_raises_reaches_the_caller():
+    Broken.mode = "raise"
+    with pytest.raises(RuntimeError, match="the simulator crashed"):
+        tempo.rl.train("reinforce", env=Broken, iterations=2, num_envs=2, steps=4, log=False)
+
+
+def test_an_env_with_wrong_shapes_is_a_clear_error():
+    Broken.mode = "shape"
+    with pytest.raises(tempo.UserError, match=r"environment Broken: step\(\) observations have "
+                                              r"shape \(2, 4\), expected \(2, 3\)"):
+        tempo.rl.train("reinforce", env=Broken, iterations=2, num_envs=2, steps=4, log=False)
+
+
+def test_unknown_options_and_envs():
+    with pytest.raises(TypeError, match="unknown option 'iters'"):
+        tempo.rl.train("ppo", iters=3)
+    with pytest.raises(tempo.UserError, match="unknown environment 'Nope'"):
+        tempo.rl.train("ppo", env="Nope", log=False)
+    assert "CartPole-v1" in tempo.rl.env_names()
