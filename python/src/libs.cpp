@@ -1,5 +1,7 @@
 // The libraries in Python: tempo.nn (modules, distributions), tempo.optim (optimizers) and
 // tempo.rl (training, with environments written in Python).
+#include <pybind11/iostream.h>
+
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -497,7 +499,10 @@ void bind_libs(py::module_& m) {
       "train",
       [](const std::string& algo, py::handle env, bool log, py::kwargs kw) {
         rl::TrainConfig c = train_config(algo, env, kw);
-        return without_gil([&] { return rl::train(c, log ? &std::cout : nullptr); });
+        // Progress goes to Python's sys.stdout (a notebook shows it), flushed per line.
+        py::detail::pythonbuf buf(py::module_::import("sys").attr("stdout"));
+        std::ostream out(&buf);
+        return without_gil([&] { return rl::train(c, log ? &out : nullptr); });
       },
       py::arg("algo"), py::arg("env") = "CartPole-v1", py::arg("log") = true, guard(),
       "Trains a policy with 'reinforce', 'a2c' or 'ppo' on a built-in environment (by "
