@@ -2,7 +2,9 @@
 // (argv[0] is the subcommand's own name) and returns the process exit status.
 #pragma once
 
+int run_eval_command(int argc, char** argv);
 int run_expr_command(int argc, char** argv);
 int run_generate_command(int argc, char** argv);
+int run_mmap_command(int argc, char** argv);
 int run_show_command(int argc, char** argv);
 int run_train_command(int argc, char** argv);

@@ -16,8 +16,12 @@ struct Command {
 
 // One row per subcommand; `tempo NAME --help` prints its own usage.
 const Command kCommands[] = {
+    {"eval", run_eval_command, "run a policy saved by `tempo train --save` (tempo eval --help)"},
     {"expr", run_expr_command, "inspect symbolic expressions (simplify, invert, isl, equal, eval)"},
-    {"generate", run_generate_command, "decode tokens with a Llama-3.2 decoder (tempo generate --help)"},
+    {"generate", run_generate_command,
+     "decode tokens with a Llama-3.2 decoder (tempo generate --help)"},
+    {"mmap", run_mmap_command,
+     "memory placement: MMapGame instances and baselines (tempo mmap --help)"},
     {"show", run_show_command, "print a built-in example's SDG or schedule (tempo show --list)"},
     {"train", run_train_command, "train a policy with PPO, A2C or REINFORCE (tempo train --help)"},
 };
@@ -35,7 +39,8 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
-  if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+  if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
     usage(stdout);
     return 0;
   }

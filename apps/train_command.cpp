@@ -1,6 +1,8 @@
 // `tempo train <ppo|a2c|reinforce> --env NAME ...`: trains a policy on a classic-control
-// environment with a recurrent-tensor RL program and writes its learning curve.
+// environment with a recurrent-tensor RL program, writes its learning curve as it goes and
+// saves the trained policy (--save DIR; `tempo eval --load DIR` runs it).
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -17,6 +20,7 @@
 #include "commands.h"
 #include "parse_args.h"
 #include "rl/algorithms/algorithms.h"
+#include "rl/algorithms/saved_policy.h"
 #include "util/error.h"
 
 namespace {
@@ -28,7 +32,8 @@ using tempo::cli::parse_int;
 
 const char* kUsage =
     "usage: tempo train <ppo|a2c|reinforce> [--env NAME] [--seed S] [--iterations I]\n"
-    "                   [--num-envs N] [--steps T] [--lr X] [--out DIR] [--verbose]\n"
+    "                   [--num-envs N] [--steps T] [--lr X] [--out DIR] [--save DIR]\n"
+    "                   [--save-every K] [--verbose]\n"
     "  --env         CartPole-v1 (default), Pendulum-v1, Acrobot-v1, MountainCar-v0, synthetic\n"
     "  --obs-shape CxHxW, --episode-length L  the synthetic env (default 3x4x4, 250)\n"
     "  --iterations  rollouts (default: ppo 976, a2c and reinforce 500)\n"
@@ -58,7 +63,11 @@ const char* kUsage =
     "  --gae-lambda  advantage lambda (default 0.95; 1: full bootstrapped returns)\n"
     "  --ent-coef    entropy bonus (default 0.01)   --vf-coef  value loss weight (default 0.5)\n"
     "  --default-init  PyTorch's default init instead of orthogonal weights\n"
-    "  --out DIR     writes DIR/curve.csv and DIR/curve.svg at the end\n"
+    "  --out DIR     writes DIR/curve.csv and DIR/curve.svg during the run (at most once a\n"
+    "                second) and at the end\n"
+    "  --save DIR    saves the trained policy in DIR (policy.safetensors + policy.json) at the\n"
+    "                end; `tempo eval --load DIR` runs it\n"
+    "  --save-every K  also saves it every K iterations\n"
     "  --profile     time every launch; print where the run's time went\n";
 
 // "3x64x64" -> {3, 64, 64}.
@@ -139,6 +148,17 @@ std::string curve_svg(const std::vector<tempo::rl::CurvePoint>& curve, const std
   return s.str();
 }
 
+// DIR/curve.csv and DIR/curve.svg for the curve so far.
+void write_curve(const std::string& out, const std::vector<tempo::rl::CurvePoint>& curve,
+                 const std::string& title) {
+  std::ostringstream csv;
+  csv << "env_steps,mean_return\n";
+  for (const auto& p : curve)
+    if (!std::isnan(p.mean_return)) csv << p.env_steps << "," << fmt(p.mean_return, 4) << "\n";
+  write_atomic(std::filesystem::path(out) / "curve.csv", csv.str());
+  write_atomic(std::filesystem::path(out) / "curve.svg", curve_svg(curve, title));
+}
+
 // What the command line sets: the training configuration and the output directory.
 struct Args {
   tempo::rl::TrainConfig cfg;
@@ -195,6 +215,8 @@ const std::vector<Option>& all_options() {
       {"--gae-lambda", true, [](A& a, S f, S v) { a.cfg.gae_lambda = parse_double(f, v); }},
       {"--vf-coef", true, [](A& a, S f, S v) { a.cfg.vf_coef = parse_double(f, v); }},
       {"--out", true, [](A& a, S, S v) { a.out = v; }},
+      {"--save", true, [](A& a, S, S v) { a.cfg.save_dir = v; }},
+      {"--save-every", true, [](A& a, S f, S v) { a.cfg.save_every = parse_int(f, v); }},
       {"--optimizer", true, [](A& a, S, S v) { a.cfg.optimizer = v; }},
       {"--hidden", true, [](A& a, S f, S v) { a.cfg.hidden = parse_int(f, v); }},
       {"--layers", true, [](A& a, S f, S v) { a.cfg.layers = parse_int(f, v); }},
@@ -235,9 +257,23 @@ int run_train_command(int argc, char** argv) {
     throw UserError("missing algorithm (ppo, a2c or reinforce); see `tempo train --help`");
   Args args{tempo::rl::TrainConfig::defaults(algo), ""};
   for (const auto& [opt, value] : given) opt->set(args, opt->flag, value);
-  const tempo::rl::TrainConfig& cfg = args.cfg;
+  tempo::rl::TrainConfig& cfg = args.cfg;
   const std::string& out = args.out;
   tempo::rl::validate(cfg);
+  // Where results go is checked before anything compiles or runs.
+  if (!out.empty()) tempo::rl::check_writable_dir(out, "--out");
+  if (!cfg.save_dir.empty()) tempo::rl::check_writable_dir(cfg.save_dir, "--save");
+  const std::string title = cat(cfg.algo, " on ", cfg.env);
+  if (!out.empty()) {
+    // The curve so far, at most once a second: an interrupted run keeps it.
+    auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+    cfg.on_iteration = [out, title, last](const std::vector<tempo::rl::CurvePoint>& curve) {
+      auto now = std::chrono::steady_clock::now();
+      if (curve.size() > 1 && now - *last < std::chrono::seconds(1)) return;
+      *last = now;
+      write_curve(out, curve, title);
+    };
+  }
   std::cout << "training " << cfg.algo << " on " << cfg.env << ": " << cfg.iterations
             << " iterations x " << cfg.num_envs << " envs x " << cfg.steps << " steps";
   if (cfg.algo == "ppo")
@@ -252,19 +288,11 @@ int run_train_command(int argc, char** argv) {
                     ? " (+ " + fmt(static_cast<double>(res.peak_host_bytes) / (1 << 20), 1) +
                           " MiB swapped to host)"
                     : std::string())
-            << ", launches per iteration: "
-            << res.launches / std::max<int64_t>(1, cfg.iterations) << "\n";
+            << ", launches per iteration: " << res.launches / std::max<int64_t>(1, cfg.iterations)
+            << "\n";
   std::cout << res.profile;
-  if (!out.empty()) {
-    std::filesystem::create_directories(out);
-    std::ostringstream csv;
-    csv << "env_steps,mean_return\n";
-    for (const auto& p : res.curve)
-      if (!std::isnan(p.mean_return)) csv << p.env_steps << "," << fmt(p.mean_return, 4) << "\n";
-    write_atomic(std::filesystem::path(out) / "curve.csv", csv.str());
-    write_atomic(std::filesystem::path(out) / "curve.svg",
-                 curve_svg(res.curve, cat(cfg.algo, " on ", cfg.env)));
-  }
+  if (!out.empty()) write_curve(out, res.curve, title);
+  if (!cfg.save_dir.empty()) std::cout << "saved the policy in " << cfg.save_dir << "\n";
   std::cout << "final mean return: " << fmt(res.final_mean_return) << std::endl;
   return 0;
 }

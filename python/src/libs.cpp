@@ -266,6 +266,8 @@ rl::TrainConfig train_config(const std::string& algo, py::handle env, const py::
       c.memory_budget = py::isinstance<py::str>(value)
                             ? parse_bytes(value.cast<std::string>(), "memory_budget")
                             : as_int();
+    else if (k == "save_dir") c.save_dir = value.cast<std::string>();
+    else if (k == "save_every") c.save_every = as_int();
     else if (k == "obs_shape")
       c.env_options.obs_shape = value.cast<std::vector<int64_t>>();
     else if (k == "episode_length")
@@ -276,7 +278,7 @@ rl::TrainConfig train_config(const std::string& algo, py::handle env, const py::
           "' (options: seed, iterations, num_envs, steps, lr, lr_decay, orthogonal_init, gamma, "
           "gae_lambda, ent_coef, vf_coef, max_grad_norm, clip, epochs, minibatches, n_step, "
           "normalize_returns, per_step, hidden, layers, optimizer, verbose, codegen, profile, "
-          "memory_budget, obs_shape, episode_length)"));
+          "memory_budget, save_dir, save_every, obs_shape, episode_length)"));
   }
   return c;
 }

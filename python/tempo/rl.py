@@ -30,7 +30,9 @@ def train(algo, env="CartPole-v1", log=True, **config):
     name (tempo.rl.env_names()) or a Python environment (a class or factory taking num_envs).
     `config` sets the fields of the algorithm's defaults: iterations, num_envs, steps, lr,
     lr_decay, gamma, gae_lambda, ent_coef, vf_coef, max_grad_norm, clip, epochs, minibatches,
-    n_step, hidden, layers, seed, memory_budget, ... With log=True it prints progress.
+    n_step, hidden, layers, seed, memory_budget, save_dir (the policy is saved there at the end
+    and every save_every iterations; `tempo eval --load DIR` runs it), ... With log=True it
+    prints progress.
     Returns a TrainResult (curve, final_mean_return, compile_seconds, run_seconds, ...)."""
     return _rl.train(algo, env, log, **config)
 

@@ -62,3 +62,12 @@ def test_unknown_options_and_envs():
     with pytest.raises(tempo.UserError, match="unknown environment 'Nope'"):
         tempo.rl.train("ppo", env="Nope", log=False)
     assert "CartPole-v1" in tempo.rl.env_names()
+
+
+def test_train_saves_the_policy(tmp_path):
+    tempo.rl.train("reinforce", iterations=4, num_envs=4, steps=16, log=False,
+                   save_dir=str(tmp_path), save_every=2)
+    assert (tmp_path / "policy.safetensors").exists()
+    assert '"algo"' in (tmp_path / "policy.json").read_text()
+    with pytest.raises(tempo.UserError):
+        tempo.rl.train("reinforce", iterations=2, log=False, save_dir="/proc/no/such/dir")

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "backend/measure_backend.h"
+#include "driver/executable_impl.h"
 #include "util/error.h"
 
 namespace tempo::driver {
@@ -282,6 +283,10 @@ void write_memory_timeline(const std::string& path, const ir::Graph& g,
       << "<polyline fill='none' stroke='#ff7f0e' points='" << line(false) << "'/>\n"
       << "<text x='" << W - 220 << "' y='20' fill='#1f77b4'>device (tracked stores)</text>\n"
       << "<text x='" << W - 220 << "' y='34' fill='#ff7f0e'>host (swapped out)</text>\n</svg>\n";
+}
+
+void trace_buffers(Executable& exe, runtime::BufferTrace* sink) {
+  exe.impl().executor->trace_buffers(sink);
 }
 
 }  // namespace tempo::driver

@@ -57,6 +57,11 @@ schedule::Schedule schedule_within_budget(const ir::Graph& g, schedule::Schedule
 
 std::string bytes_str(int64_t bytes);  // "12.3 MiB"
 
+// The one hook of memory placement (src/mmap) into a compiled program: records, in its next
+// runs, when each device storage is held and read, per executed statement (runtime::BufferTrace;
+// Executor::trace_buffers). `sink` must outlive those runs; null stops recording.
+void trace_buffers(Executable& exe, runtime::BufferTrace* sink);
+
 // Writes a memory timeline: CSV (step, statement, op, device bytes, host bytes) and an SVG plot
 // next to it (path with .svg). At most ~20000 rows: longer runs keep each bucket's maximum.
 void write_memory_timeline(const std::string& path, const ir::Graph& g,

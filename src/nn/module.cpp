@@ -87,6 +87,7 @@ struct Parameter::State {
   std::string name;
   Loc loc;
   bool has_update = false;
+  RT next;  // the update (set_update)
   // The initial value set by set_initial (read by the init UDF at run time).
   std::mutex mu;
   std::optional<HostTensor> initial;
@@ -184,6 +185,12 @@ void Parameter::set_update(const RT& next, Loc loc) const {
                         ") already has an update; a second one at ", where(loc)));
   st_->steps.advance(*this, next);
   st_->has_update = true;
+  st_->next = next;
+}
+
+const RT& Parameter::update() const {
+  static const RT none;
+  return st_ ? st_->next : none;
 }
 
 void Parameter::set_initial(const HostTensor& value, const std::string& source) const {

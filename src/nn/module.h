@@ -76,6 +76,9 @@ class Parameter : public RT {
   // Defines p at the next step as `next` (which varies in the steps' dims or fewer). Once only.
   void set_update(const RT& next, Loc loc = Loc::current()) const;
   bool has_update() const;
+  // The value set by set_update (undefined before): the parameter after the update at the
+  // current step, e.g. to save the trained parameters after the last iteration.
+  const RT& update() const;
 
   // Makes `value` the initial value instead of init (dtype and shape must match; `source` names
   // where it came from for errors). Can be called until the program is compiled.

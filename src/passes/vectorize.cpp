@@ -218,8 +218,13 @@ class Vectorizer {
         const ir::Edge& e = g_.edge(id);
         if (comp[e.source] == comp[e.sink] && !ordered(e)) cyclic[comp[e.sink]] = true;
       }
+    std::vector<OpId> recurrent;
     for (const OpNode& op : g_.ops())
-      if (cyclic[comp[op.id]]) in_[op.id] = false;
+      if (cyclic[comp[op.id]]) {
+        in_[op.id] = false;
+        recurrent.push_back(op.id);
+      }
+    keep_sinks_timely(recurrent);
     // Then drop ops whose inputs or readers do not fit, until the set is stable.
     for (bool again = true; again;) {
       again = false;
@@ -242,6 +247,46 @@ class Vectorizer {
             again = true;
           }
         }
+      }
+    }
+  }
+
+  // A user function without outputs (a progress line, a checkpoint) that runs at each point of
+  // d is there for its side effect at that point. Where what it reads depends on a recurrence
+  // along d (the parameters over training iterations), a batch over all of d would wait for
+  // the whole recurrence and the sink with it (every progress line at the end of training), so
+  // those reads stay per point. Reads of values that exist early (sources) are still batched.
+  void keep_sinks_timely(const std::vector<OpId>& recurrent) {
+    const size_t n = g_.num_ops();
+    auto along_d = [&](OpId id) { return position(g_.op(id).domain, d_) >= 0; };
+    // What depends on a recurrence along d, through ops over d.
+    std::vector<bool> late(n, false);
+    std::vector<OpId> work;
+    for (OpId id : recurrent) late[id] = true;
+    work = recurrent;
+    while (!work.empty()) {
+      OpId v = work.back();
+      work.pop_back();
+      for (EdgeId id : g_.out_edges(v)) {
+        OpId k = g_.edge(id).sink;
+        if (late[k] || !along_d(k)) continue;
+        late[k] = true;
+        work.push_back(k);
+      }
+    }
+    // The sinks' inputs (and theirs) among those stay per point.
+    std::vector<bool> seen(n, false);
+    for (const OpNode& op : g_.ops())
+      if (op.kind == OpKind::Udf && op.outputs.empty() && along_d(op.id)) work.push_back(op.id);
+    while (!work.empty()) {
+      const OpNode& op = g_.op(work.back());
+      work.pop_back();
+      for (EdgeId id : op.inputs) {
+        OpId src = g_.edge(id).source;
+        if (seen[src] || !late[src]) continue;
+        seen[src] = true;
+        in_[src] = false;
+        work.push_back(src);
       }
     }
   }

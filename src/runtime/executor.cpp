@@ -425,6 +425,12 @@ void Executor::run(const std::vector<std::pair<Expr, int64_t>>& bounds) {
   memory_.reset_peak();
   host_memory_.reset_peak();
   memory_events_.clear();
+  if (trace_) {
+    trace_->clear();
+    trace_clock_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  }
   snapshot_.clear();
   snapshot_bytes_ = -1;
   ops_executed_ = 0;
@@ -439,15 +445,31 @@ void Executor::run(const std::vector<std::pair<Expr, int64_t>>& bounds) {
 
 void Executor::record_memory(bool on) {
   record_memory_ = on;
-  observing_ = record_memory_ || snapshot_peak_;
+  observing_ = record_memory_ || snapshot_peak_ || trace_;
 }
 
 void Executor::snapshot_peak(bool on) {
   snapshot_peak_ = on;
-  observing_ = record_memory_ || snapshot_peak_;
+  observing_ = record_memory_ || snapshot_peak_ || trace_;
+}
+
+void Executor::trace_buffers(BufferTrace* sink) {
+  trace_ = sink;
+  memory_.trace = sink;
+  observing_ = record_memory_ || snapshot_peak_ || trace_;
 }
 
 void Executor::observe(schedule::StmtKind kind, ir::OpId op) {
+  if (trace_) {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    trace_->ends.push_back(trace_->events.size());
+    trace_->ns.push_back(now - trace_clock_ns_);
+    trace_->ops.push_back(op);
+    trace_->device_bytes.push_back(memory_.live_bytes);
+    trace_clock_ns_ = now;
+  }
   if (record_memory_)
     memory_events_.push_back({memory_.live_bytes, host_memory_.live_bytes, op, kind});
   if (snapshot_peak_ && memory_.live_bytes > snapshot_bytes_) {
@@ -500,19 +522,29 @@ void Executor::exec(uint32_t i) {
 
 namespace {
 
-// Reads an input at the current point: one stored value, or the stacked values a slice covers.
-ValuePtr gather(InputRead& in, size_t k, Backend& backend, const int64_t* env) {
-  if (k == in.ranges.size()) return in.store->get(in.coords.data());
+// A read of `v` by the current statement, for a buffer trace.
+void note_use(BufferTrace* trace, const ValuePtr& v) {
+  if (trace && v) trace->events.push_back({v->storage(), 0, BufferTrace::Kind::Use});
+}
+
+// Reads an input at the current point: one stored value, or the stacked values a slice covers
+// (each noted in `trace` where given).
+ValuePtr gather(InputRead& in, size_t k, Backend& backend, const int64_t* env, BufferTrace* trace) {
+  if (k == in.ranges.size()) {
+    const ValuePtr& v = in.store->get(in.coords.data());
+    note_use(trace, v);
+    return v;
+  }
   const sym::IndexRange& r = in.ranges[k];
   if (r.point) {
     in.coords[k] = r.start;
-    return gather(in, k + 1, backend, env);
+    return gather(in, k + 1, backend, env, trace);
   }
   std::vector<ValuePtr> parts;
   parts.reserve(static_cast<size_t>(r.length()));
   for (int64_t i = r.start; i < r.stop; i += r.step) {
     in.coords[k] = i;
-    parts.push_back(gather(in, k + 1, backend, env));
+    parts.push_back(gather(in, k + 1, backend, env, trace));
   }
   // Element shape: the lengths of the slices inside this one, then the stored value's shape.
   std::vector<int64_t> shape;
@@ -547,15 +579,20 @@ void Executor::launch_impl(Launcher& l) {
   auto read = [&](InputRead& in) -> ValuePtr {
     if (!in.sliced) {
       for (size_t k = 0; k < in.point_phi.size(); ++k) in.coords[k] = in.point_phi[k].eval(env);
-      return in.store->get(in.coords.data());
+      const ValuePtr& v = in.store->get(in.coords.data());
+      note_use(trace_, v);
+      return v;
     }
     in.phi.eval(env, in.ranges.data());
     if (in.block_read) {
       for (size_t k = 0; k < in.ranges.size(); ++k) in.coords[k] = in.ranges[k].start;
       const sym::IndexRange& r = in.ranges[in.block_dim];
-      if (ValuePtr v = in.store->rows(in.coords.data(), r.start, r.stop, r.step)) return v;
+      if (ValuePtr v = in.store->rows(in.coords.data(), r.start, r.stop, r.step)) {
+        note_use(trace_, v);  // a view: its storage is the block's
+        return v;
+      }
     }
-    return gather(in, 0, backend_, env);
+    return gather(in, 0, backend_, env, trace_);
   };
   ++ops_executed_;
   Clock::time_point t0, t1, t2;

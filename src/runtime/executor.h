@@ -63,6 +63,9 @@ class Executor {
   void snapshot_peak(bool on);
   const std::vector<StoreBytes>& snapshot() const { return snapshot_; }
   int64_t ops_executed() const { return ops_executed_; }
+  // Records the device storages of the following runs into `sink` (null: stop), cleared at the
+  // start of each run; `sink` must outlive those runs. Costs a clock read per statement.
+  void trace_buffers(BufferTrace* sink);
 
   // Per-op timings of the runs since profiling was switched on (TEMPO §6's launch cost): where
   // a launch's time goes, split into reading its inputs (stacking slices), the kernel, and
@@ -107,6 +110,8 @@ class Executor {
   bool observing_ = false;  // recording memory events or waiting for a snapshot
   bool record_memory_ = false;
   std::vector<MemoryEvent> memory_events_;
+  BufferTrace* trace_ = nullptr;
+  int64_t trace_clock_ns_ = 0;  // when the traced run's previous statement ended
   bool snapshot_peak_ = false;
   int64_t snapshot_bytes_ = -1;  // the device bytes when snapshot_ was taken
   std::vector<StoreBytes> snapshot_;

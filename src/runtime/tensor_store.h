@@ -14,18 +14,48 @@
 
 namespace tempo::runtime {
 
+// A record of the device storages of a run, for memory-placement instances (src/mmap): when each
+// storage was first held by a store (Acquire) and last let go (Release), and each statement that
+// read it (Use), with the boundaries and wall times of the executed statements. Filled by
+// Executor::trace_buffers; off by default (then it costs one branch per acquire, release and read).
+struct BufferTrace {
+  enum class Kind : uint8_t { Acquire, Release, Use };
+  struct Event {
+    const void* storage = nullptr;  // an identity only while held: addresses are reused
+    int64_t bytes = 0;              // the storage's size (Acquire)
+    Kind kind = Kind::Use;
+  };
+  std::vector<Event> events;
+  // Per executed statement k (the memory timeline's steps): its events are
+  // events[k ? ends[k - 1] : 0 : ends[k]]; its wall time; its op; the stores' device bytes after it.
+  std::vector<size_t> ends;
+  std::vector<int64_t> ns;
+  std::vector<ir::OpId> ops;
+  std::vector<int64_t> device_bytes;
+  void clear() {
+    events.clear();
+    ends.clear();
+    ns.clear();
+    ops.clear();
+    device_bytes.clear();
+  }
+};
+
 // Bytes held by the tensor stores of one device: now and at the peak of the current run. Memory
 // is counted per storage: a value held by several stores (Merge, Identity) or several views of one
 // storage count once.
 struct MemoryAccount {
   int64_t live_bytes = 0;
   int64_t peak_bytes = 0;
+  BufferTrace* trace = nullptr;  // receives Acquire and Release events where set
 
   void acquire(const Value& v) {
     auto [it, added] = held_.try_emplace(v.storage(), 0, v.storage_nbytes());
     if (it->second.refs++ == 0) {
       live_bytes += it->second.bytes;
       if (live_bytes > peak_bytes) peak_bytes = live_bytes;
+      if (trace)
+        trace->events.push_back({it->first, it->second.bytes, BufferTrace::Kind::Acquire});
     }
   }
   void release(const Value& v) {
@@ -33,6 +63,7 @@ struct MemoryAccount {
     if (it == held_.end()) return;
     if (--it->second.refs == 0) {
       live_bytes -= it->second.bytes;
+      if (trace) trace->events.push_back({it->first, 0, BufferTrace::Kind::Release});
       held_.erase(it);
     }
   }

@@ -587,11 +587,21 @@ class Scheduler {
     return isl::manage(r);
   }
 
+  // A user function without outputs (progress, checkpoints) exists for its side effect at the
+  // time it runs: without proximity isl may put all its points in a loop after the whole
+  // program, so its reads get proximity constraints in any case.
+  bool is_effect(OpId id) const {
+    const OpNode& op = g_.op(id);
+    return op.kind == OpKind::Udf && op.outputs.empty();
+  }
+
   void add_group_dependences() {
     for (const Edge& e : g_.edges()) {
       isl::map before_after = deps_[e.id].reverse();
+      const bool near = !opt_.proximity && is_effect(e.sink);
       if (!opt_.fuse) {
         add_dep(before_after);
+        if (near) add_proximity(before_after);
         continue;
       }
       before_after = to_groups(before_after, e.source, e.sink);
@@ -606,6 +616,7 @@ class Scheduler {
         if (before_after.is_empty()) continue;
       }
       add_dep(before_after);
+      if (near) add_proximity(before_after);
     }
   }
 

@@ -95,7 +95,63 @@ expect_error "temperature must be" generate --temperature -1
 expect_error "expects a number" generate --temperature hot
 source "$(dirname "$0")/generate_checkpoint.sh"
 
-for args in "--help" "expr --help" "generate --help"; do
+# train: where results go is checked before anything compiles (no output but the error); the
+# policy saved with --save runs again with `tempo eval`, and a trained one balances the pole.
+work="$(mktemp -d "${TMPDIR:-/tmp}/tempo-cli.XXXXXX")"
+touch "$work/file"
+expect_error "--out $work/file is a file, not a directory" train reinforce --out "$work/file"
+expect_error "--out /dev/null/run: cannot create the directory" train ppo --out /dev/null/run
+expect_error "--save $work/file/policy: cannot create the directory" \
+  train a2c --save "$work/file/policy"
+expect_error "--save-every needs a directory" train ppo --save-every 5
+expect_error "--save-every must be 0" train ppo --save "$work/p" --save-every -2
+expect_error "no saved policy in $work/none" eval --load "$work/none"
+expect_error "missing --load" eval --episodes 3
+expect_error "--episodes must be positive" eval --load "$work" --episodes 0
+if ! "$tempo" train ppo --iterations 120 --save "$work/ppo" --save-every 50 --out "$work/out" \
+  >"$work/train.log" 2>&1; then
+  echo "FAIL: tempo train ppo --save: $(tail -3 "$work/train.log")"
+  failures=$((failures + 1))
+fi
+for f in ppo/policy.json ppo/policy.safetensors out/curve.csv out/curve.svg; do
+  [[ -s "$work/$f" ]] || { echo "FAIL: train wrote no $f"; failures=$((failures + 1)); }
+done
+if [[ "$(wc -l <"$work/out/curve.csv")" -lt 100 ]] || ls "$work"/ppo/*.tmp >/dev/null 2>&1; then
+  echo "FAIL: curve.csv has $(wc -l <"$work/out/curve.csv") lines, or a temporary file was left"
+  failures=$((failures + 1))
+fi
+grep -q '"iterations": 120' "$work/ppo/policy.json" || { echo "FAIL: policy.json"; failures=$((failures + 1)); }
+eval_out="$("$tempo" eval --load "$work/ppo" --episodes 8 --seed 5 2>&1)"
+mean="$(printf '%s\n' "$eval_out" | sed -n 's/^mean return: //p')"
+if [[ -z "$mean" ]] || ! awk -v m="$mean" 'BEGIN { exit !(m >= 150) }'; then
+  echo "FAIL: tempo eval of a trained CartPole policy: $eval_out"
+  failures=$((failures + 1))
+fi
+again="$("$tempo" eval --load "$work/ppo" --episodes 8 --seed 5 2>&1 | sed -n 's/^mean return: //p')"
+[[ "$again" == "$mean" ]] || { echo "FAIL: eval is not deterministic ($mean, $again)"; failures=$((failures + 1)); }
+expect_error "does not have the same spaces" eval --load "$work/ppo" --env Pendulum-v1
+rm -rf "$work"
+
+# Memory placement (src/mmap): a generated instance solved; bad instance files are one-line errors.
+mmap_dir="$(mktemp -d)"
+"$tempo" mmap generate --buffers 64 --seed 3 --out "$mmap_dir/i.txt" >/dev/null ||
+  { echo "FAIL: tempo mmap generate"; failures=$((failures + 1)); }
+if ! "$tempo" mmap solve "$mmap_dir/i.txt" --seconds 0.05 | grep -q "^synthetic-n64"; then
+  echo "FAIL: tempo mmap solve"
+  failures=$((failures + 1))
+fi
+printf 'mmap-instance 1\nname zero\ncapacity 0\nsupply 1 1\nbuffers 0\n' >"$mmap_dir/zero.txt"
+expect_error "capacity must be positive" mmap solve "$mmap_dir/zero.txt"
+printf 'mmap-instance 1\nname big\ncapacity 10\nsupply 1 1\nbuffers 1\n20 0 0 0 out 0 0 1 1\n' \
+  >"$mmap_dir/big.txt"
+expect_error "larger than the fast memory" mmap solve "$mmap_dir/big.txt"
+printf 'mmap-instance 1\nname bad\ncapacity 10\nsupply 1 x\n' >"$mmap_dir/bad.txt"
+expect_error "bad.txt:4: a supply value must be a number" mmap solve "$mmap_dir/bad.txt"
+expect_error "cannot read the instance file" mmap solve "$mmap_dir/missing.txt"
+expect_error "--capacity expects a fraction > 0" mmap extract --capacity 0 --out "$mmap_dir/x.txt"
+rm -rf "$mmap_dir"
+
+for args in "--help" "expr --help" "generate --help" "eval --help" "train --help" "mmap --help"; do
   # shellcheck disable=SC2086
   if ! "$tempo" $args | grep -q "usage: tempo"; then
     echo "FAIL: tempo $args prints no usage"

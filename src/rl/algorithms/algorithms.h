@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -25,6 +27,8 @@ namespace tempo::rl {
 RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t, int64_t n = 0,
                       Loc loc = Loc::current());
 
+struct CurvePoint;
+
 struct TrainConfig {
   // The defaults of `algo` ("reinforce", "a2c" or "ppo"): CleanRL's for PPO on CartPole (4 envs
   // x 128 steps, 4 epochs x 4 minibatches, lr 2.5e-4, 500k env steps); for A2C and REINFORCE,
@@ -34,6 +38,9 @@ struct TrainConfig {
   std::string algo = "a2c";  // "reinforce", "a2c" or "ppo"
   std::string env = "CartPole-v1";
   EnvOptions env_options;  // the synthetic environment's observation shape and episode length
+  // Makes the environment instead of `env` (e.g. one written in Python); `env` then only names
+  // it in logs.
+  std::function<std::unique_ptr<BatchedEnv>(int64_t num_envs)> make_env;
   uint64_t seed = 1;
   int64_t iterations = 500;
   int64_t num_envs = 8;
@@ -64,12 +71,21 @@ struct TrainConfig {
   // CompileOptions::proximity: interleaves learning with acting (e.g. n-step returns free
   // observations early) at a much higher compile time; PPO exceeds isl's operation bound.
   bool proximity = false;
-  bool verbose = false;  // compile phases on stderr
-  PassOptions passes;    // CompileOptions::passes
-  bool codegen = true;   // CompileOptions::codegen
-  bool profile = false;  // CompileOptions::profile: TrainResult::profile
+  bool verbose = false;         // compile phases on stderr
+  PassOptions passes;           // CompileOptions::passes
+  bool codegen = true;          // CompileOptions::codegen
+  bool profile = false;         // CompileOptions::profile: TrainResult::profile
   int64_t memory_budget = 0;    // CompileOptions::memory_budget (bytes; 0: none)
   std::string memory_timeline;  // CompileOptions::memory_timeline (CSV path; empty: none)
+  // Saves the policy network (rl/algorithms/saved_policy.h) in this directory after the last
+  // iteration and, with save_every > 0, after every save_every iterations; train() checks that
+  // it can write there before it compiles. Empty: not saved.
+  std::string save_dir;
+  int64_t save_every = 0;
+  // Called after each iteration (with its progress line) with the learning curve so far.
+  std::function<void(const std::vector<CurvePoint>& curve)> on_iteration;
+  // Called with the compiled program before it runs (e.g. to record its memory use).
+  std::function<void(Executable& exe)> on_compiled;
 };
 
 // Throws UserError on an unknown algorithm or environment or an invalid number.

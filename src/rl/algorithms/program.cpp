@@ -7,7 +7,6 @@
 // forward passes); returns and advantages read the future x[i, t:T] per timestep, which the
 // lifting pass turns into one reverse scan per iteration. PPO's updates run per (i, u) on
 // minibatches of that rollout, with parameters over (i, u); acting reads them at (i, 0).
-#include "rl/algorithms/algorithms.h"
 #include "rl/algorithms/program.h"
 
 #include <algorithm>
@@ -26,6 +25,8 @@
 #include "nn/distributions.h"
 #include "nn/module.h"
 #include "optim/optim.h"
+#include "rl/algorithms/algorithms.h"
+#include "rl/algorithms/saved_policy.h"
 #include "rl/envs/env.h"
 #include "util/error.h"
 
@@ -53,7 +54,19 @@ struct Stats {
   double last_mean = std::nan("");
   int64_t episodes = 0;
   std::ostream* log = nullptr;
+  std::function<void(const std::vector<CurvePoint>&)> on_iteration;
 };
+
+// A parameter after all of iteration i's updates: its update read at (i, U - 1) for nested
+// steps (i, u), at i otherwise.
+RT after_iteration(const nn::Parameter& p, const Dim& i) {
+  const RT& next = p.update();
+  if (!next.defined()) internal_error(cat("parameter '", p.param_name(), "' has no update"));
+  std::vector<Expr> at;
+  for (const Dim& d : next.domain()) at.push_back(d == i ? d.var : d.bound - 1);
+  if (next.domain().size() == 1 && next.domain()[0] == i) return next;
+  return next[at.size() == 1 ? at[0] : seq(at)];
+}
 
 // The index reading all of x's temporal dims at the current point, with t replaced by `entry`.
 Expr index_with(const RT& x, const Dim& t, const Expr& entry) {
@@ -109,7 +122,7 @@ void validate(const TrainConfig& c) {
   if (c.algo != "reinforce" && c.algo != "a2c" && c.algo != "ppo")
     throw UserError(cat("unknown algorithm '", c.algo, "' (expected ppo, a2c or reinforce)"));
   std::vector<std::string> envs = env_names();
-  if (std::find(envs.begin(), envs.end(), c.env) == envs.end()) {
+  if (!c.make_env && std::find(envs.begin(), envs.end(), c.env) == envs.end()) {
     std::string names;
     for (const std::string& e : envs) names += (names.empty() ? "" : ", ") + e;
     throw UserError(cat("unknown environment '", c.env, "' (expected one of ", names, ")"));
@@ -138,6 +151,11 @@ void validate(const TrainConfig& c) {
                         " must divide num_envs x steps = ", c.num_envs * c.steps));
   if (c.optimizer != "adam" && c.optimizer != "sgd")
     throw UserError(cat("unknown optimizer '", c.optimizer, "' (expected adam or sgd)"));
+  if (c.save_every < 0)
+    throw UserError(
+        cat("--save-every must be 0 (at the end only) or positive, got ", c.save_every));
+  if (c.save_every > 0 && c.save_dir.empty())
+    throw UserError("--save-every needs a directory to save in (--save DIR)");
 }
 
 namespace detail {
@@ -148,25 +166,28 @@ Policy::Policy(bool discrete, const RT& out, const RT& log_std) {
   else
     normal_.emplace(out, log_std);
 }
-RT Policy::sample() const { return categorical_ ? categorical_->sample() : normal_->sample(); }
+RT Policy::sample() const {
+  return categorical_ ? categorical_->sample() : normal_->sample();
+}
 RT Policy::log_prob(const RT& actions) const {
   return categorical_ ? categorical_->log_prob(actions) : normal_->log_prob(actions);
 }
-RT Policy::entropy() const { return categorical_ ? categorical_->entropy() : normal_->entropy(); }
+RT Policy::entropy() const {
+  return categorical_ ? categorical_->entropy() : normal_->entropy();
+}
 
 Advantages advantages(Acting& a) {
   const TrainConfig& cfg = a.cfg;
   nn::MLP vf(a.ctx, a.mlp_sizes(1), a.steps, nn::tanh, nn::identity, true, a.init);
   for (const nn::Parameter& p : vf.parameters()) a.params.push_back(p);
   // With the acting parameters (computed once per rollout, as CleanRL does).
-  RT V0 = vf.forward_at(a.start, rollout(a.obs, a.t)).squeeze(-1).detach();       // (T, N)
+  RT V0 = vf.forward_at(a.start, rollout(a.obs, a.t)).squeeze(-1).detach();        // (T, N)
   RT Vn = vf.forward_at(a.start, rollout(a.final_obs, a.t)).squeeze(-1).detach();  // (T, N)
   RT R = rollout(a.reward, a.t);
   RT TERM = rollout(a.terminated, a.t);
   RT delta = R + cfg.gamma * (1.0 - TERM) * Vn - V0;  // (T, N)
   // GAE: the per-timestep TD errors discounted by gamma * lambda within episodes.
-  RT adv_t =
-      discounted_returns(delta.index(0, a.t.var), a.done, cfg.gamma * cfg.gae_lambda, a.t);
+  RT adv_t = discounted_returns(delta.index(0, a.t.var), a.done, cfg.gamma * cfg.gae_lambda, a.t);
   RT ADV = rollout(adv_t, a.t).detach();
   return Advantages{vf, V0, ADV, ADV + V0};
 }
@@ -178,7 +199,9 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   const int64_t N = cfg.num_envs, T = cfg.steps, I = cfg.iterations;
   const bool ppo = cfg.algo == "ppo";
   const int64_t U = ppo ? cfg.epochs * cfg.minibatches : 1;
-  std::shared_ptr<BatchedEnv> env = make_env(cfg.env, N, cfg.env_options);
+  std::shared_ptr<BatchedEnv> env =
+      cfg.make_env ? cfg.make_env(N) : make_env(cfg.env, N, cfg.env_options);
+  if (!env) throw UserError(cat("the environment factory of '", cfg.env, "' returned no env"));
   const Space& aspace = env->action_space();
   const bool discrete = aspace.discrete;
   const int64_t obs_dim = env->obs_numel();
@@ -188,6 +211,9 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   stats->envs = N;
   stats->steps = T;
   stats->log = log;
+  stats->on_iteration = cfg.on_iteration;
+  // Before compiling: a run whose results cannot be kept fails now, not at its end.
+  if (!cfg.save_dir.empty()) check_writable_dir(cfg.save_dir, "--save");
 
   Context ctx;
   Dim i = ctx.dim("i", "I");
@@ -276,13 +302,12 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   o[{i.var + 1, Expr(0)}] = next_obs[{i.var, t.bound - 1}];
 
   // ---- learning: each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp) ----
-  detail::Acting acting_program{ctx,       cfg,    i,         t,         u,          steps,
-                                start,     discrete, mlp_sizes, init,    pi,         log_std,
-                                params,    acting, o,         a,         reward,     done,
-                                terminated, final_obs};
-  RT loss = ppo                 ? detail::ppo_loss(acting_program)
-            : use_value         ? detail::a2c_loss(acting_program)
-                                : detail::reinforce_loss(acting_program);
+  detail::Acting acting_program{ctx,      cfg,       i,      t,    u,          steps,    start,
+                                discrete, mlp_sizes, init,   pi,   log_std,    params,   acting,
+                                o,        a,         reward, done, terminated, final_obs};
+  RT loss = ppo         ? detail::ppo_loss(acting_program)
+            : use_value ? detail::a2c_loss(acting_program)
+                        : detail::reinforce_loss(acting_program);
   params = acting_program.params;
   loss = loss.named("loss");
 
@@ -323,9 +348,43 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
            << std::setprecision(1) << secs << "s\n";
       *stats->log << line.str() << std::flush;
     }
+    if (stats->on_iteration) stats->on_iteration(stats->curve);
     return std::vector<HostTensor>{};
   };
   ctx.udf("progress", log_fn, {ppo ? RT(loss[{i.var, u->bound - 1}]) : loss}, {}, {i});
+
+  // ---- checkpoints: the policy after iteration i, every save_every iterations and at the end ----
+  if (!cfg.save_dir.empty()) {
+    std::vector<std::pair<std::string, nn::Parameter>> policy = pi.named_parameters();
+    if (!discrete) policy.emplace_back("log_std", log_std);
+    Expr when = i.var == i.bound - 1;
+    if (cfg.save_every > 0) when = when || (i.var + 1) % cfg.save_every == 0;
+    std::vector<RT> trained;
+    std::vector<std::string> names;
+    for (const auto& [name, p] : policy) {
+      trained.push_back(after_iteration(p, i)[when]);
+      names.push_back(name);
+    }
+    SavedPolicy meta;
+    meta.algo = cfg.algo;
+    meta.env = cfg.env;
+    meta.env_options = cfg.env_options;
+    meta.hidden = cfg.hidden;
+    meta.layers = cfg.layers;
+    meta.observation_space = env->observation_space();
+    meta.action_space = aspace;
+    meta.seed = cfg.seed;
+    auto save_fn = [meta, names, dir = cfg.save_dir, N, T](const std::vector<HostTensor>& in,
+                                                           const std::vector<int64_t>& p) {
+      SavedPolicy saved = meta;
+      saved.iterations = p[0] + 1;
+      saved.env_steps = (p[0] + 1) * N * T;
+      for (size_t k = 0; k < in.size(); ++k) saved.tensors[names[k]] = in[k];
+      save_policy(dir, saved);
+      return std::vector<HostTensor>{};
+    };
+    ctx.udf("save_policy", save_fn, trained, {}, {i});
+  }
 
   CompileOptions co;
   co.seed = cfg.seed;
@@ -343,6 +402,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   Executable exe = ctx.compile(bounds, co);
   TrainResult res;
   res.compile_seconds = std::chrono::duration<double>(Clock::now() - c0).count();
+  if (cfg.on_compiled) cfg.on_compiled(exe);
   stats->start = Clock::now();
   exe.run();
   res.run_seconds = std::chrono::duration<double>(Clock::now() - stats->start).count();
