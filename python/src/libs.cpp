@@ -266,8 +266,10 @@ rl::TrainConfig train_config(const std::string& algo, py::handle env, const py::
       c.memory_budget = py::isinstance<py::str>(value)
                             ? parse_bytes(value.cast<std::string>(), "memory_budget")
                             : as_int();
-    else if (k == "save_dir") c.save_dir = value.cast<std::string>();
-    else if (k == "save_every") c.save_every = as_int();
+    else if (k == "save_dir")
+      c.save_dir = value.cast<std::string>();
+    else if (k == "save_every")
+      c.save_every = as_int();
     else if (k == "obs_shape")
       c.env_options.obs_shape = value.cast<std::vector<int64_t>>();
     else if (k == "episode_length")
@@ -500,7 +502,28 @@ void bind_libs(py::module_& m) {
   rl.def(
       "train",
       [](const std::string& algo, py::handle env, bool log, py::kwargs kw) {
+        py::object callback = py::none();
+        if (kw.contains("on_iteration")) {
+          callback = kw["on_iteration"];
+          PyDict_DelItemString(kw.ptr(), "on_iteration");
+        }
         rl::TrainConfig c = train_config(algo, env, kw);
+        // After each iteration: Ctrl-C stops training (KeyboardInterrupt reaches the caller),
+        // and the user's callback sees the curve so far.
+        auto cb = callback.is_none() ? nullptr : std::make_shared<PyRef>(callback);
+        c.on_iteration = [cb](const std::vector<rl::CurvePoint>& curve) {
+          py::gil_scoped_acquire gil;
+          try {
+            if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+            if (!cb) return;
+            py::list points;
+            for (const rl::CurvePoint& p : curve)
+              points.append(py::make_tuple(p.env_steps, p.mean_return));
+            cb->get()(points);
+          } catch (py::error_already_set& e) {
+            raise_from_callback(e, "training");
+          }
+        };
         // Progress goes to Python's sys.stdout (a notebook shows it), flushed per line.
         py::detail::pythonbuf buf(py::module_::import("sys").attr("stdout"));
         std::ostream out(&buf);
@@ -508,7 +531,8 @@ void bind_libs(py::module_& m) {
       },
       py::arg("algo"), py::arg("env") = "CartPole-v1", py::arg("log") = true, guard(),
       "Trains a policy with 'reinforce', 'a2c' or 'ppo' on a built-in environment (by "
-      "name) or a Python one (a factory num_envs -> env, e.g. its class). Options are "
+      "name) or a Python one (a factory num_envs -> env, e.g. its class). on_iteration: "
+      "called after each iteration with the curve so far. Options are "
       "TrainConfig's fields (iterations, num_envs, steps, lr, ...).");
   rl.def("env_names", &rl::env_names, "The built-in environments.");
 }

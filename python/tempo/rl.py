@@ -32,7 +32,8 @@ def train(algo, env="CartPole-v1", log=True, **config):
     lr_decay, gamma, gae_lambda, ent_coef, vf_coef, max_grad_norm, clip, epochs, minibatches,
     n_step, hidden, layers, seed, memory_budget, save_dir (the policy is saved there at the end
     and every save_every iterations; `tempo eval --load DIR` runs it), ... With log=True it
-    prints progress.
+    prints progress; on_iteration(curve) is called after each iteration with the curve so far
+    (an exception it raises stops training and reaches the caller; so does Ctrl-C).
     Returns a TrainResult (curve, final_mean_return, compile_seconds, run_seconds, ...)."""
     return _rl.train(algo, env, log, **config)
 

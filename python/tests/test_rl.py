@@ -71,3 +71,21 @@ def test_train_saves_the_policy(tmp_path):
     assert '"algo"' in (tmp_path / "policy.json").read_text()
     with pytest.raises(tempo.UserError):
         tempo.rl.train("reinforce", iterations=2, log=False, save_dir="/proc/no/such/dir")
+
+
+def test_on_iteration_sees_the_curve_and_can_stop_training():
+    seen = []
+    tempo.rl.train("reinforce", iterations=5, num_envs=4, steps=16, log=False,
+                   on_iteration=lambda curve: seen.append(len(curve)))
+    assert seen == [1, 2, 3, 4, 5]
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_3(curve):
+        if len(curve) == 3:
+            raise Stop("enough")
+
+    with pytest.raises(Stop, match="enough"):
+        tempo.rl.train("reinforce", iterations=50, num_envs=4, steps=16, log=False,
+                       on_iteration=stop_at_3)
