@@ -464,8 +464,13 @@ void bind_core(py::module_& m) {
       .def("__str__", &Expr::str)
       .def("__repr__", [](const Expr& e) { return "Expr(" + e.str() + ")"; })
       .def("__hash__", [](const Expr& e) { return e.hash(); })
+      // Python asks `a == b` for a truth value in `in`, list.index and dict lookups: there it
+      // is structural equality. Any other expression has no value before the program runs.
       .def("__bool__",
            [](const Expr& e) -> bool {
+             if (e.is_bool_const()) return e.value() != 0;
+             if (e.op() == sym::Op::Eq) return e.arg(0).same(e.arg(1));
+             if (e.op() == sym::Op::Ne) return !e.arg(0).same(e.arg(1));
              throw py::type_error(cat("the symbolic expression `", e.str(),
                                       "` has no truth value (use tempo.min/max/where)"));
            })

@@ -215,3 +215,15 @@ def test_rts_keep_their_context_alive():
     y = build()
     assert y.shape == (2,)
     assert y.dtype == tempo.float32
+
+
+def test_dims_and_expressions_compare_structurally_where_python_asks():
+    ctx = tempo.Context()
+    i = ctx.dim("i", "I")
+    t, T = ctx.dim("t", "T")
+    x = ctx.zeros((2,)) * ctx.symbol(t)
+    assert t in x.domain and i not in x.domain
+    assert list(ctx.dims).index(t) == 1
+    assert (t + 1 == 1 + t) and not (t == T)
+    with pytest.raises(TypeError, match="no truth value"):
+        bool(t < T)
