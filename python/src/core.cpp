@@ -101,10 +101,11 @@ DType to_dtype(py::handle h) {
       throw py::type_error(cat("not a dtype: ", std::string(py::repr(h))));
     }
   }
-  if (name == "float32" || name == "float") return DType::Float32;
-  if (name == "float64" || name == "double") return DType::Float64;
-  if (name == "int64" || name == "long") return DType::Int64;
-  if (name == "int32" || name == "int") return DType::Int32;
+  // Canonical names only: "float" and "int" mean different widths in NumPy and in torch.
+  if (name == "float32") return DType::Float32;
+  if (name == "float64") return DType::Float64;
+  if (name == "int64") return DType::Int64;
+  if (name == "int32") return DType::Int32;
   if (name == "bool") return DType::Bool;
   throw UserError(
       cat("dtype '", name, "' is not supported (bool, int32, int64, float32 or float64)"));
