@@ -10,6 +10,7 @@
 #include "mmap/baselines.h"
 #include "mmap/extract.h"
 #include "mmap/instance.h"
+#include "mmap/mcts.h"
 #include "parse_args.h"
 #include "util/error.h"
 
@@ -21,19 +22,21 @@ using namespace tempo::mmap;
 const char* kUsage =
     "usage: tempo mmap <bench|extract|generate|solve> [options]\n"
     "Memory placement as the MMapGame (which buffers live in fast memory, when, at which\n"
-    "offset) and its baselines: random legal play, evolutionary search, an XLA-style heuristic.\n\n"
+    "offset) and its solvers: random legal play, evolutionary search, an XLA-style heuristic,\n"
+    "and MCTS (MuZero-style search planning with the game itself, Drop-backup).\n\n"
     "  tempo mmap bench [--quick] [--seconds S] [--no-extracted]\n"
-    "      runs the baselines on 16 synthetic instances (16 to 2048 buffers, two memory\n"
+    "      runs the solvers on 16 synthetic instances (16 to 2048 buffers, two memory\n"
     "      pressures) and 5 traced from Tempo's RL programs; S seconds per search and instance\n"
-    "      (default 1, --quick 0.1)\n"
+    "      (default 1, --quick 0.1) for random play, evolution and MCTS\n"
     "  tempo mmap extract --out FILE [--algo reinforce|a2c|ppo] [--env E] [--obs-shape 3x16x16]\n"
     "      [--iterations N] [--num-envs N] [--steps T] [--seed S] [--capacity F]\n"
     "      traces a few iterations of an RL program and saves its instance; the fast memory is\n"
     "      F (default 0.5) times the program's device peak\n"
     "  tempo mmap generate --out FILE [--buffers N] [--pressure P] [--seed S]\n"
     "      saves a synthetic instance\n"
-    "  tempo mmap solve FILE [--seconds S] [--seed S]\n"
-    "      runs the baselines on an instance file\n";
+    "  tempo mmap solve FILE [--seconds S] [--seed S] [--simulations N]\n"
+    "      runs the solvers on an instance file; MCTS makes up to N simulations per move\n"
+    "      (default 400) within the S seconds\n";
 
 struct Args {
   std::vector<std::string> positional;
@@ -100,13 +103,15 @@ struct Row {
   std::string name;
   size_t buffers;
   int64_t steps;
-  double total, random, evolution, heuristic;
-  double heuristic_seconds;
+  double total, random, evolution, heuristic, mcts;
+  double heuristic_seconds, mcts_seconds;
   bool random_lost;  // every random game was lost (an alias group left without a place)
 };
 
-Row run_baselines(const std::shared_ptr<const Instance>& inst, double seconds, uint64_t seed) {
-  Row r{inst->name, inst->buffers.size(), inst->steps(), inst->total_benefit(), 0, 0, 0, 0, false};
+Row run_baselines(const std::shared_ptr<const Instance>& inst, double seconds, uint64_t seed,
+                  int64_t simulations = 400) {
+  Row r{inst->name, inst->buffers.size(), inst->steps(), inst->total_benefit(), 0, 0, 0, 0, 0, 0,
+        false};
   const SearchResult random = random_search(inst, seconds, seed);
   r.random = random.best_return;
   r.random_lost = random.lost;
@@ -114,19 +119,29 @@ Row run_baselines(const std::shared_ptr<const Instance>& inst, double seconds, u
   const SearchResult h = heuristic(inst);
   r.heuristic = h.best_return;
   r.heuristic_seconds = h.seconds;
+  MctsOptions m;
+  m.simulations = simulations;
+  m.seconds = seconds;
+  m.seed = seed;
+  const MctsResult mc = search_game(inst, m);
+  r.mcts = mc.best_return;
+  r.mcts_seconds = mc.seconds;
   return r;
 }
 
 void print_header() {
-  std::printf("%-30s %7s %6s %11s %11s %11s %11s %7s %9s\n", "instance", "buffers", "steps",
-              "upper bound", "random", "evolution", "heuristic", "heur s", "evo/heur");
+  std::printf("%-30s %7s %6s %11s %11s %11s %11s %7s %11s %7s %9s %9s\n", "instance", "buffers",
+              "steps", "upper bound", "random", "evolution", "heuristic", "heur s", "mcts",
+              "mcts s", "evo/heur", "mcts/heur");
 }
 
 void print_row(const Row& r) {
-  std::printf("%-30s %7zu %6lld %11.1f %10.1f%s %11.1f %11.1f %7.3f %+8.2f%%\n", r.name.c_str(),
-              r.buffers, static_cast<long long>(r.steps), r.total, r.random,
-              r.random_lost ? "*" : " ", r.evolution, r.heuristic, r.heuristic_seconds,
-              r.heuristic > 0 ? 100.0 * (r.evolution / r.heuristic - 1.0) : 0.0);
+  auto rel = [&](double v) { return r.heuristic > 0 ? 100.0 * (v / r.heuristic - 1.0) : 0.0; };
+  std::printf(
+      "%-30s %7zu %6lld %11.1f %10.1f%s %11.1f %11.1f %7.3f %11.1f %7.2f %+8.2f%% %+8.2f%%\n",
+      r.name.c_str(), r.buffers, static_cast<long long>(r.steps), r.total, r.random,
+      r.random_lost ? "*" : " ", r.evolution, r.heuristic, r.heuristic_seconds, r.mcts,
+      r.mcts_seconds, rel(r.evolution), rel(r.mcts));
   std::fflush(stdout);
 }
 
@@ -135,9 +150,9 @@ int bench(const Args& a) {
   const double seconds =
       a.has("--seconds") ? positive_seconds(a.get("--seconds", "1")) : (quick ? 0.1 : 1.0);
   std::printf(
-      "MMapGame baselines: best return (sum of benefits placed in fast memory) per "
-      "instance;\nrandom legal play and evolutionary search get %.2f s of wall time each, "
-      "the heuristic runs once.\n",
+      "MMapGame solvers: best return (sum of benefits placed in fast memory) per "
+      "instance;\nrandom legal play, evolutionary search and MCTS (up to 400 simulations per "
+      "move) get %.2f s of wall time each, the heuristic runs once.\n",
       seconds);
   std::vector<std::shared_ptr<const Instance>> instances;
   for (int64_t n : {16, 32, 64, 128, 256, 512, 1024, 2048})
@@ -171,19 +186,23 @@ int bench(const Args& a) {
   }
   std::printf("\n");
   print_header();
-  double sum_improvement = 0;
-  int improved = 0, counted = 0;
+  double sum_improvement = 0, sum_mcts = 0;
+  int improved = 0, mcts_improved = 0, counted = 0;
   for (const auto& inst : instances) {
     Row r = run_baselines(inst, seconds, 1);
     print_row(r);
     if (r.heuristic > 0) {
       sum_improvement += r.evolution / r.heuristic - 1.0;
       improved += r.evolution > r.heuristic * (1 + 1e-9);
+      sum_mcts += r.mcts / r.heuristic - 1.0;
+      mcts_improved += r.mcts > r.heuristic * (1 + 1e-9);
       ++counted;
     }
   }
   std::printf("\nevolution vs heuristic: mean %+.2f%%, better on %d of %d instances\n",
               counted ? 100.0 * sum_improvement / counted : 0.0, improved, counted);
+  std::printf("mcts vs heuristic: mean %+.2f%%, better on %d of %d instances\n",
+              counted ? 100.0 * sum_mcts / counted : 0.0, mcts_improved, counted);
   std::printf(
       "upper bound: every benefit; *: every random game was lost (an alias group left "
       "without a place: return 0)\n");
@@ -248,9 +267,15 @@ int solve(const Args& a) {
   auto inst = std::make_shared<const Instance>(load_instance(a.positional[0]));
   const double seconds = positive_seconds(a.get("--seconds", "1"));
   const uint64_t seed = static_cast<uint64_t>(cli::parse_int("--seed", a.get("--seed", "1")));
+  int64_t simulations = 400;
+  if (a.has("--simulations")) {
+    simulations = cli::parse_int("--simulations", a.get("--simulations", ""));
+    if (simulations < 1)
+      throw UserError(cat("--simulations expects a positive integer, got ", simulations));
+  }
   std::printf("%.2f s per search\n", seconds);
   print_header();
-  print_row(run_baselines(inst, seconds, seed));
+  print_row(run_baselines(inst, seconds, seed, simulations));
   return 0;
 }
 
@@ -276,6 +301,7 @@ int run_mmap_command(int argc, char** argv) {
                          {}));
   if (sub == "generate")
     return generate(parse(argc, argv, 2, {"--out", "--buffers", "--pressure", "--seed"}, {}));
-  if (sub == "solve") return solve(parse(argc, argv, 2, {"--seconds", "--seed"}, {}));
+  if (sub == "solve")
+    return solve(parse(argc, argv, 2, {"--seconds", "--seed", "--simulations"}, {}));
   throw UserError(cat("unknown mmap command '", sub, "' (bench, extract, generate or solve)"));
 }

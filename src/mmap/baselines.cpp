@@ -118,14 +118,29 @@ MMapGame play(const std::shared_ptr<const Instance>& inst, const std::vector<Act
 
 MMapGame play(const std::shared_ptr<const Instance>& inst,
               const std::function<Action(const MMapGame&)>& policy, GameOptions options) {
-  std::unordered_map<int64_t, int> group_size;
-  for (const Buffer& b : inst->buffers) ++group_size[b.alias_id];
+  return play_from(MMapGame(inst, options), policy);
+}
+
+std::unordered_map<int64_t, int> alias_group_sizes(const Instance& inst) {
+  std::unordered_map<int64_t, int> sizes;
+  for (const Buffer& b : inst.buffers) ++sizes[b.alias_id];
+  return sizes;
+}
+
+MMapGame play_from(MMapGame start, const std::function<Action(const MMapGame&)>& policy,
+                   int64_t buffers, const std::unordered_map<int64_t, int>* group_sizes) {
+  const Instance* inst = &start.instance();
+  std::unordered_map<int64_t, int> computed;
+  if (!group_sizes) computed = alias_group_sizes(*inst);
+  const std::unordered_map<int64_t, int>& group_size = group_sizes ? *group_sizes : computed;
   std::unordered_set<int64_t> dropped;            // alias groups the Drop-backup gave up
   std::unordered_map<int64_t, MMapGame> backups;  // before each group's first decision
-  MMapGame g(inst, options);
-  while (!g.done()) {
+  const size_t stop =
+      buffers > 0 ? start.current() + static_cast<size_t>(buffers) : inst->buffers.size();
+  MMapGame g = std::move(start);
+  while (!g.done() && g.current() < stop) {
     const int64_t alias = inst->buffers[g.current()].alias_id;
-    if (group_size[alias] > 1 && !backups.count(alias)) backups.emplace(alias, g);
+    if (group_size.at(alias) > 1 && !backups.count(alias)) backups.emplace(alias, g);
     const Action want = dropped.count(alias) ? Action::Drop : policy(g);
     Action a = want;
     if (!g.is_legal(a)) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "mmap/game.h"
@@ -32,6 +33,17 @@ MMapGame play(const std::shared_ptr<const Instance>& inst, const std::vector<Act
 // The same with the preferred action chosen by `policy` in each state.
 MMapGame play(const std::shared_ptr<const Instance>& inst,
               const std::function<Action(const MMapGame&)>& policy, GameOptions options = {});
+// The same from the state `start` (not necessarily the first), until the game is done or
+// `buffers` (> 0) buffers after start's current one have been decided. The Drop-backup can only
+// go back to states from `start` on: a group decided before it that is left without a place
+// loses the game.
+// `group_sizes` (alias_group_sizes() of the instance; computed if null) saves a pass over the
+// buffers when called often.
+MMapGame play_from(MMapGame start, const std::function<Action(const MMapGame&)>& policy,
+                   int64_t buffers = 0,
+                   const std::unordered_map<int64_t, int>* group_sizes = nullptr);
+// The number of buffers of each alias group.
+std::unordered_map<int64_t, int> alias_group_sizes(const Instance& inst);
 
 // XLA-style memory-space assignment: buffers by benefit per byte, highest first; each (with its
 // whole alias group) is placed where it still fits, keeping an earlier allocation of its tensor

@@ -140,6 +140,11 @@ if ! "$tempo" mmap solve "$mmap_dir/i.txt" --seconds 0.05 | grep -q "^synthetic-
   echo "FAIL: tempo mmap solve"
   failures=$((failures + 1))
 fi
+if ! "$tempo" mmap solve "$mmap_dir/i.txt" --seconds 0.05 --simulations 20 | grep -q "mcts/heur"; then
+  echo "FAIL: tempo mmap solve --simulations"
+  failures=$((failures + 1))
+fi
+expect_error "--simulations expects a positive integer" mmap solve "$mmap_dir/i.txt" --simulations 0
 printf 'mmap-instance 1\nname zero\ncapacity 0\nsupply 1 1\nbuffers 0\n' >"$mmap_dir/zero.txt"
 expect_error "capacity must be positive" mmap solve "$mmap_dir/zero.txt"
 printf 'mmap-instance 1\nname big\ncapacity 10\nsupply 1 1\nbuffers 1\n20 0 0 0 out 0 0 1 1\n' \

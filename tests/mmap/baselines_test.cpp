@@ -107,3 +107,26 @@ TEST(Baselines, EvolutionFindsTheHandSolvedOptimum) {
 
 }  // namespace
 }  // namespace tempo::mmap
+
+namespace tempo::mmap {
+namespace {
+
+TEST(Baselines, PlayFromAStateAndForSomeBuffers) {
+  auto inst = synthetic(120, 2.0, 8, 0.3);
+  std::vector<Action> pref(inst->buffers.size(), Action::Copy);
+  auto policy = [&](const MMapGame& g) { return pref[g.current()]; };
+  const MMapGame whole = play(inst, pref);
+  const MMapGame from_start = play_from(MMapGame(inst), policy);
+  EXPECT_EQ(from_start.decisions(), whole.decisions());
+  EXPECT_DOUBLE_EQ(from_start.total_return(), whole.total_return());
+  // Ten buffers from the middle: the game stops after them, not lost.
+  MMapGame mid(inst);
+  for (int k = 0; k < 40; ++k) mid.step(Action::Drop);
+  const MMapGame part = play_from(mid, policy, 10);
+  EXPECT_FALSE(part.done());
+  EXPECT_EQ(part.current(), 50u);
+  EXPECT_EQ(part.check(), "");
+}
+
+}  // namespace
+}  // namespace tempo::mmap
