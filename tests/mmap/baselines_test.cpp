@@ -7,32 +7,12 @@
 #include <numeric>
 #include <random>
 
+#include "mmap/test_instances.h"
+
 namespace tempo::mmap {
 namespace {
 
-std::shared_ptr<const Instance> synthetic(int64_t n, double pressure, uint64_t seed,
-                                          double alias = 0.1) {
-  SyntheticOptions o;
-  o.buffers = n;
-  o.pressure = pressure;
-  o.seed = seed;
-  o.alias_fraction = alias;
-  return std::make_shared<const Instance>(generate_instance(o));
-}
-
-double mean_random_return(const std::shared_ptr<const Instance>& inst, int games, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  double sum = 0;
-  for (int k = 0; k < games; ++k) {
-    MMapGame g(inst);
-    while (!g.done()) {
-      auto legal = g.legal_actions();
-      g.step(legal[rng() % legal.size()]);
-    }
-    sum += g.total_return();
-  }
-  return sum / games;
-}
+using namespace fixtures;
 
 TEST(Baselines, PlayDecodesAnyVectorIntoALegalGame) {
   auto inst = synthetic(200, 2.0, 5, 0.3);

@@ -6,59 +6,12 @@
 
 #include <random>
 
+#include "mmap/test_instances.h"
+
 namespace tempo::mmap {
 namespace {
 
-Buffer buf(int64_t size, int64_t time, int64_t start, int64_t end, bool out, int64_t tensor,
-           int64_t alias, double benefit, double demand = 0) {
-  Buffer b;
-  b.size = size;
-  b.time = time;
-  b.start = start;
-  b.end = end;
-  b.is_output = out;
-  b.tensor_id = tensor;
-  b.alias_id = alias;
-  b.benefit = benefit;
-  b.demand = demand;
-  return b;
-}
-
-// The hand-solved instance of game_test.cpp: the optimum is 8 (Copy, Copy, Copy); keeping A
-// resident from its write gives 3, keeping B resident 6.
-std::shared_ptr<const Instance> hand_solved() {
-  Instance inst;
-  inst.name = "hand";
-  inst.capacity = 100;
-  inst.supply.assign(6, 1.0);
-  inst.buffers = {buf(60, 0, 0, 4, true, 0, 0, 1), buf(60, 1, 1, 3, true, 1, 1, 5),
-                  buf(60, 4, 0, 4, false, 0, 2, 2, 2)};
-  return std::make_shared<const Instance>(inst);
-}
-
-std::shared_ptr<const Instance> synthetic(int64_t n, double pressure, uint64_t seed,
-                                          double alias = 0.1) {
-  SyntheticOptions o;
-  o.buffers = n;
-  o.pressure = pressure;
-  o.seed = seed;
-  o.alias_fraction = alias;
-  return std::make_shared<const Instance>(generate_instance(o));
-}
-
-double mean_random_return(const std::shared_ptr<const Instance>& inst, int games, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  double sum = 0;
-  for (int k = 0; k < games; ++k) {
-    MMapGame g(inst);
-    while (!g.done()) {
-      auto legal = g.legal_actions();
-      g.step(legal[rng() % legal.size()]);
-    }
-    sum += g.total_return();
-  }
-  return sum / games;
-}
+using namespace fixtures;
 
 // Replays decisions exactly (no fallbacks): they must form a legal, complete game.
 MMapGame replay(const std::shared_ptr<const Instance>& inst, const std::vector<Action>& d) {
@@ -68,7 +21,7 @@ MMapGame replay(const std::shared_ptr<const Instance>& inst, const std::vector<A
 }
 
 TEST(Mcts, FindsTheHandSolvedOptimum) {
-  auto inst = hand_solved();
+  auto inst = std::make_shared<const Instance>(hand_solved());
   MctsOptions o;
   o.simulations = 50;
   const MctsResult r = search_game(inst, o);
