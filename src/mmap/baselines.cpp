@@ -28,16 +28,14 @@ void keep_if_better(SearchResult& best, const MMapGame& g) {
   ++best.games;
 }
 
-// The heuristic's own placement state: allocations in fast memory, copy supply left, the steps
-// held by copies (as the game's Eq. 6 edges).
+// The heuristic's own placement state: allocations in fast memory and the copy bandwidth left.
 struct Plan {
   struct Alloc {
     int64_t offset, size, start, end, alias;
   };
   const Instance* inst = nullptr;
   std::vector<Alloc> allocs;
-  std::vector<double> supply;
-  std::vector<uint8_t> edge;
+  CopyBandwidth bandwidth;
   std::vector<int8_t> decided;  // per buffer: -1 not yet, else an Action
 
   // The best-fit offset for [start, end] (-1: none); `fixed` >= 0 must be that offset.
@@ -62,45 +60,6 @@ struct Plan {
     if (cand + size <= inst->capacity && (best < 0 || inst->capacity - cand < best_gap))
       best = cand;
     return best;
-  }
-
-  // The prefetch (input) or write-back (output) interval of a copy; false if none fits.
-  bool copy_interval(const Buffer& b, int64_t* lo, int64_t* hi) const {
-    if (b.demand <= 0) {
-      *lo = b.time;
-      *hi = b.time - 1;
-      return true;
-    }
-    double acc = 0;
-    if (!b.is_output) {
-      for (int64_t s = b.time - 1; s >= b.start; --s) {
-        if (s + 1 <= b.time - 1 && edge[static_cast<size_t>(s)]) return false;
-        acc += supply[static_cast<size_t>(s)];
-        if (acc >= b.demand * (1 - 1e-9)) return *lo = s, *hi = b.time - 1, true;
-      }
-      return false;
-    }
-    for (int64_t e = b.time + 1; e < inst->steps(); ++e) {
-      if (e - 1 >= b.time + 1 && edge[static_cast<size_t>(e - 1)]) return false;
-      acc += supply[static_cast<size_t>(e)];
-      if (acc >= b.demand * (1 - 1e-9)) return *lo = b.time + 1, *hi = e, true;
-    }
-    return false;
-  }
-
-  void use_supply(const Buffer& b, int64_t lo, int64_t hi) {
-    double left = b.demand;
-    auto take = [&](int64_t k) {
-      double& s = supply[static_cast<size_t>(k)];
-      const double used = std::min(s, left);
-      s -= used;
-      left -= used;
-    };
-    if (b.is_output)
-      for (int64_t k = lo; k <= hi; ++k) take(k);
-    else
-      for (int64_t k = hi; k >= lo; --k) take(k);
-    for (int64_t k = lo; k < hi; ++k) edge[static_cast<size_t>(k)] = 1;
   }
 };
 
@@ -175,11 +134,7 @@ SearchResult heuristic(const std::shared_ptr<const Instance>& inst, GameOptions 
   const auto t0 = Clock::now();
   const auto& bufs = inst->buffers;
   const size_t n = bufs.size();
-  Plan plan{inst.get(),
-            {},
-            inst->supply,
-            std::vector<uint8_t>(inst->supply.size(), 0),
-            std::vector<int8_t>(n, -1)};
+  Plan plan{inst.get(), {}, CopyBandwidth(inst->supply), std::vector<int8_t>(n, -1)};
   // Alias groups and the buffers of each tensor, in chronological order.
   std::unordered_map<int64_t, std::vector<size_t>> groups, tensors;
   for (size_t k = 0; k < n; ++k) {
@@ -232,7 +187,7 @@ SearchResult heuristic(const std::shared_ptr<const Instance>& inst, GameOptions 
       int64_t s, e;
       if (keep_alive(m, &s, &e)) options_m.push_back({Action::NoCopy, s, e});
       int64_t lo, hi;
-      if (plan.copy_interval(b, &lo, &hi)) {
+      if (plan.bandwidth.interval(b, &lo, &hi)) {
         Option c{Action::Copy, b.is_output ? b.time : (hi >= lo ? lo : b.time),
                  b.is_output ? (hi >= lo ? hi : b.time) : b.time, lo, hi};
         options_m.push_back(c);
@@ -246,7 +201,7 @@ SearchResult heuristic(const std::shared_ptr<const Instance>& inst, GameOptions 
                                     : std::max<int64_t>(fixed, 0);
         if (o.offset < 0) continue;
         if (o.end >= o.start) plan.allocs.push_back({o.offset, b.size, o.start, o.end, b.alias_id});
-        if (o.action == Action::Copy && o.hi >= o.lo) plan.use_supply(b, o.lo, o.hi);
+        if (o.action == Action::Copy && o.hi >= o.lo) plan.bandwidth.use(b, o.lo, o.hi);
         plan.decided[m] = static_cast<int8_t>(o.action);
         fixed = o.offset;
         placed = true;

@@ -75,8 +75,7 @@ MMapGame::MMapGame(std::shared_ptr<const Instance> instance, GameOptions options
   sh->tensors = static_cast<int32_t>(tensors.size());
   sh->aliases = static_cast<int32_t>(aliases.size());
   shared_ = std::move(sh);
-  supply_ = inst_->supply;
-  copy_edge_.assign(supply_.size(), 0);
+  bandwidth_ = CopyBandwidth(inst_->supply);
   decisions_.assign(n, Action::Drop);
   placed_.assign(n, Placement{});
   alias_state_.assign(static_cast<size_t>(shared_->aliases), 0);
@@ -124,7 +123,7 @@ int64_t MMapGame::find_offset(int64_t size, int64_t start, int64_t end, int32_t 
   return best;
 }
 
-bool MMapGame::copy_interval(const Buffer& b, int64_t* lo, int64_t* hi) const {
+bool CopyBandwidth::interval(const Buffer& b, int64_t* lo, int64_t* hi) const {
   const int64_t tau = b.time;
   if (b.demand <= 0) {  // nothing to copy
     *lo = tau;
@@ -134,8 +133,8 @@ bool MMapGame::copy_interval(const Buffer& b, int64_t* lo, int64_t* hi) const {
   double acc = 0;
   if (!b.is_output) {  // a prefetch over [s, tau), the latest s that covers the demand
     for (int64_t s = tau - 1; s >= b.start; --s) {
-      if (s + 1 <= tau - 1 && copy_edge_[static_cast<size_t>(s)]) return false;  // Eq. 6
-      acc += supply_[static_cast<size_t>(s)];
+      if (s + 1 <= tau - 1 && edge[static_cast<size_t>(s)]) return false;  // Eq. 6
+      acc += left[static_cast<size_t>(s)];
       if (acc + kEps * b.demand >= b.demand) {  // Eq. 5
         *lo = s;
         *hi = tau - 1;
@@ -144,9 +143,10 @@ bool MMapGame::copy_interval(const Buffer& b, int64_t* lo, int64_t* hi) const {
     }
     return false;
   }
-  for (int64_t e = tau + 1; e < inst_->steps(); ++e) {  // a write-back over (tau, e]
-    if (e - 1 >= tau + 1 && copy_edge_[static_cast<size_t>(e - 1)]) return false;
-    acc += supply_[static_cast<size_t>(e)];
+  const int64_t steps = static_cast<int64_t>(left.size());
+  for (int64_t e = tau + 1; e < steps; ++e) {  // a write-back over (tau, e]
+    if (e - 1 >= tau + 1 && edge[static_cast<size_t>(e - 1)]) return false;
+    acc += left[static_cast<size_t>(e)];
     if (acc + kEps * b.demand >= b.demand) {
       *lo = tau + 1;
       *hi = e;
@@ -156,10 +156,35 @@ bool MMapGame::copy_interval(const Buffer& b, int64_t* lo, int64_t* hi) const {
   return false;
 }
 
+void CopyBandwidth::use(const Buffer& b, int64_t lo, int64_t hi) {
+  double demand = b.demand;
+  auto take = [&](int64_t k) {
+    double& s = left[static_cast<size_t>(k)];
+    const double used = std::min(s, demand);
+    s -= used;
+    demand -= used;
+  };
+  if (b.is_output)
+    for (int64_t k = lo; k <= hi; ++k) take(k);
+  else
+    for (int64_t k = hi; k >= lo; --k) take(k);
+  for (int64_t k = lo; k < hi; ++k) edge[static_cast<size_t>(k)] = 1;
+}
+
+void MMapGame::choose_offset(Placement& p, const Buffer& b, int32_t alias) const {
+  if (alias_state_[static_cast<size_t>(alias)] == 1) {
+    p.offset = alias_offset_[static_cast<size_t>(alias)];
+    if (!is_free(p.offset, b.size, p.start, p.end, alias)) p.offset = -1;
+  } else {
+    p.offset = find_offset(b.size, p.start, p.end, alias);
+  }
+  p.legal = p.offset >= 0;
+}
+
 Placement MMapGame::copy_placement(const Buffer& b, int32_t alias) const {
   Placement p;
   int64_t lo, hi;
-  if (!copy_interval(b, &lo, &hi)) return p;
+  if (!bandwidth_.interval(b, &lo, &hi)) return p;
   p.copy_start = lo;
   p.copy_end = hi;
   if (b.is_output) {
@@ -169,13 +194,7 @@ Placement MMapGame::copy_placement(const Buffer& b, int32_t alias) const {
     p.start = hi >= lo ? lo : b.time;
     p.end = b.time;
   }
-  if (alias_state_[static_cast<size_t>(alias)] == 1) {
-    p.offset = alias_offset_[static_cast<size_t>(alias)];
-    if (!is_free(p.offset, b.size, p.start, p.end, alias)) p.offset = -1;
-  } else {
-    p.offset = find_offset(b.size, p.start, p.end, alias);
-  }
-  p.legal = p.offset >= 0;
+  choose_offset(p, b, alias);
   return p;
 }
 
@@ -200,13 +219,7 @@ Placement MMapGame::nocopy_placement(const Buffer& b, size_t index, int32_t alia
     p.start = s + 1;
     p.end = b.time;
   }
-  if (alias_placed) {
-    p.offset = alias_offset_[static_cast<size_t>(alias)];
-    if (!is_free(p.offset, b.size, p.start, p.end, alias)) p.offset = -1;
-  } else {
-    p.offset = find_offset(b.size, p.start, p.end, alias);
-  }
-  p.legal = p.offset >= 0;
+  choose_offset(p, b, alias);
   return p;
 }
 
@@ -261,20 +274,8 @@ double MMapGame::step(Action a) {
         tensor_offset_[static_cast<size_t>(tensor)] = p.offset;
       }
     }
-    if (a == Action::Copy && p.copy_end >= p.copy_start) {  // uses supply, nearest steps first
-      double left = b.demand;
-      auto take = [&](int64_t k) {
-        double& s = supply_[static_cast<size_t>(k)];
-        const double used = std::min(s, left);
-        s -= used;
-        left -= used;
-      };
-      if (b.is_output)
-        for (int64_t k = p.copy_start; k <= p.copy_end; ++k) take(k);
-      else
-        for (int64_t k = p.copy_end; k >= p.copy_start; --k) take(k);
-      for (int64_t k = p.copy_start; k < p.copy_end; ++k) copy_edge_[static_cast<size_t>(k)] = 1;
-    }
+    if (a == Action::Copy && p.copy_end >= p.copy_start)
+      bandwidth_.use(b, p.copy_start, p.copy_end);
   }
   decisions_[next_] = a;
   placed_[next_] = p;
@@ -318,8 +319,8 @@ std::string MMapGame::check() const {
     if (g && g != s) return cat("buffer ", i, "'s alias group is split between the memories");
     g = s;
   }
-  for (size_t k = 0; k < supply_.size(); ++k)
-    if (supply_[k] < -1e-6) return cat("the copies overdraw the supply of step ", k);
+  for (size_t k = 0; k < bandwidth_.left.size(); ++k)
+    if (bandwidth_.left[k] < -1e-6) return cat("the copies overdraw the supply of step ", k);
   return "";
 }
 
@@ -368,9 +369,10 @@ Observation MMapGame::observe(const ObservationOptions& o) const {
   }
   // The supply left around tau.
   for (int64_t k = tau - o.supply_window / 2; k < tau - o.supply_window / 2 + o.supply_window; ++k)
-    f.push_back(k < 0 || k >= inst_->steps()
-                    ? 0.0f
-                    : static_cast<float>(supply_[static_cast<size_t>(k)] / shared_->max_supply));
+    f.push_back(
+        k < 0 || k >= inst_->steps()
+            ? 0.0f
+            : static_cast<float>(bandwidth_.left[static_cast<size_t>(k)] / shared_->max_supply));
   // Buffer features.
   auto buffer_features = [&](int64_t i) {
     if (i < 0 || static_cast<size_t>(i) >= n || done_) {

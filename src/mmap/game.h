@@ -61,6 +61,22 @@ struct Placement {
   int64_t copy_start = 0, copy_end = -1;  // the copy interval, inclusive (empty if end < start)
 };
 
+// The copy bandwidth (Eq. 5 and 6): the supply left per step and the steps copies hold. The game
+// and the heuristic's own plan place copies through it.
+struct CopyBandwidth {
+  std::vector<double> left;   // supply left per step
+  std::vector<uint8_t> edge;  // edge[k]: some copy holds steps k and k + 1
+  explicit CopyBandwidth(const std::vector<double>& supply = {})
+      : left(supply), edge(supply.size(), 0) {}
+  // The copy interval of b: a prefetch over [lo, τ) with the latest lo whose supply covers b's
+  // demand, or a write-back over (τ, hi] with the earliest hi; sharing at most one step with any
+  // other copy. Empty (hi < lo) when there is nothing to copy; false when none fits.
+  bool interval(const Buffer& b, int64_t* lo, int64_t* hi) const;
+  // Takes b's demand from the supply of [lo, hi], the steps nearest τ first, and marks the steps
+  // the copy holds.
+  void use(const Buffer& b, int64_t lo, int64_t hi);
+};
+
 // What the agent sees (§4.3.1), as float vectors scaled to about [0, 1].
 struct ObservationOptions {
   int64_t grid_time = 32, grid_memory = 32;  // the down-sampled memory map (paper: 128 x 128)
@@ -107,7 +123,7 @@ class MMapGame {
   // lives: offset (-1 in slow memory) and interval I(b).
   const std::vector<Action>& decisions() const { return decisions_; }
   const std::vector<Placement>& placements() const { return placed_; }
-  const std::vector<double>& supply_left() const { return supply_; }
+  const std::vector<double>& supply_left() const { return bandwidth_.left; }
 
   Observation observe(const ObservationOptions& o = {}) const;
 
@@ -124,7 +140,8 @@ class MMapGame {
   void enter();  // computes the current buffer's candidates; loses if none is legal
   Placement copy_placement(const Buffer& b, int32_t alias) const;
   Placement nocopy_placement(const Buffer& b, size_t index, int32_t alias) const;
-  bool copy_interval(const Buffer& b, int64_t* lo, int64_t* hi) const;
+  // Sets p's offset for its interval (the alias group's, or a free one) and its legality.
+  void choose_offset(Placement& p, const Buffer& b, int32_t alias) const;
   int64_t find_offset(int64_t size, int64_t start, int64_t end, int32_t alias) const;
   bool is_free(int64_t offset, int64_t size, int64_t start, int64_t end, int32_t alias) const;
 
@@ -134,8 +151,7 @@ class MMapGame {
   size_t next_ = 0, moves_ = 0;
   bool done_ = false, lost_ = false;
   double return_ = 0;
-  std::vector<double> supply_;
-  std::vector<uint8_t> copy_edge_;  // copy_edge_[k]: some copy holds steps k and k + 1
+  CopyBandwidth bandwidth_;
   std::vector<Alloc> allocs_;
   std::vector<Action> decisions_;
   std::vector<Placement> placed_;
