@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <set>
 
 #include "api/autodiff.h"
 #include "bindings.h"
@@ -17,6 +18,14 @@ namespace {
 std::string& package_dir() {
   static std::string dir;
   return dir;
+}
+
+// A Python file name kept for the process's lifetime (SourceLoc holds a plain pointer).
+const char* intern_file(const std::string& name) {
+  static std::mutex mu;
+  static std::set<std::string> names;
+  std::lock_guard<std::mutex> lock(mu);
+  return names.insert(name).first->c_str();
 }
 
 // The innermost frame outside the tempo package (its own Python helpers are not user code).

@@ -337,7 +337,8 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
           // dimension (any other read keeps it a point store).
           in.block_read = in.store->blocked() && in.sliced;
           if (in.block_read)
-            in.block_dim = static_cast<size_t>(block_dims_[store_index_[e.source] + e.source_output]);
+            in.block_dim =
+                static_cast<size_t>(block_dims_[store_index_[e.source] + e.source_output]);
           in.ranges.resize(in.phi.size());
           in.coords.resize(in.phi.size());
           l->inputs.push_back(std::move(in));
@@ -445,18 +446,22 @@ void Executor::run(const std::vector<std::pair<Expr, int64_t>>& bounds) {
 
 void Executor::record_memory(bool on) {
   record_memory_ = on;
-  observing_ = record_memory_ || snapshot_peak_ || trace_;
+  update_observing();
 }
 
 void Executor::snapshot_peak(bool on) {
   snapshot_peak_ = on;
-  observing_ = record_memory_ || snapshot_peak_ || trace_;
+  update_observing();
 }
 
 void Executor::trace_buffers(BufferTrace* sink) {
   trace_ = sink;
   memory_.trace = sink;
-  observing_ = record_memory_ || snapshot_peak_ || trace_;
+  update_observing();
+}
+
+void Executor::update_observing() {
+  observing_ = record_memory_ || snapshot_peak_ || trace_ != nullptr;
 }
 
 void Executor::observe(schedule::StmtKind kind, ir::OpId op) {

@@ -107,7 +107,8 @@ class Executor {
   std::vector<std::unique_ptr<Kernel>> kernels_;  // per op (null for Merge and unscheduled ops)
   std::vector<std::unique_ptr<Launcher>> launchers_;
   std::vector<std::unique_ptr<MemoryOp>> memory_ops_;  // Dealloc, Evict, Load
-  bool observing_ = false;  // recording memory events or waiting for a snapshot
+  bool observing_ = false;  // recording memory events, waiting for a snapshot or tracing
+  void update_observing();
   bool record_memory_ = false;
   std::vector<MemoryEvent> memory_events_;
   BufferTrace* trace_ = nullptr;

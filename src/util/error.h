@@ -5,8 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
-#include <set>
 #include <source_location>
 #include <sstream>
 #include <stdexcept>
@@ -33,18 +31,10 @@ class InternalError : public Error {
 // `Loc loc = Loc::current()`. A frontend in another language (the Python bindings) names its
 // user's line with a FrontendLocation while it calls the api; current() returns that line then.
 struct SourceLoc {
-  const char* file = "";  // static storage: a literal or intern_file()
+  const char* file = "";  // static storage: a literal, or a name the frontend keeps
   uint32_t line = 0;      // 0: unknown
   static SourceLoc current(std::source_location s = std::source_location::current());
 };
-
-// A file name with static storage duration (kept for the process's lifetime).
-inline const char* intern_file(const std::string& name) {
-  static std::mutex mu;
-  static std::set<std::string> names;
-  std::lock_guard<std::mutex> lock(mu);
-  return names.insert(name).first->c_str();
-}
 
 // While alive, SourceLoc::current() on this thread returns `loc` (guards nest).
 class FrontendLocation {

@@ -62,9 +62,9 @@ struct Stats {
 RT after_iteration(const nn::Parameter& p, const Dim& i) {
   const RT& next = p.update();
   if (!next.defined()) internal_error(cat("parameter '", p.param_name(), "' has no update"));
+  if (next.domain().size() == 1 && next.domain()[0] == i) return next;
   std::vector<Expr> at;
   for (const Dim& d : next.domain()) at.push_back(d == i ? d.var : d.bound - 1);
-  if (next.domain().size() == 1 && next.domain()[0] == i) return next;
   return next[at.size() == 1 ? at[0] : seq(at)];
 }
 
