@@ -1,6 +1,8 @@
 // `tempo mmap`: memory-mapping instances (MMapGame, src/mmap) and the baselines that play them.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -11,8 +13,10 @@
 #include "mmap/extract.h"
 #include "mmap/instance.h"
 #include "mmap/mcts.h"
+#include "mmap/muzero.h"
 #include "parse_args.h"
 #include "util/error.h"
+#include "util/plot.h"
 
 namespace {
 
@@ -20,23 +24,32 @@ using namespace tempo;
 using namespace tempo::mmap;
 
 const char* kUsage =
-    "usage: tempo mmap <bench|extract|generate|solve> [options]\n"
+    "usage: tempo mmap <bench|extract|generate|solve|train> [options]\n"
     "Memory placement as the MMapGame (which buffers live in fast memory, when, at which\n"
     "offset) and its solvers: random legal play, evolutionary search, an XLA-style heuristic,\n"
     "and MCTS (MuZero-style search planning with the game itself, Drop-backup).\n\n"
-    "  tempo mmap bench [--quick] [--seconds S] [--no-extracted]\n"
+    "  tempo mmap bench [--quick] [--seconds S] [--no-extracted] [--train-seconds S]\n"
+    "      [--no-agent] [--planning latent|game] [--plot FILE.svg]\n"
     "      runs the solvers on 16 synthetic instances (16 to 2048 buffers, two memory\n"
     "      pressures) and 5 traced from Tempo's RL programs; S seconds per search and instance\n"
-    "      (default 1, --quick 0.1) for random play, evolution and MCTS\n"
+    "      (default 1, --quick 0.1) for random play, evolution, MCTS and the trained MMap-MuZero\n"
+    "      agent, which first trains on each instance for about --train-seconds (default 20,\n"
+    "      --quick 2); --plot draws its self-play return over training time (the paper's Fig. 5)\n"
+    "  tempo mmap train FILE --out NET [--train-seconds S] [--rounds N] [--simulations N]\n"
+    "      [--planning latent|game] [--seed S] [--plot FILE.svg]\n"
+    "      trains MMap-MuZero on an instance (self-play, learner written as a Tempo program) and\n"
+    "      saves the network; the search plans on the game with the networks' prior and value\n"
+    "      (default) or in the learned latent space with the dynamics and reward networks\n"
     "  tempo mmap extract --out FILE [--algo reinforce|a2c|ppo] [--env E] [--obs-shape 3x16x16]\n"
     "      [--iterations N] [--num-envs N] [--steps T] [--seed S] [--capacity F]\n"
     "      traces a few iterations of an RL program and saves its instance; the fast memory is\n"
     "      F (default 0.5) times the program's device peak\n"
     "  tempo mmap generate --out FILE [--buffers N] [--pressure P] [--seed S]\n"
     "      saves a synthetic instance\n"
-    "  tempo mmap solve FILE [--seconds S] [--seed S] [--simulations N]\n"
+    "  tempo mmap solve FILE [--seconds S] [--seed S] [--simulations N] [--agent NET]\n"
     "      runs the solvers on an instance file; MCTS makes up to N simulations per move\n"
-    "      (default 400) within the S seconds\n";
+    "      (default 400) within the S seconds; with a network from `tempo mmap train`, the\n"
+    "      agent plays too\n";
 
 struct Args {
   std::vector<std::string> positional;
@@ -93,10 +106,16 @@ std::vector<int64_t> parse_shape(const std::string& s) {
   return out;
 }
 
-double positive_seconds(const std::string& s) {
-  double v = cli::parse_double("--seconds", s);
-  if (v <= 0) throw UserError(cat("--seconds expects a positive number, got '", s, "'"));
+double positive_seconds(const std::string& s, const char* flag = "--seconds") {
+  const double v = cli::parse_double(flag, s);
+  if (!(v > 0)) throw UserError(cat(flag, " expects a positive number, got '", s, "'"));
   return v;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  if (!f) throw UserError(cat("cannot write '", path, "'"));
 }
 
 struct Row {
@@ -106,10 +125,45 @@ struct Row {
   double total, random, evolution, heuristic, mcts;
   double heuristic_seconds, mcts_seconds;
   bool random_lost;  // every random game was lost (an alias group left without a place)
+  bool agent = false;
+  double muzero = 0, prod = 0, train_seconds = 0;
 };
 
+// MMap-MuZero trained on each instance within a time budget (or a given network).
+struct AgentSetup {
+  bool enabled = false;
+  double train_seconds = 20;
+  Planning planning = Planning::Game;
+  std::shared_ptr<MuZeroNetwork> network;  // set: play it instead of training
+};
+
+Planning parse_planning(const std::string& s) {
+  if (s == "latent") return Planning::Latent;
+  if (s == "game") return Planning::Game;
+  throw UserError(cat("--planning expects latent or game, got '", s, "'"));
+}
+
+// Training options sized to a wall-time budget: self-play games dominate (their cost grows with
+// the buffers and simulations), so the rounds are what fits, between 2 and 20.
+MuZeroOptions budget_options(const Instance& inst, double seconds, Planning planning,
+                             uint64_t seed) {
+  MuZeroOptions o;
+  o.planning = planning;
+  o.seed = seed;
+  o.simulations = 16;
+  o.games_per_round = 2;
+  o.steps_per_round = 50;
+  const double round = static_cast<double>(o.games_per_round * o.simulations) *
+                           static_cast<double>(inst.buffers.size()) * 25e-6 +
+                       static_cast<double>(o.steps_per_round) * 4e-3;
+  o.rounds = std::clamp<int64_t>(static_cast<int64_t>(seconds / round), 2, 100);
+  o.max_seconds = seconds;
+  return o;
+}
+
 Row run_baselines(const std::shared_ptr<const Instance>& inst, double seconds, uint64_t seed,
-                  int64_t simulations = 400) {
+                  int64_t simulations = 400, const AgentSetup& agent = {},
+                  std::vector<CurvePoint>* curve = nullptr) {
   Row r{inst->name, inst->buffers.size(), inst->steps(), inst->total_benefit(), 0, 0, 0, 0, 0, 0,
         false};
   const SearchResult random = random_search(inst, seconds, seed);
@@ -126,22 +180,40 @@ Row run_baselines(const std::shared_ptr<const Instance>& inst, double seconds, u
   const MctsResult mc = search_game(inst, m);
   r.mcts = mc.best_return;
   r.mcts_seconds = mc.seconds;
+  if (!agent.enabled) return r;
+  std::shared_ptr<MuZeroNetwork> net = agent.network;
+  if (!net) {
+    const MuZeroTraining t =
+        train_muzero(inst, budget_options(*inst, agent.train_seconds, agent.planning, seed));
+    net = t.network;
+    r.train_seconds = t.seconds;
+    if (curve) *curve = t.curve;
+  }
+  const MctsResult mz = play_muzero(inst, net, m);
+  r.agent = true;
+  r.muzero = mz.best_return;
+  r.prod = std::max(r.muzero, r.heuristic);
   return r;
 }
 
-void print_header() {
-  std::printf("%-30s %7s %6s %11s %11s %11s %11s %7s %11s %7s %9s %9s\n", "instance", "buffers",
+void print_header(bool agent) {
+  std::printf("%-30s %7s %6s %11s %11s %11s %11s %7s %11s %7s %9s %9s", "instance", "buffers",
               "steps", "upper bound", "random", "evolution", "heuristic", "heur s", "mcts",
               "mcts s", "evo/heur", "mcts/heur");
+  if (agent) std::printf(" %11s %7s %9s %9s", "muzero", "train s", "mz/heur", "prod/heur");
+  std::printf("\n");
 }
 
 void print_row(const Row& r) {
   auto rel = [&](double v) { return r.heuristic > 0 ? 100.0 * (v / r.heuristic - 1.0) : 0.0; };
-  std::printf(
-      "%-30s %7zu %6lld %11.1f %10.1f%s %11.1f %11.1f %7.3f %11.1f %7.2f %+8.2f%% %+8.2f%%\n",
-      r.name.c_str(), r.buffers, static_cast<long long>(r.steps), r.total, r.random,
-      r.random_lost ? "*" : " ", r.evolution, r.heuristic, r.heuristic_seconds, r.mcts,
-      r.mcts_seconds, rel(r.evolution), rel(r.mcts));
+  std::printf("%-30s %7zu %6lld %11.1f %10.1f%s %11.1f %11.1f %7.3f %11.1f %7.2f %+8.2f%% %+8.2f%%",
+              r.name.c_str(), r.buffers, static_cast<long long>(r.steps), r.total, r.random,
+              r.random_lost ? "*" : " ", r.evolution, r.heuristic, r.heuristic_seconds, r.mcts,
+              r.mcts_seconds, rel(r.evolution), rel(r.mcts));
+  if (r.agent)
+    std::printf(" %11.1f %7.1f %+8.2f%% %+8.2f%%", r.muzero, r.train_seconds, rel(r.muzero),
+                rel(r.prod));
+  std::printf("\n");
   std::fflush(stdout);
 }
 
@@ -149,11 +221,24 @@ int bench(const Args& a) {
   const bool quick = a.has("--quick");
   const double seconds =
       a.has("--seconds") ? positive_seconds(a.get("--seconds", "1")) : (quick ? 0.1 : 1.0);
+  AgentSetup agent;
+  agent.enabled = !a.has("--no-agent");
+  agent.train_seconds = a.has("--train-seconds")
+                            ? positive_seconds(a.get("--train-seconds", ""), "--train-seconds")
+                            : (quick ? 2.0 : 20.0);
+  agent.planning = parse_planning(a.get("--planning", "game"));
+  const std::string plot = a.get("--plot", "");
   std::printf(
       "MMapGame solvers: best return (sum of benefits placed in fast memory) per "
-      "instance;\nrandom legal play, evolutionary search and MCTS (up to 400 simulations per "
-      "move) get %.2f s of wall time each, the heuristic runs once.\n",
+      "instance;\nrandom legal play, evolutionary search, MCTS (up to 400 simulations per "
+      "move) and MMap-MuZero get %.2f s of wall time each, the heuristic runs once.\n",
       seconds);
+  if (agent.enabled)
+    std::printf(
+        "MMap-MuZero trains on each instance first (about %.0f s; planning %s), then plays "
+        "with the same search budget; prod = the better of it and the heuristic.\n",
+        agent.train_seconds,
+        agent.planning == Planning::Latent ? "in latent space" : "on the game");
   std::vector<std::shared_ptr<const Instance>> instances;
   for (int64_t n : {16, 32, 64, 128, 256, 512, 1024, 2048})
     for (double pressure : {1.5, 3.0}) {
@@ -185,24 +270,51 @@ int bench(const Args& a) {
       instances.push_back(std::make_shared<const Instance>(extract_rl_instance(p, copy)));
   }
   std::printf("\n");
-  print_header();
-  double sum_improvement = 0, sum_mcts = 0;
-  int improved = 0, mcts_improved = 0, counted = 0;
-  for (const auto& inst : instances) {
-    Row r = run_baselines(inst, seconds, 1);
+  print_header(agent.enabled);
+  // Per solver: the sum of relative returns over the heuristic and the instances improved.
+  struct Tally {
+    const char* name;
+    double sum = 0;
+    int improved = 0;
+    void add(double v, double heuristic) {
+      sum += v / heuristic - 1.0;
+      improved += v > heuristic * (1 + 1e-9);
+    }
+  };
+  Tally evo{"evolution"}, mcts{"mcts"}, mz{"mmap-muzero"}, prod{"mmap-muzero-prod"};
+  int counted = 0;
+  std::vector<PlotSeries> curves;
+  const size_t plotted = 6;  // instances drawn, spread over the set
+  for (size_t k = 0; k < instances.size(); ++k) {
+    const auto& inst = instances[k];
+    std::vector<CurvePoint> curve;
+    Row r = run_baselines(inst, seconds, 1, 400, agent, &curve);
     print_row(r);
     if (r.heuristic > 0) {
-      sum_improvement += r.evolution / r.heuristic - 1.0;
-      improved += r.evolution > r.heuristic * (1 + 1e-9);
-      sum_mcts += r.mcts / r.heuristic - 1.0;
-      mcts_improved += r.mcts > r.heuristic * (1 + 1e-9);
+      evo.add(r.evolution, r.heuristic);
+      mcts.add(r.mcts, r.heuristic);
+      mz.add(r.muzero, r.heuristic);
+      prod.add(r.prod, r.heuristic);
       ++counted;
+      if (k % std::max<size_t>(1, instances.size() / plotted) == 0 && !curve.empty()) {
+        PlotSeries s{inst->name, {}};
+        for (const CurvePoint& c : curve)
+          s.points.emplace_back(c.seconds, c.best_return / r.heuristic);
+        curves.push_back(std::move(s));
+      }
     }
   }
-  std::printf("\nevolution vs heuristic: mean %+.2f%%, better on %d of %d instances\n",
-              counted ? 100.0 * sum_improvement / counted : 0.0, improved, counted);
-  std::printf("mcts vs heuristic: mean %+.2f%%, better on %d of %d instances\n",
-              counted ? 100.0 * sum_mcts / counted : 0.0, mcts_improved, counted);
+  std::printf("\n");
+  for (const Tally* t : {&evo, &mcts, &mz, &prod}) {
+    if (!agent.enabled && (t == &mz || t == &prod)) continue;
+    std::printf("%s vs heuristic: mean %+.2f%%, better on %d of %d instances\n", t->name,
+                counted ? 100.0 * t->sum / counted : 0.0, t->improved, counted);
+  }
+  if (!plot.empty()) {
+    write_text(plot, line_plot_svg("MMap-MuZero self-play: best return / heuristic",
+                                   "training time (s)", "return / heuristic", curves));
+    std::printf("plot: %s\n", plot.c_str());
+  }
   std::printf(
       "upper bound: every benefit; *: every random game was lost (an alias group left "
       "without a place: return 0)\n");
@@ -273,9 +385,67 @@ int solve(const Args& a) {
     if (simulations < 1)
       throw UserError(cat("--simulations expects a positive integer, got ", simulations));
   }
+  AgentSetup agent;
+  if (a.has("--agent")) {
+    agent.enabled = true;
+    agent.network = std::make_shared<MuZeroNetwork>(MuZeroNetwork::load(a.get("--agent", "")));
+  }
   std::printf("%.2f s per search\n", seconds);
-  print_header();
-  print_row(run_baselines(inst, seconds, seed, simulations));
+  print_header(agent.enabled);
+  print_row(run_baselines(inst, seconds, seed, simulations, agent));
+  return 0;
+}
+
+int train(const Args& a) {
+  if (a.positional.size() != 1) throw UserError("tempo mmap train needs one instance FILE");
+  const std::string out = a.get("--out", "");
+  if (out.empty()) throw UserError("tempo mmap train needs --out NET (the network file)");
+  auto inst = std::make_shared<const Instance>(load_instance(a.positional[0]));
+  const uint64_t seed = static_cast<uint64_t>(cli::parse_int("--seed", a.get("--seed", "1")));
+  MuZeroOptions o =
+      budget_options(*inst, positive_seconds(a.get("--train-seconds", "20"), "--train-seconds"),
+                     parse_planning(a.get("--planning", "game")), seed);
+  auto positive = [&](const char* flag, int64_t& v) {
+    if (!a.has(flag)) return;
+    v = cli::parse_int(flag, a.get(flag, ""));
+    if (v < 1) throw UserError(cat(flag, " expects a positive integer, got ", v));
+  };
+  positive("--rounds", o.rounds);
+  positive("--simulations", o.simulations);
+  const double heuristic_return = heuristic(inst).best_return;
+  std::printf(
+      "%s: %zu buffers; heuristic %.1f; %lld rounds of %lld self-play games and %lld "
+      "learner steps\n",
+      inst->name.c_str(), inst->buffers.size(), heuristic_return, static_cast<long long>(o.rounds),
+      static_cast<long long>(o.games_per_round), static_cast<long long>(o.steps_per_round));
+  const MuZeroTraining t = train_muzero(inst, o, [](const MuZeroTraining& r) {
+    const CurvePoint& c = r.curve.back();
+    std::printf("  %6.1f s  game %3lld  return %.1f  best %.1f\n", c.seconds,
+                static_cast<long long>(r.games), c.game_return, c.best_return);
+    std::fflush(stdout);
+  });
+  std::printf("learner loss by round:");
+  for (double l : t.round_loss) std::printf(" %.3f", l);
+  std::printf("\n");
+  t.network->save(out);
+  MctsOptions m;
+  m.simulations = 400;
+  m.seconds = 1.0;
+  const MctsResult r = play_muzero(inst, t.network, m);
+  std::printf("saved %s; the agent plays %.1f (%+.2f%% vs the heuristic) in %.2f s\n", out.c_str(),
+              r.best_return,
+              heuristic_return > 0 ? 100.0 * (r.best_return / heuristic_return - 1) : 0.0,
+              r.seconds);
+  if (a.has("--plot")) {
+    PlotSeries games{"self-play game", {}}, best{"best so far", {}};
+    for (const CurvePoint& c : t.curve) {
+      games.points.emplace_back(c.seconds, c.game_return);
+      best.points.emplace_back(c.seconds, c.best_return);
+    }
+    PlotSeries h{"heuristic", {{0, heuristic_return}, {t.seconds, heuristic_return}}};
+    write_text(a.get("--plot", ""), line_plot_svg(cat("MMap-MuZero on ", inst->name),
+                                                  "training time (s)", "return", {games, best, h}));
+  }
   return 0;
 }
 
@@ -293,7 +463,13 @@ int run_mmap_command(int argc, char** argv) {
       return 0;
     }
   if (sub == "bench")
-    return bench(parse(argc, argv, 2, {"--seconds"}, {"--quick", "--no-extracted"}));
+    return bench(parse(argc, argv, 2, {"--seconds", "--train-seconds", "--planning", "--plot"},
+                       {"--quick", "--no-extracted", "--no-agent"}));
+  if (sub == "train")
+    return train(parse(
+        argc, argv, 2,
+        {"--out", "--train-seconds", "--rounds", "--simulations", "--planning", "--seed", "--plot"},
+        {}));
   if (sub == "extract")
     return extract(parse(argc, argv, 2,
                          {"--out", "--algo", "--env", "--obs-shape", "--iterations", "--num-envs",
@@ -302,6 +478,7 @@ int run_mmap_command(int argc, char** argv) {
   if (sub == "generate")
     return generate(parse(argc, argv, 2, {"--out", "--buffers", "--pressure", "--seed"}, {}));
   if (sub == "solve")
-    return solve(parse(argc, argv, 2, {"--seconds", "--seed", "--simulations"}, {}));
-  throw UserError(cat("unknown mmap command '", sub, "' (bench, extract, generate or solve)"));
+    return solve(parse(argc, argv, 2, {"--seconds", "--seed", "--simulations", "--agent"}, {}));
+  throw UserError(
+      cat("unknown mmap command '", sub, "' (bench, extract, generate, solve or train)"));
 }

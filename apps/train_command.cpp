@@ -22,6 +22,7 @@
 #include "rl/algorithms/algorithms.h"
 #include "rl/algorithms/saved_policy.h"
 #include "util/error.h"
+#include "util/plot.h"
 
 namespace {
 
@@ -105,47 +106,10 @@ std::string fmt(double v, int prec = 2) {
 }
 
 std::string curve_svg(const std::vector<tempo::rl::CurvePoint>& curve, const std::string& title) {
-  const double W = 640, H = 400, L = 70, R = 20, Tp = 40, B = 50;
-  double xmax = 1, ymin = 0, ymax = 1;
-  for (const auto& p : curve) {
-    xmax = std::max(xmax, static_cast<double>(p.env_steps));
-    if (!std::isnan(p.mean_return)) {
-      ymin = std::min(ymin, p.mean_return);
-      ymax = std::max(ymax, p.mean_return);
-    }
-  }
-  if (ymax - ymin < 1e-9) ymax = ymin + 1;
-  auto X = [&](double x) { return L + (W - L - R) * x / xmax; };
-  auto Y = [&](double y) { return H - B - (H - Tp - B) * (y - ymin) / (ymax - ymin); };
-  std::ostringstream s;
-  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-    << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
-    << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << title
-    << "</text>\n";
-  // Axes, ticks and labels.
-  s << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B
-    << "\" stroke=\"black\"/>\n<line x1=\"" << L << "\" y1=\"" << Tp << "\" x2=\"" << L
-    << "\" y2=\"" << H - B << "\" stroke=\"black\"/>\n";
-  for (int k = 0; k <= 4; ++k) {
-    double xv = xmax * k / 4, yv = ymin + (ymax - ymin) * k / 4;
-    s << "<line x1=\"" << fmt(X(xv)) << "\" y1=\"" << H - B << "\" x2=\"" << fmt(X(xv))
-      << "\" y2=\"" << H - B + 5 << "\" stroke=\"black\"/>\n<text x=\"" << fmt(X(xv)) << "\" y=\""
-      << H - B + 18 << "\" text-anchor=\"middle\">" << fmt(xv, 0) << "</text>\n";
-    s << "<line x1=\"" << L - 5 << "\" y1=\"" << fmt(Y(yv)) << "\" x2=\"" << L << "\" y2=\""
-      << fmt(Y(yv)) << "\" stroke=\"black\"/>\n<text x=\"" << L - 8 << "\" y=\"" << fmt(Y(yv) + 4)
-      << "\" text-anchor=\"end\">" << fmt(yv, 1) << "</text>\n";
-  }
-  s << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 12
-    << "\" text-anchor=\"middle\">environment steps</text>\n<text x=\"18\" y=\"" << (Tp + H - B) / 2
-    << "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " << (Tp + H - B) / 2
-    << ")\">mean episodic return</text>\n";
-  s << "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"";
+  tempo::PlotSeries s;
   for (const auto& p : curve)
-    if (!std::isnan(p.mean_return))
-      s << fmt(X(static_cast<double>(p.env_steps))) << "," << fmt(Y(p.mean_return)) << " ";
-  s << "\"/>\n</svg>\n";
-  return s.str();
+    s.points.emplace_back(static_cast<double>(p.env_steps), p.mean_return);
+  return tempo::line_plot_svg(title, "environment steps", "mean episodic return", {s});
 }
 
 // DIR/curve.csv and DIR/curve.svg for the curve so far.

@@ -144,22 +144,98 @@ Mcts::Mcts(MctsOptions options, std::shared_ptr<Evaluator> evaluator)
   if (!evaluator_) evaluator_ = std::make_shared<RolloutEvaluator>(options_.rollout_horizon);
 }
 
-MoveSearch Mcts::search(const MMapGame& root, int64_t simulations, double deadline_seconds) {
-  if (root.done()) internal_error("Mcts::search on a finished game");
+namespace {
+
+// What the tree plans with. GameWalker steps copies of the real game (true dynamics, exact
+// legality); LatentWalker steps a learned model's latent states (MuZero), where every action is
+// open below the root. A walker keeps the state of the path being simulated.
+//   begin()                   back to the root
+//   step(parent, child, a)    the reward of a from the path's state, moved to child; terminal
+//   evaluate(node)            prior and value at the path's state, and which actions are open
+class GameWalker {
+ public:
+  GameWalker(const MMapGame& root, Evaluator& evaluator) : root_(root), evaluator_(evaluator) {}
+  void begin() { g_ = root_; }
+  double step(int32_t, int32_t, Action a, bool& terminal) {
+    const double r = search_step(g_, a);
+    terminal = g_.done();
+    return r;
+  }
+  Evaluation evaluate(int32_t, std::vector<Action>& open) {
+    open = g_.legal_actions();
+    return evaluator_.evaluate(g_);
+  }
+
+ private:
+  const MMapGame& root_;
+  Evaluator& evaluator_;
+  MMapGame g_ = root_;
+};
+
+class LatentWalker {
+ public:
+  LatentWalker(const MMapGame& root, LatentModel& model)
+      : root_(root), model_(model), depth_left_(root.instance().buffers.size() - root.current()) {}
+  void begin() { depth_ = 0; }
+  double step(int32_t parent, int32_t child, Action a, bool& terminal) {
+    ++depth_;
+    terminal = depth_ >= depth_left_;  // the game has no more buffers to decide
+    grow(child);
+    if (!known_[static_cast<size_t>(child)]) {
+      known_[static_cast<size_t>(child)] = 1;
+      eval_[static_cast<size_t>(child)] = model_.recurrent(latent_[static_cast<size_t>(parent)], a,
+                                                           latent_[static_cast<size_t>(child)],
+                                                           reward_[static_cast<size_t>(child)]);
+    }
+    return reward_[static_cast<size_t>(child)];
+  }
+  Evaluation evaluate(int32_t node, std::vector<Action>& open) {
+    grow(node);
+    if (node == 0) {  // the real state: its legal actions, and the representation
+      open = root_.legal_actions();
+      known_[0] = 1;
+      return eval_[0] = model_.initial(root_, latent_[0]);
+    }
+    open = {Action::Copy, Action::NoCopy, Action::Drop};
+    return eval_[static_cast<size_t>(node)];
+  }
+
+ private:
+  void grow(int32_t node) {
+    const size_t n = static_cast<size_t>(node) + 1;
+    if (latent_.size() >= n) return;
+    latent_.resize(n);
+    eval_.resize(n);
+    reward_.resize(n);
+    known_.resize(n);
+  }
+  const MMapGame& root_;
+  LatentModel& model_;
+  size_t depth_ = 0, depth_left_;
+  std::vector<std::vector<float>> latent_;
+  std::vector<Evaluation> eval_;
+  std::vector<double> reward_;
+  std::vector<uint8_t> known_;
+};
+
+}  // namespace
+
+template <class Walker>
+MoveSearch Mcts::run(Walker& walker, int64_t simulations, double deadline_seconds) {
   const auto t0 = Clock::now();
   std::vector<Node> nodes(1);
   MinMax minmax;
-  // Creates the children of `node` for the legal actions of `g` with the evaluator's prior
+  std::vector<Action> open;
+  // Creates the children of `node` for the actions open at the walker's state with the prior
   // (renormalized over them; uniform if it gives them no mass) and returns its value.
-  auto expand = [&](int32_t node, const MMapGame& g) {
-    const Evaluation e = evaluator_->evaluate(g);
-    const std::vector<Action> legal = g.legal_actions();
+  auto expand = [&](int32_t node) {
+    const Evaluation e = walker.evaluate(node, open);
     double mass = 0;
-    for (Action a : legal) mass += std::max(0.0, e.prior[static_cast<int>(a)]);
-    for (Action a : legal) {
+    for (Action a : open) mass += std::max(0.0, e.prior[static_cast<int>(a)]);
+    for (Action a : open) {
       Node child;
       child.prior = mass > 0 ? std::max(0.0, e.prior[static_cast<int>(a)]) / mass
-                             : 1.0 / static_cast<double>(legal.size());
+                             : 1.0 / static_cast<double>(open.size());
       nodes[static_cast<size_t>(node)].children[static_cast<int>(a)] =
           static_cast<int32_t>(nodes.size());
       nodes.push_back(child);
@@ -183,7 +259,8 @@ MoveSearch Mcts::search(const MMapGame& root, int64_t simulations, double deadli
     return best;
   };
 
-  expand(0, root);
+  walker.begin();
+  expand(0);
   if (options_.root_noise) {
     std::gamma_distribution<double> gamma(options_.noise_alpha, 1.0);
     std::array<double, kNumActions> noise{};
@@ -204,21 +281,22 @@ MoveSearch Mcts::search(const MMapGame& root, int64_t simulations, double deadli
     if (sim >= options_.min_simulations &&
         (sim >= simulations || (deadline_seconds > 0 && since(t0) >= deadline_seconds)))
       break;
-    MMapGame g = root;
+    walker.begin();
     path.assign(1, 0);
     int32_t node = 0;
     while (nodes[static_cast<size_t>(node)].expanded &&
            !nodes[static_cast<size_t>(node)].terminal) {
       const int a = select(nodes[static_cast<size_t>(node)]);
       const int32_t child = nodes[static_cast<size_t>(node)].children[a];
-      const double r = search_step(g, static_cast<Action>(a));
+      bool terminal = false;
+      const double r = walker.step(node, child, static_cast<Action>(a), terminal);
       Node& c = nodes[static_cast<size_t>(child)];
       c.reward = r;
-      c.terminal = g.done();
+      c.terminal = terminal;
       path.push_back(child);
       node = child;
     }
-    double value = nodes[static_cast<size_t>(node)].terminal ? 0.0 : expand(node, g);
+    double value = nodes[static_cast<size_t>(node)].terminal ? 0.0 : expand(node);
     for (size_t k = path.size(); k-- > 0;) {
       Node& n = nodes[static_cast<size_t>(path[k])];
       n.value_sum += value;
@@ -256,8 +334,22 @@ MoveSearch Mcts::search(const MMapGame& root, int64_t simulations, double deadli
   return out;
 }
 
+MoveSearch Mcts::search(const MMapGame& root, int64_t simulations, double deadline_seconds) {
+  if (root.done()) internal_error("Mcts::search on a finished game");
+  GameWalker walker(root, *evaluator_);
+  return run(walker, simulations, deadline_seconds);
+}
+
+MoveSearch Mcts::search_latent(const MMapGame& root, LatentModel& model, int64_t simulations,
+                               double deadline_seconds) {
+  if (root.done()) internal_error("Mcts::search_latent on a finished game");
+  LatentWalker walker(root, model);
+  return run(walker, simulations, deadline_seconds);
+}
+
 MctsResult search_game(const std::shared_ptr<const Instance>& inst, const MctsOptions& options,
-                       std::shared_ptr<Evaluator> evaluator) {
+                       std::shared_ptr<Evaluator> evaluator, std::shared_ptr<LatentModel> model,
+                       const MoveObserver& on_move) {
   const auto t0 = Clock::now();
   Mcts mcts(options, std::move(evaluator));
   MctsResult r;
@@ -269,13 +361,23 @@ MctsResult search_game(const std::shared_ptr<const Instance>& inst, const MctsOp
     first = false;
     last = g.current();
     const std::vector<Action> legal = g.legal_actions();
-    if (legal.size() == 1) return legal[0];
+    if (legal.size() == 1) {
+      if (on_move) {
+        MoveSearch forced;
+        forced.action = legal[0];
+        forced.visits[static_cast<int>(legal[0])] = 1;
+        on_move(g, forced);
+      }
+      return legal[0];
+    }
     double deadline = 0;
     if (options.seconds > 0) {
       const double left = std::max(0.0, options.seconds - since(t0));
       deadline = std::max(1e-9, left / static_cast<double>(n - g.current()));
     }
-    const MoveSearch s = mcts.search(g, options.simulations, deadline);
+    const MoveSearch s = model ? mcts.search_latent(g, *model, options.simulations, deadline)
+                               : mcts.search(g, options.simulations, deadline);
+    if (on_move) on_move(g, s);
     r.simulations += s.simulations;
     ++r.searched_moves;
     return s.action;

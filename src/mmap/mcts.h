@@ -76,6 +76,18 @@ class RolloutEvaluator : public Evaluator {
   Policy policy_;
 };
 
+// A learned model of the game (MuZero's representation, dynamics and prediction functions) to
+// plan with in a latent space instead of stepping the real game.
+class LatentModel {
+ public:
+  virtual ~LatentModel() = default;
+  // The latent state of a real one, and its prior and value.
+  virtual Evaluation initial(const MMapGame& state, std::vector<float>& latent) = 0;
+  // The latent state after `a` and the reward of `a`, and the prior and value there.
+  virtual Evaluation recurrent(const std::vector<float>& latent, Action a, std::vector<float>& next,
+                               double& reward) = 0;
+};
+
 // The reward the search gives a step into a lost state: minus the benefits placed so far by the
 // alias group of the buffer left without a legal action (g must be lost).
 double drop_backup_penalty(const MMapGame& g);
@@ -110,10 +122,16 @@ class Mcts {
   // Runs up to `simulations` simulations (at least options.min_simulations) or until `deadline`
   // seconds of wall time (0: none) and picks the move.
   MoveSearch search(const MMapGame& root, int64_t simulations, double deadline_seconds = 0.0);
+  // The same search planning with `model`: the root's legal actions come from the real game,
+  // every action is open below it, a path ends when the game would have no buffer left.
+  MoveSearch search_latent(const MMapGame& root, LatentModel& model, int64_t simulations,
+                           double deadline_seconds = 0.0);
   const MctsOptions& options() const { return options_; }
 
  private:
   struct Node;
+  template <class Walker>
+  MoveSearch run(Walker& walker, int64_t simulations, double deadline_seconds);
   MctsOptions options_;
   std::shared_ptr<Evaluator> evaluator_;
   std::mt19937_64 rng_;
@@ -131,7 +149,12 @@ struct MctsResult {
 
 // Plays a whole game, each move chosen by MCTS from the current state, through mmap::play()'s
 // Drop-backup. Deterministic for fixed options and seed unless options.seconds limits it.
+// With `model` the search plans with it (search_latent); `on_move` sees each state asked and
+// its search (forced moves: one visit on the only legal action).
+using MoveObserver = std::function<void(const MMapGame& state, const MoveSearch& search)>;
 MctsResult search_game(const std::shared_ptr<const Instance>& inst, const MctsOptions& options = {},
-                       std::shared_ptr<Evaluator> evaluator = nullptr);
+                       std::shared_ptr<Evaluator> evaluator = nullptr,
+                       std::shared_ptr<LatentModel> model = nullptr,
+                       const MoveObserver& on_move = nullptr);
 
 }  // namespace tempo::mmap
