@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "mmap/placement.h"
 #include "parse_args.h"
 #include "rl/algorithms/algorithms.h"
 #include "rl/algorithms/saved_policy.h"
@@ -59,6 +60,10 @@ const char* kUsage =
     "  --memory-budget SIZE  keep tracked device memory under SIZE (e.g. 512MiB, 2GiB): tiles\n"
     "                and swaps rollouts to host memory as needed, or fails naming what does\n"
     "                not fit\n"
+    "  --swap-policy P  what to swap under --memory-budget: largest (default: the largest\n"
+    "                outputs read late), heuristic (the placement of the XLA-style MMapGame\n"
+    "                heuristic on this program's traced instance) or learned:NET (the placement\n"
+    "                of an MMap-MuZero network from `tempo mmap train` on that instance)\n"
     "  --memory-timeline FILE  write device and host bytes per executed statement (CSV) and\n"
     "                a plot of them (FILE with .svg)\n"
     "  --gae-lambda  advantage lambda (default 0.95; 1: full bootstrapped returns)\n"
@@ -127,6 +132,7 @@ void write_curve(const std::string& out, const std::vector<tempo::rl::CurvePoint
 struct Args {
   tempo::rl::TrainConfig cfg;
   std::string out;
+  std::string swap_policy = "largest";
 };
 
 // "t=16" -> {"t", 16}.
@@ -167,6 +173,7 @@ const std::vector<Option>& all_options() {
       {"--memory-budget", true,
        [](A& a, S f, S v) { a.cfg.memory_budget = tempo::parse_bytes(v, f); }},
       {"--memory-timeline", true, [](A& a, S, S v) { a.cfg.memory_timeline = v; }},
+      {"--swap-policy", true, [](A& a, S, S v) { a.swap_policy = v; }},
       {"--seed", true, [](A& a, S f, S v) { a.cfg.seed = static_cast<uint64_t>(parse_int(f, v)); }},
       {"--iterations", true, [](A& a, S f, S v) { a.cfg.iterations = parse_int(f, v); }},
       {"--num-envs", true, [](A& a, S f, S v) { a.cfg.num_envs = parse_int(f, v); }},
@@ -227,6 +234,24 @@ int run_train_command(int argc, char** argv) {
   // Where results go is checked before anything compiles or runs.
   if (!out.empty()) tempo::rl::check_writable_dir(out, "--out");
   if (!cfg.save_dir.empty()) tempo::rl::check_writable_dir(cfg.save_dir, "--save");
+  if (args.swap_policy != "largest") {
+    if (cfg.memory_budget <= 0) throw UserError("--swap-policy needs --memory-budget");
+    if (cfg.make_env) throw UserError("--swap-policy works with built-in environments only");
+    tempo::mmap::RlProgram program;
+    program.algo = cfg.algo;
+    program.env = cfg.env;
+    program.obs_shape = cfg.env_options.obs_shape;
+    program.num_envs = cfg.num_envs;
+    program.steps = cfg.steps;
+    program.seed = cfg.seed;
+    const tempo::mmap::ProgramPlacement p =
+        tempo::mmap::place_rl_program(program, args.swap_policy);
+    std::cout << "swap policy " << p.solver << ": placement of return " << fmt(p.game_return, 1)
+              << " (heuristic " << fmt(p.heuristic_return, 1) << ") on the traced instance; "
+              << p.slow_share.size() << " outputs placed; the largest: " << p.largest(3)
+              << std::endl;
+    cfg.swap_policy = tempo::mmap::swap_policy(p);
+  }
   const std::string title = cat(cfg.algo, " on ", cfg.env);
   if (!out.empty()) {
     // The curve so far, at most once a second: an interrupted run keeps it.

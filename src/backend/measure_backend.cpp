@@ -28,24 +28,6 @@ const SizeValue& size_of(const runtime::Value& v) {
   return static_cast<const SizeValue&>(v);
 }
 
-// Kinds whose LibTorch lowering returns a view of its first input (no new memory).
-bool is_view(ir::OpKind k) {
-  switch (k) {
-    case ir::OpKind::Identity:
-    case ir::OpKind::Detach:
-    case ir::OpKind::Reshape:
-    case ir::OpKind::Permute:
-    case ir::OpKind::Expand:
-    case ir::OpKind::Squeeze:
-    case ir::OpKind::Unsqueeze:
-    case ir::OpKind::Slice:
-    case ir::OpKind::Index:
-      return true;
-    default:
-      return false;
-  }
-}
-
 class SizeKernel final : public runtime::Kernel {
  public:
   SizeKernel(const ir::OpNode& op, const sym::SymbolLayout& layout) : view_(is_view(op.kind)) {
@@ -122,6 +104,23 @@ class MeasureBackend final : public runtime::Backend {
 
 std::unique_ptr<runtime::Backend> make_measure_backend() {
   return std::make_unique<MeasureBackend>();
+}
+
+bool is_view(ir::OpKind k) {
+  switch (k) {
+    case ir::OpKind::Identity:
+    case ir::OpKind::Detach:
+    case ir::OpKind::Reshape:
+    case ir::OpKind::Permute:
+    case ir::OpKind::Expand:
+    case ir::OpKind::Squeeze:
+    case ir::OpKind::Unsqueeze:
+    case ir::OpKind::Slice:
+    case ir::OpKind::Index:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace tempo::backend

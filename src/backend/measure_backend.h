@@ -6,10 +6,14 @@
 
 #include <memory>
 
+#include "ir/op_kind.h"
 #include "runtime/backend.h"
 
 namespace tempo::backend {
 
 std::unique_ptr<runtime::Backend> make_measure_backend();
+
+// Kinds whose LibTorch lowering returns a view of its first input (no new memory).
+bool is_view(ir::OpKind kind);
 
 }  // namespace tempo::backend

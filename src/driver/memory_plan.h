@@ -61,6 +61,13 @@ std::string bytes_str(int64_t bytes);  // "12.3 MiB"
 // runs, when each device storage is held and read, per executed statement (runtime::BufferTrace;
 // Executor::trace_buffers). `sink` must outlive those runs; null stops recording.
 void trace_buffers(Executable& exe, runtime::BufferTrace* sink);
+// Per op id of the compiled (optimized) program: the op's description, the RT and the line that
+// created it, as SwapCandidate::rt and the trace's op ids refer to them.
+std::vector<std::string> describe_ops(Executable& exe);
+// Per op id: the ops whose stores may hold the same storage as its output without a copy (a
+// Merge choosing it, a view of it, and so on transitively). A trace names a storage by the op
+// that first stored it; these are the other names it has.
+std::vector<std::vector<ir::OpId>> storage_holders(Executable& exe);
 
 // Writes a memory timeline: CSV (step, statement, op, device bytes, host bytes) and an SVG plot
 // next to it (path with .svg). At most ~20000 rows: longer runs keep each bucket's maximum.

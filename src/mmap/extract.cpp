@@ -140,7 +140,7 @@ std::string RlProgram::name() const {
   return cat(algo, "-", env, env == "synthetic" ? cat("-", shape) : std::string());
 }
 
-runtime::BufferTrace trace_rl_program(const RlProgram& program) {
+runtime::BufferTrace trace_rl_program(const RlProgram& program, TraceSummary* ops) {
   rl::TrainConfig cfg = rl::TrainConfig::defaults(program.algo);
   cfg.env = program.env;
   cfg.env_options.obs_shape = program.obs_shape;
@@ -153,14 +153,28 @@ runtime::BufferTrace trace_rl_program(const RlProgram& program) {
     cfg.minibatches = 2;
   }
   runtime::BufferTrace trace;
-  cfg.on_compiled = [&](Executable& exe) { driver::trace_buffers(exe, &trace); };
+  cfg.on_compiled = [&](Executable& exe) {
+    driver::trace_buffers(exe, &trace);
+    if (!ops) return;
+    ops->op_names = driver::describe_ops(exe);
+    ops->op_holders.clear();
+    for (const auto& h : driver::storage_holders(exe))
+      ops->op_holders.emplace_back(h.begin(), h.end());
+  };
   rl::train(cfg, nullptr);
   return trace;
 }
 
 Instance extract_rl_instance(const RlProgram& program, const CopyModel& copy,
                              const TraceOptions& options, TraceSummary* summary) {
-  return instance_from_trace(trace_rl_program(program), copy, options, program.name(), summary);
+  TraceSummary ops;
+  Instance inst =
+      instance_from_trace(trace_rl_program(program, &ops), copy, options, program.name(), summary);
+  if (summary) {
+    summary->op_names = std::move(ops.op_names);
+    summary->op_holders = std::move(ops.op_holders);
+  }
+  return inst;
 }
 
 }  // namespace tempo::mmap

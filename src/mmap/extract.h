@@ -46,6 +46,11 @@ struct TraceSummary {
   // producer, or the op a Load statement brings back): how a placement maps back to the
   // program's stores (e.g. for CompileOptions::swap_policy, whose candidates name op outputs).
   std::vector<int64_t> tensor_op;
+  // Per op id of the traced program: what it computes, as SwapCandidate::rt names it (the RT
+  // and the line that created it). Filled by extract_rl_instance.
+  std::vector<std::string> op_names;
+  // Per op id: the other ops whose stores may hold its storages (driver::storage_holders).
+  std::vector<std::vector<int64_t>> op_holders;
 };
 // The instance of one traced run. Throws a UserError if the trace is empty.
 Instance instance_from_trace(const runtime::BufferTrace& trace, const CopyModel& copy,
@@ -61,8 +66,9 @@ struct RlProgram {
   uint64_t seed = 1;
   std::string name() const;  // e.g. "reinforce-synthetic-3x16x16"
 };
-// Runs the program with its buffer trace on (rl::TrainConfig::on_compiled) and converts it.
-runtime::BufferTrace trace_rl_program(const RlProgram& program);
+// Runs the program with its buffer trace on (rl::TrainConfig::on_compiled) and converts it;
+// `ops` (optional) receives TraceSummary::op_names and op_holders.
+runtime::BufferTrace trace_rl_program(const RlProgram& program, TraceSummary* ops = nullptr);
 Instance extract_rl_instance(const RlProgram& program, const CopyModel& copy,
                              const TraceOptions& options = {}, TraceSummary* summary = nullptr);
 

@@ -154,6 +154,19 @@ printf 'mmap-instance 1\nname bad\ncapacity 10\nsupply 1 x\n' >"$mmap_dir/bad.tx
 expect_error "bad.txt:4: a supply value must be a number" mmap solve "$mmap_dir/bad.txt"
 expect_error "cannot read the instance file" mmap solve "$mmap_dir/missing.txt"
 expect_error "--capacity expects a fraction > 0" mmap extract --capacity 0 --out "$mmap_dir/x.txt"
+expect_error "cannot load" mmap solve "$mmap_dir/i.txt" --agent "$mmap_dir/i.txt"
+# MMap-MuZero: a short training run saves a network that solve plays.
+if ! "$tempo" mmap train "$mmap_dir/i.txt" --out "$mmap_dir/net" --train-seconds 1 --rounds 2 |
+  grep -q "^saved" || ! "$tempo" mmap solve "$mmap_dir/i.txt" --seconds 0.05 --agent "$mmap_dir/net" |
+  grep -q "prod/heur"; then
+  echo "FAIL: tempo mmap train / solve --agent"
+  failures=$((failures + 1))
+fi
+expect_error "needs --out NET" mmap train "$mmap_dir/i.txt"
+expect_error "--planning expects latent or game" mmap bench --planning dreams
+expect_error "--swap-policy needs --memory-budget" train reinforce --swap-policy heuristic
+expect_error "expected largest, heuristic or learned:FILE" train reinforce --env synthetic \
+  --memory-budget 1GiB --swap-policy greedy
 rm -rf "$mmap_dir"
 
 for args in "--help" "expr --help" "generate --help" "eval --help" "train --help" "mmap --help"; do

@@ -76,6 +76,7 @@ struct TrainConfig {
   bool codegen = true;          // CompileOptions::codegen
   bool profile = false;         // CompileOptions::profile: TrainResult::profile
   int64_t memory_budget = 0;    // CompileOptions::memory_budget (bytes; 0: none)
+  SwapPolicy swap_policy;       // CompileOptions::swap_policy (empty: the largest first)
   std::string memory_timeline;  // CompileOptions::memory_timeline (CSV path; empty: none)
   // Saves the policy network (rl/algorithms/saved_policy.h) in this directory after the last
   // iteration and, with save_every > 0, after every save_every iterations; train() checks that

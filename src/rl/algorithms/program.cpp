@@ -395,6 +395,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   co.codegen = cfg.codegen;
   co.profile = cfg.profile;
   co.memory_budget = cfg.memory_budget;
+  co.swap_policy = cfg.swap_policy;
   co.memory_timeline = cfg.memory_timeline;
   Clock::time_point c0 = Clock::now();
   Bounds bounds{{i.bound, I}, {t.bound, T}};
