@@ -31,7 +31,8 @@ const char* kUsage =
     "  tempo mmap bench [--quick] [--seconds S] [--no-extracted] [--train-seconds S]\n"
     "      [--no-agent] [--planning latent|game] [--plot FILE.svg]\n"
     "      runs the solvers on 16 synthetic instances (16 to 2048 buffers, two memory\n"
-    "      pressures) and 5 traced from Tempo's RL programs; S seconds per search and instance\n"
+    "      pressures), 5 traced from Tempo's RL programs and 2 from LLM decoding (a tiny Llama\n"
+    "      decoder, causal and windowed attention); S seconds per search and instance\n"
     "      (default 1, --quick 0.1) for random play, evolution, MCTS and the trained MMap-MuZero\n"
     "      agent, which first trains on each instance for about --train-seconds (default 20,\n"
     "      --quick 2); --plot draws its self-play return over training time (the paper's Fig. 5)\n"
@@ -268,6 +269,12 @@ int bench(const Args& a) {
     }
     for (const RlProgram& p : programs)
       instances.push_back(std::make_shared<const Instance>(extract_rl_instance(p, copy)));
+    for (const char* attention : {"causal", "window:8"}) {
+      LlmProgram p;
+      p.attention = attention;
+      p.tokens = 48;
+      instances.push_back(std::make_shared<const Instance>(extract_llm_instance(p, copy)));
+    }
   }
   std::printf("\n");
   print_header(agent.enabled);

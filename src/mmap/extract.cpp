@@ -8,6 +8,7 @@
 
 #include "backend/libtorch_backend.h"
 #include "driver/memory_plan.h"
+#include "llm/llama.h"
 #include "rl/algorithms/algorithms.h"
 #include "util/error.h"
 
@@ -134,6 +135,28 @@ Instance instance_from_trace(const runtime::BufferTrace& trace, const CopyModel&
   return inst;
 }
 
+namespace {
+
+// Turns the trace on and records what the summary says of the program's ops.
+void start_trace(Executable& exe, runtime::BufferTrace& trace, TraceSummary* ops) {
+  driver::trace_buffers(exe, &trace);
+  if (!ops) return;
+  ops->op_names = driver::describe_ops(exe);
+  ops->op_holders.clear();
+  for (const auto& h : driver::storage_holders(exe))
+    ops->op_holders.emplace_back(h.begin(), h.end());
+}
+
+Instance with_ops(Instance inst, TraceSummary&& ops, TraceSummary* summary) {
+  if (summary) {
+    summary->op_names = std::move(ops.op_names);
+    summary->op_holders = std::move(ops.op_holders);
+  }
+  return inst;
+}
+
+}  // namespace
+
 std::string RlProgram::name() const {
   std::string shape;
   for (size_t k = 0; k < obs_shape.size(); ++k) shape += cat(k ? "x" : "", obs_shape[k]);
@@ -168,13 +191,50 @@ runtime::BufferTrace trace_rl_program(const RlProgram& program, TraceSummary* op
 Instance extract_rl_instance(const RlProgram& program, const CopyModel& copy,
                              const TraceOptions& options, TraceSummary* summary) {
   TraceSummary ops;
-  Instance inst =
-      instance_from_trace(trace_rl_program(program, &ops), copy, options, program.name(), summary);
-  if (summary) {
-    summary->op_names = std::move(ops.op_names);
-    summary->op_holders = std::move(ops.op_holders);
+  runtime::BufferTrace trace = trace_rl_program(program, &ops);
+  return with_ops(instance_from_trace(trace, copy, options, program.name(), summary),
+                  std::move(ops), summary);
+}
+
+std::string LlmProgram::name() const {
+  std::string a = attention;
+  std::replace(a.begin(), a.end(), ':', '-');
+  return cat("llm-", config, "-", a, "-", tokens, "x", batch);
+}
+
+runtime::BufferTrace trace_llm_program(const LlmProgram& program, TraceSummary* ops) {
+  llm::LlamaConfig c;
+  if (program.config == "tiny") {
+    c = llm::LlamaConfig::tiny();
+  } else if (program.config == "1b") {
+    c = llm::LlamaConfig::llama_3_2_1b();
+  } else if (program.config == "3b") {
+    c = llm::LlamaConfig::llama_3_2_3b();
+  } else {
+    throw UserError(cat("LLM config '", program.config, "': expected tiny, 1b or 3b"));
   }
-  return inst;
+  const llm::AttentionPattern pattern = llm::AttentionPattern::parse(program.attention);
+  llm::check_lengths(c, pattern, 1, program.tokens);
+  HostTensor prompt(DType::Int64, {1, program.batch});  // token 0 starts every sequence
+  Context ctx;
+  Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
+  llm::decode_tokens(ctx, c, llm::LlamaWeights::random(c, program.seed), prompt, t, l, pattern)
+      .retain();
+  CompileOptions o;
+  o.seed = program.seed;
+  Executable exe = ctx.compile({{t.bound, program.tokens}, {l.bound, c.layers}}, o);
+  runtime::BufferTrace trace;
+  start_trace(exe, trace, ops);
+  exe.run();
+  return trace;
+}
+
+Instance extract_llm_instance(const LlmProgram& program, const CopyModel& copy,
+                              const TraceOptions& options, TraceSummary* summary) {
+  TraceSummary ops;
+  runtime::BufferTrace trace = trace_llm_program(program, &ops);
+  return with_ops(instance_from_trace(trace, copy, options, program.name(), summary),
+                  std::move(ops), summary);
 }
 
 }  // namespace tempo::mmap

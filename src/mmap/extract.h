@@ -72,4 +72,17 @@ runtime::BufferTrace trace_rl_program(const RlProgram& program, TraceSummary* op
 Instance extract_rl_instance(const RlProgram& program, const CopyModel& copy,
                              const TraceOptions& options = {}, TraceSummary* summary = nullptr);
 
+// LLM decoding (llm::decode_tokens, token by token over steps t and layers l) with a Llama
+// decoder of random weights, traced: its K/V caches, activations and weights as buffers.
+struct LlmProgram {
+  std::string config = "tiny";  // tiny, 1b or 3b (llm::LlamaConfig's shapes)
+  int64_t tokens = 32, batch = 4;
+  std::string attention = "causal";  // as `tempo generate --attention`: causal, window:W, ...
+  uint64_t seed = 1;
+  std::string name() const;  // e.g. "llm-tiny-causal-32x4"
+};
+runtime::BufferTrace trace_llm_program(const LlmProgram& program, TraceSummary* ops = nullptr);
+Instance extract_llm_instance(const LlmProgram& program, const CopyModel& copy,
+                              const TraceOptions& options = {}, TraceSummary* summary = nullptr);
+
 }  // namespace tempo::mmap

@@ -100,6 +100,7 @@ ProgramPlacement place_rl_program(const RlProgram& program, const std::string& s
   if (net) {
     MctsOptions m;
     m.simulations = 400;
+    m.seconds = 5;  // for the game: traced programs have thousands of buffers
     const MctsResult r = play_muzero(inst, net, m);
     decisions = r.decisions;
     ret = r.best_return;

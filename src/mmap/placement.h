@@ -40,7 +40,8 @@ SwapPolicy swap_policy(const ProgramPlacement& placement);
 
 // Traces two iterations of the program, extracts its instance, and plays it with `solver`:
 // "heuristic" (the XLA-style baseline) or "learned:FILE" (a network from `tempo mmap train`,
-// searching with 400 simulations per move). UserError on another solver.
+// searching with up to 400 simulations per move within 5 s for the game). UserError on another
+// solver.
 ProgramPlacement place_rl_program(const RlProgram& program, const std::string& solver);
 
 }  // namespace tempo::mmap

@@ -12,6 +12,7 @@
 
 #include "api/tempo.h"
 #include "driver/memory_plan.h"
+#include "expect_error.h"
 #include "mmap/baselines.h"
 
 namespace tempo::mmap {
@@ -155,6 +156,33 @@ TEST(Extract, CopyModelIsMeasured) {
   // A copy of 1 MiB takes between 1 us and 100 ms on any machine this runs on.
   EXPECT_GT(m.time_us(1 << 20), 1.0);
   EXPECT_LT(m.time_us(1 << 20), 1e5);
+}
+
+TEST(Extract, LlmDecodingGivesAnInstance) {
+  LlmProgram p;
+  p.tokens = 12;
+  p.batch = 2;
+  p.attention = "window:4";
+  TraceSummary sum;
+  const Instance inst = extract_llm_instance(p, CopyModel{}, {}, &sum);
+  EXPECT_EQ(inst.name, "llm-tiny-window-4-12x2");
+  EXPECT_GT(inst.buffers.size(), 100u);
+  EXPECT_NO_THROW(inst.validate());
+  bool cache = false;  // the K/V cache's points are among the traced tensors
+  for (int64_t op : sum.tensor_op)
+    if (op >= 0)
+      cache |= sum.op_names[static_cast<size_t>(op)].find("llama.cpp") != std::string::npos;
+  EXPECT_TRUE(cache);
+  const SearchResult h = heuristic(std::make_shared<const Instance>(inst));
+  EXPECT_FALSE(h.lost);
+  EXPECT_GT(h.best_return, 0.0);
+  testing::expect_user_error(
+      [&] {
+        LlmProgram bad;
+        bad.config = "7b";
+        extract_llm_instance(bad, CopyModel{});
+      },
+      {"expected tiny, 1b or 3b"});
 }
 
 }  // namespace
