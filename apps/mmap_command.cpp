@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -14,6 +13,7 @@
 #include "mmap/instance.h"
 #include "mmap/mcts.h"
 #include "mmap/muzero.h"
+#include "nn/safetensors.h"
 #include "parse_args.h"
 #include "util/error.h"
 #include "util/plot.h"
@@ -111,12 +111,6 @@ double positive_seconds(const std::string& s, const char* flag = "--seconds") {
   const double v = cli::parse_double(flag, s);
   if (!(v > 0)) throw UserError(cat(flag, " expects a positive number, got '", s, "'"));
   return v;
-}
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text;
-  if (!f) throw UserError(cat("cannot write '", path, "'"));
 }
 
 struct Row {
@@ -318,8 +312,8 @@ int bench(const Args& a) {
                 counted ? 100.0 * t->sum / counted : 0.0, t->improved, counted);
   }
   if (!plot.empty()) {
-    write_text(plot, line_plot_svg("MMap-MuZero self-play: best return / heuristic",
-                                   "training time (s)", "return / heuristic", curves));
+    nn::write_atomic(plot, line_plot_svg("MMap-MuZero self-play: best return / heuristic",
+                                         "training time (s)", "return / heuristic", curves));
     std::printf("plot: %s\n", plot.c_str());
   }
   std::printf(
@@ -450,8 +444,9 @@ int train(const Args& a) {
       best.points.emplace_back(c.seconds, c.best_return);
     }
     PlotSeries h{"heuristic", {{0, heuristic_return}, {t.seconds, heuristic_return}}};
-    write_text(a.get("--plot", ""), line_plot_svg(cat("MMap-MuZero on ", inst->name),
-                                                  "training time (s)", "return", {games, best, h}));
+    nn::write_atomic(a.get("--plot", ""),
+                     line_plot_svg(cat("MMap-MuZero on ", inst->name), "training time (s)",
+                                   "return", {games, best, h}));
   }
   return 0;
 }

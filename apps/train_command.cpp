@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -19,6 +18,7 @@
 
 #include "commands.h"
 #include "mmap/placement.h"
+#include "nn/safetensors.h"
 #include "parse_args.h"
 #include "rl/algorithms/algorithms.h"
 #include "rl/algorithms/saved_policy.h"
@@ -88,20 +88,6 @@ std::vector<int64_t> parse_shape(const std::string& flag, const std::string& s) 
   return out;
 }
 
-// Writes `text` to `path` through a temporary file and a rename (never half-written).
-void write_atomic(const std::filesystem::path& path, const std::string& text) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw UserError(cat("cannot write ", tmp.string()));
-    f << text;
-    f.flush();
-    if (!f) throw UserError(cat("cannot write ", tmp.string()));
-  }
-  std::filesystem::rename(tmp, path);
-}
-
 std::string fmt(double v, int prec = 2) {
   std::ostringstream s;
   s.setf(std::ios::fixed);
@@ -124,8 +110,9 @@ void write_curve(const std::string& out, const std::vector<tempo::rl::CurvePoint
   csv << "env_steps,mean_return\n";
   for (const auto& p : curve)
     if (!std::isnan(p.mean_return)) csv << p.env_steps << "," << fmt(p.mean_return, 4) << "\n";
-  write_atomic(std::filesystem::path(out) / "curve.csv", csv.str());
-  write_atomic(std::filesystem::path(out) / "curve.svg", curve_svg(curve, title));
+  tempo::nn::write_atomic((std::filesystem::path(out) / "curve.csv").string(), csv.str(), "curve");
+  tempo::nn::write_atomic((std::filesystem::path(out) / "curve.svg").string(),
+                          curve_svg(curve, title), "plot");
 }
 
 // What the command line sets: the training configuration and the output directory.

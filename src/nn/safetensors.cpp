@@ -174,30 +174,33 @@ std::map<std::string, HostTensor> safetensors_decode(const std::string& bytes,
   return out;
 }
 
-void save(const std::string& path, const NamedTensors& tensors) {
-  std::string bytes = safetensors_encode(tensors);
+void write_atomic(const std::string& path, const std::string& bytes, const std::string& what) {
   namespace fs = std::filesystem;
   fs::path target(path);
   fs::path tmp = target;
-  tmp += cat(".tmp.", ::getpid());
+  tmp += cat(".tmp.", ::getpid());  // one per process: concurrent writers do not collide
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f)
-      throw UserError(cat("cannot write checkpoint '", path, "': cannot create ", tmp.string()));
+      throw UserError(cat("cannot write ", what, " '", path, "': cannot create ", tmp.string()));
     f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     f.flush();
     if (!f) {
       std::error_code ec;
       fs::remove(tmp, ec);
-      throw UserError(cat("cannot write checkpoint '", path, "': write failed"));
+      throw UserError(cat("cannot write ", what, " '", path, "': write failed"));
     }
   }
   std::error_code ec;
   fs::rename(tmp, target, ec);
   if (ec) {
     fs::remove(tmp, ec);
-    throw UserError(cat("cannot write checkpoint '", path, "': ", ec.message()));
+    throw UserError(cat("cannot write ", what, " '", path, "': ", ec.message()));
   }
+}
+
+void save(const std::string& path, const NamedTensors& tensors) {
+  write_atomic(path, safetensors_encode(tensors), "checkpoint");
 }
 
 std::map<std::string, HostTensor> load(const std::string& path) {

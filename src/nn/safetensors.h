@@ -23,6 +23,10 @@ std::map<std::string, HostTensor> safetensors_decode(const std::string& bytes,
 
 // Writes atomically: a temporary file in the same directory, then a rename.
 void save(const std::string& path, const NamedTensors& tensors);
+// Writes `bytes` to `path` the same way: readers see the old file or the new one, never half of
+// it. UserError naming `what` (e.g. "checkpoint") and the path when it cannot.
+void write_atomic(const std::string& path, const std::string& bytes,
+                  const std::string& what = "file");
 // Reads a file; UserError naming it when it is missing or malformed.
 std::map<std::string, HostTensor> load(const std::string& path);
 

@@ -73,22 +73,6 @@ std::string config_json(const SavedPolicy& p) {
   return s.str();
 }
 
-// Through a temporary file in the same directory and a rename.
-void write_atomic(const fs::path& path, const std::string& text) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.flush();
-    if (!f) throw UserError(cat("cannot write ", tmp.string()));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec)
-    throw UserError(cat("cannot rename ", tmp.string(), " to ", path.string(), ": ", ec.message()));
-}
-
 // ---- reading JSON ----
 
 // Reads the members of one document, naming it in errors.
@@ -183,7 +167,7 @@ void save_policy(const std::string& dir, const SavedPolicy& policy) {
   nn::NamedTensors tensors(policy.tensors.begin(), policy.tensors.end());
   // The tensors first: a policy.json always describes tensors that are already on disk.
   nn::save((fs::path(dir) / kTensorsFile).string(), tensors);
-  write_atomic(fs::path(dir) / kConfigFile, config_json(policy));
+  nn::write_atomic((fs::path(dir) / kConfigFile).string(), config_json(policy), "policy config");
 }
 
 SavedPolicy load_policy(const std::string& dir) {
