@@ -147,7 +147,11 @@ void start_trace(Executable& exe, runtime::BufferTrace& trace, TraceSummary* ops
     ops->op_holders.emplace_back(h.begin(), h.end());
 }
 
-Instance with_ops(Instance inst, TraceSummary&& ops, TraceSummary* summary) {
+// The instance of a trace, with the ops' names and holders recorded when it started.
+Instance traced_instance(const runtime::BufferTrace& trace, TraceSummary&& ops,
+                         const CopyModel& copy, const TraceOptions& options,
+                         const std::string& name, TraceSummary* summary) {
+  Instance inst = instance_from_trace(trace, copy, options, name, summary);
   if (summary) {
     summary->op_names = std::move(ops.op_names);
     summary->op_holders = std::move(ops.op_holders);
@@ -176,14 +180,7 @@ runtime::BufferTrace trace_rl_program(const RlProgram& program, TraceSummary* op
     cfg.minibatches = 2;
   }
   runtime::BufferTrace trace;
-  cfg.on_compiled = [&](Executable& exe) {
-    driver::trace_buffers(exe, &trace);
-    if (!ops) return;
-    ops->op_names = driver::describe_ops(exe);
-    ops->op_holders.clear();
-    for (const auto& h : driver::storage_holders(exe))
-      ops->op_holders.emplace_back(h.begin(), h.end());
-  };
+  cfg.on_compiled = [&](Executable& exe) { start_trace(exe, trace, ops); };
   rl::train(cfg, nullptr);
   return trace;
 }
@@ -191,9 +188,8 @@ runtime::BufferTrace trace_rl_program(const RlProgram& program, TraceSummary* op
 Instance extract_rl_instance(const RlProgram& program, const CopyModel& copy,
                              const TraceOptions& options, TraceSummary* summary) {
   TraceSummary ops;
-  runtime::BufferTrace trace = trace_rl_program(program, &ops);
-  return with_ops(instance_from_trace(trace, copy, options, program.name(), summary),
-                  std::move(ops), summary);
+  const runtime::BufferTrace trace = trace_rl_program(program, &ops);
+  return traced_instance(trace, std::move(ops), copy, options, program.name(), summary);
 }
 
 std::string LlmProgram::name() const {
@@ -232,9 +228,8 @@ runtime::BufferTrace trace_llm_program(const LlmProgram& program, TraceSummary* 
 Instance extract_llm_instance(const LlmProgram& program, const CopyModel& copy,
                               const TraceOptions& options, TraceSummary* summary) {
   TraceSummary ops;
-  runtime::BufferTrace trace = trace_llm_program(program, &ops);
-  return with_ops(instance_from_trace(trace, copy, options, program.name(), summary),
-                  std::move(ops), summary);
+  const runtime::BufferTrace trace = trace_llm_program(program, &ops);
+  return traced_instance(trace, std::move(ops), copy, options, program.name(), summary);
 }
 
 }  // namespace tempo::mmap
