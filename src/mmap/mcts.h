@@ -2,10 +2,10 @@
 // Deep RL, §4.3; MuZero, Schrittwieser et al. 2020): pUCT selection with MuZero's constants
 // (c1 = 1.25, c2 = 19652), Q values normalized by the minimum and maximum seen in the tree,
 // backup of the discounted reward plus value (discount 0.9999, the paper's), optional Dirichlet
-// noise at the root (the paper's alpha 0.03, fraction 0.25). The model it plans with is the real
-// game: each simulation copies the root state and steps it down the tree (a learned dynamics
-// model can replace this later); leaves are valued by an Evaluator, which a learned network can
-// implement.
+// noise at the root (the paper's alpha 0.03, fraction 0.25). search() plans with the real game:
+// each simulation copies the root state and steps it down the tree, and leaves are valued by an
+// Evaluator (rollouts by default, or a network's value and prior). search_latent() plans with a
+// LatentModel instead: MuZero's learned dynamics (mmap/muzero.h).
 //
 //   MctsOptions o;                  // 400 simulations per move, as in the paper
 //   MctsResult r = search_game(inst, o);
