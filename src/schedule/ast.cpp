@@ -1,8 +1,9 @@
 // Pretty printing of the schedule AST.
+#include "schedule/ast.h"
+
 #include <sstream>
 #include <string>
 
-#include "schedule/ast.h"
 #include "util/error.h"
 
 namespace tempo::schedule {

@@ -23,8 +23,8 @@ struct Stmt {
   // For: `for (iterator = init; cond; iterator += step)`; cond is boolean in the iterator.
   Expr iterator, init, cond, step;
   // If: `cond` above.
-  // Exec / Dealloc / Evict / Load: op (and output, but for Exec) at `point`, one expression per domain dimension
-  // of the op, written in loop iterators and bounds.
+  // Exec / Dealloc / Evict / Load: op (and output, but for Exec) at `point`, one expression per
+  // domain dimension of the op, written in loop iterators and bounds.
   ir::OpId op = -1;
   int output = 0;
   std::vector<Expr> point;
@@ -39,7 +39,7 @@ struct Schedule {
   bool fused = false;      // static islands were scheduled as one statement each
   bool bounded = false;    // with bounded lifetimes (see compute_schedule)
   std::vector<std::pair<ir::OpId, int>> swapped;  // op outputs evicted and loaded (ScheduleOptions)
-  std::string str(const ir::Graph& g) const;  // C-like pretty print, e.g. `for (c1 = 0; ...)`
+  std::string str(const ir::Graph& g) const;      // C-like pretty print, e.g. `for (c1 = 0; ...)`
 };
 
 }  // namespace tempo::schedule

@@ -1,0 +1,200 @@
+// Scheduler step 4 (TEMPO §5.2): deallocation, eviction and load statements, bounded lifetimes.
+#include "schedule/scheduler.h"
+
+namespace tempo::schedule::detail {
+
+// Outputs read only at the same point inside their own group are freed as the group's last
+// steps. Others get a Dealloc statement, after the producer and after every reader of the point
+// through the reversed dependence; outputs of a group whose readers are the same share one.
+void Scheduler::build_deallocations() {
+  std::set<std::pair<OpId, int>> retained(opt_.retained.begin(), opt_.retained.end());
+  std::map<std::pair<OpId, int>, const Swap*> swapped;
+  for (const Swap& sw : opt_.swaps) swapped[{sw.op, sw.output}] = &sw;
+  struct Bundle {
+    std::vector<std::pair<OpId, int>> outputs;
+    isl::union_map readers;  // group of the reader -> "R" point of the producer's group
+    std::vector<isl::map> pieces;
+    isl::set carried;  // "R" points read at a later point of the outermost dimension
+  };
+  for (int k = 0; k < static_cast<int>(groups_.size()); ++k) {
+    Group& grp = groups_[k];
+    std::vector<Bundle> bundles;
+    for (OpId id : grp.members) {
+      const OpNode& op = g_.op(id);
+      if (op.kind == OpKind::Udf && op.outputs.empty()) continue;
+      for (int out = 0; out < static_cast<int>(op.outputs.size()); ++out) {
+        if (retained.count({id, out})) continue;
+        std::vector<isl::map> pieces;
+        bool local = opt_.fuse;
+        isl::set carried = with_name(isl::set::empty(grp.domain.space()), "R");
+        for (ir::EdgeId eid : g_.out_edges(id)) {
+          const Edge& e = g_.edge(eid);
+          if (e.source_output != out) continue;
+          local = local && group_of_[e.sink] == k && is_identity(e);
+          pieces.push_back(with_range_name(to_groups(deps_[eid], e.sink, id), "R"));
+          const Dims& reader = g_.op(e.sink).domain;
+          if (!op.domain.empty() && !reader.empty() && reader[0].var.same(op.domain[0].var))
+            carried = carried.unite(
+                isl::manage(isl_map_order_gt(pieces.back().copy(), isl_dim_in, 0, isl_dim_out, 0))
+                    .range());
+        }
+        const bool swap = swapped.count({id, out}) > 0;
+        if (local && !swap) {
+          grp.local_frees.emplace_back(id, out);
+          continue;
+        }
+        isl::union_map readers = isl::manage(isl_union_map_empty_ctx(ctx_.get()));
+        for (const auto& p : pieces) readers = readers.unite(to_union(p));
+        Bundle* same = nullptr;
+        if (opt_.fuse && !swap)
+          for (Bundle& b : bundles)
+            if (b.readers.is_equal(readers)) same = &b;
+        if (same) {
+          same->outputs.emplace_back(id, out);
+        } else {
+          bundles.push_back(Bundle{{{id, out}}, readers, pieces, carried});
+        }
+      }
+    }
+    for (size_t b = 0; b < bundles.size(); ++b) {
+      const Bundle& bundle = bundles[b];
+      const auto& [first_op, first_out] = bundle.outputs[0];
+      const std::string base = opt_.fuse ? cat("E", k, "_", b) : dealloc_name(first_op, first_out);
+      // The points read again in a later step of the outermost dimension (a rollout's last
+      // observation, read by the next iteration) are freed by a statement of their own: one
+      // affine schedule for all points would delay every point's free by that distance.
+      std::vector<std::pair<std::string, isl::set>> parts;
+      isl::set all = with_name(grp.domain, "R");
+      if (bundle.carried.is_empty() || bundle.carried.is_equal(all)) {
+        parts.emplace_back(base, all);
+      } else {
+        parts.emplace_back(base, all.subtract(bundle.carried));
+        parts.emplace_back(base + "c", bundle.carried);
+      }
+      isl::map last;
+      if (bound_depth_ > 0) last = last_readers(grp, bundle.outputs, bundle.pieces);
+      for (const auto& [name, points] : parts) {
+        dealloc_stmts_[name] = bundle.outputs;
+        isl::set dom = with_name(points, name);
+        add_domain(dom);
+        ++num_statements_;
+        // After the producer...
+        add_dealloc_dep(with_range_name(grp.domain.identity(), name).intersect_range(dom));
+        // ...and after every reader of that point.
+        for (const isl::map& m : bundle.pieces)
+          add_dealloc_dep(with_range_name(m, name).intersect_range(dom));
+        if (!last.is_null()) bound_lifetime(grp, name, last.intersect_domain(points));
+      }
+      if (auto sw = swapped.find(bundle.outputs[0]); sw != swapped.end())
+        build_swap(grp, *sw->second);
+    }
+  }
+}
+
+// Swapping (TEMPO §5.2, Fig. 15b). Each late reader's group statement loads the points it reads
+// just before its ops run (so the device holds one reader's points at a time, e.g. one tile of
+// a rollout). Where every other reader runs at the same point inside the producer's group (an
+// acting step), the producer's group statement evicts each point as its last step; otherwise an
+// Evict statement of its own is ordered after the producer and those readers. The
+// deallocations already follow every reader, loads included.
+void Scheduler::build_swap(Group& grp, const Swap& sw) {
+  bool in_group = opt_.fuse;
+  std::vector<isl::map> early;
+  for (ir::EdgeId eid : g_.out_edges(sw.op)) {
+    const Edge& e = g_.edge(eid);
+    if (e.source_output != sw.output) continue;
+    if (std::find(sw.late.begin(), sw.late.end(), eid) != sw.late.end()) {
+      groups_[group_of_[e.sink]].loads.push_back({sw.op, sw.output, e.phi, e.sink});
+      continue;
+    }
+    in_group = in_group && &groups_[group_of_[e.sink]] == &grp && is_identity(e);
+    early.push_back(to_groups(deps_[eid], e.sink, sw.op));  // reader point -> produced point
+  }
+  if (in_group) {
+    grp.evicts.emplace_back(sw.op, sw.output);
+    return;
+  }
+  const std::string evict = cat("V", sw.op, "_", sw.output);
+  swap_stmts_[evict] = {sw.op, sw.output};
+  add_domain(with_name(grp.domain, evict));
+  ++num_statements_;
+  add_dealloc_dep(with_range_name(grp.domain.identity(), evict));
+  for (const isl::map& m : early) add_dealloc_dep(with_range_name(m, evict));
+  // A late reader's load comes after the eviction of what it reads.
+  for (ir::EdgeId eid : sw.late) {
+    const Edge& e = g_.edge(eid);
+    isl::map m = with_range_name(to_groups(deps_[eid], e.sink, sw.op), evict).reverse();
+    isl::union_map u = to_union(m);
+    validity_ = validity_.is_null() ? u : validity_.unite(u);
+  }
+}
+
+// Without proximity constraints nothing keeps isl from freeing in a separate loop after the
+// whole run (memory growing with the outer dimension). So where every reader of the outputs
+// runs in the same leading dimensions d0..dk as their producer (k as deep as they all share),
+// the point p is freed before the producer runs at p with dk = (the last reader's dk) + 1: a
+// rollout step before the same step of the next iteration, PPO's parameters of update u before
+// update u + 2, a window's K/V step right after the last query that reads it. Where that makes
+// the program unschedulable, it is scheduled again without these constraints.
+//
+// last_readers: R[p] -> [d0..dk] of the last reader of p (null where no bound applies).
+isl::map Scheduler::last_readers(const Group& grp, const std::vector<std::pair<OpId, int>>& outputs,
+                                 const std::vector<isl::map>& pieces) {
+  const Dims& dims = g_.op(grp.members[0]).domain;
+  size_t depth = dims.size();
+  for (const auto& [id, out] : outputs)
+    for (ir::EdgeId eid : g_.out_edges(id)) {
+      const Edge& e = g_.edge(eid);
+      if (e.source_output != out) continue;
+      const Dims& reader = g_.op(e.sink).domain;
+      size_t shared = 0;
+      while (shared < std::min(depth, reader.size()) && reader[shared].var.same(dims[shared].var))
+        ++shared;
+      depth = shared;
+    }
+  depth = std::min(depth, bound_depth_);
+  if (depth == 0) return isl::map();
+  auto prefix = [depth](isl::map m) {  // R[p] -> X[x0, ...] to R[p] -> [x0..xk]
+    isl_size n = isl_map_dim(m.get(), isl_dim_out);
+    isl_map* r = isl_map_project_out(m.release(), isl_dim_out, static_cast<unsigned>(depth),
+                                     static_cast<unsigned>(n) - static_cast<unsigned>(depth));
+    return isl::manage(isl_map_reset_tuple_id(r, isl_dim_out));
+  };
+  isl::map self = with_range_name(grp.domain.identity(), "R");
+  self = isl::manage(isl_map_set_tuple_name(self.release(), isl_dim_in, "R"));
+  isl::map last = prefix(self);
+  for (const isl::map& m : pieces) last = last.unite(prefix(m.reverse()));
+  return last.lexmax();
+}
+
+void Scheduler::bound_lifetime(const Group& grp, const std::string& dealloc, const isl::map& last) {
+  const size_t depth = static_cast<size_t>(isl_map_dim(last.get(), isl_dim_out));
+  std::string vars, bumped;
+  for (size_t k = 0; k < depth; ++k) {
+    vars += cat(k ? ", " : "", "d", k);
+    bumped += cat(k ? ", " : "", "d", k, k + 1 == depth ? " + 1" : "");
+  }
+  isl::map next(ctx_, cat("{ [", vars, "] -> [", bumped, "] }"));
+  isl::map self = with_range_name(grp.domain.identity(), "R");
+  self = isl::manage(isl_map_set_tuple_name(self.release(), isl_dim_in, "R"));
+  isl_size n = isl_map_dim(self.get(), isl_dim_out);
+  isl::map rest =
+      isl::manage(isl_map_project_out(self.copy(), isl_dim_out, 0, static_cast<unsigned>(depth)));
+  isl::map before =
+      isl::manage(isl_map_flat_range_product(last.apply_range(next).release(), rest.release()));
+  if (isl_map_dim(before.get(), isl_dim_out) != n) return;
+  before = isl::manage(isl_map_set_tuple_name(before.release(), isl_dim_in, dealloc.c_str()));
+  before = isl::manage(isl_map_set_tuple_name(before.release(), isl_dim_out, grp.name.c_str()));
+  before = before.intersect_range(grp.domain);
+  isl::union_map u = to_union(before);
+  validity_ = validity_.is_null() ? u : validity_.unite(u);
+}
+
+void Scheduler::add_dealloc_dep(const isl::map& before_after) {
+  isl::union_map u = to_union(before_after);
+  validity_ = validity_.is_null() ? u : validity_.unite(u);
+  if (opt_.proximity || opt_.memory_proximity)
+    proximity_ = proximity_.is_null() ? u : proximity_.unite(u);
+}
+
+}  // namespace tempo::schedule::detail
