@@ -140,7 +140,7 @@ Planning parse_planning(const std::string& s) {
 }
 
 // Training options sized to a wall-time budget: self-play games dominate (their cost grows with
-// the buffers and simulations), so the rounds are what fits, between 2 and 20.
+// the buffers and simulations), so the rounds are what fits, between 2 and 100.
 MuZeroOptions budget_options(const Instance& inst, double seconds, Planning planning,
                              uint64_t seed) {
   MuZeroOptions o;

@@ -137,11 +137,15 @@ class SelfPlay {
   // then a batch. The weights at the last step are the trained network.
   std::vector<HostTensor> operator()(const std::vector<HostTensor>& params, int64_t step,
                                      const std::vector<std::string>& names) {
-    std::map<std::string, HostTensor> weights;
-    for (size_t k = 0; k < names.size(); ++k) weights[names[k]] = params[k];
-    network = std::make_shared<MuZeroNetwork>(weights, o_, obs_size_, value_scale_, reward_scale_);
     const bool in_time = o_.max_seconds <= 0 || since(t0_) < o_.max_seconds;
-    if (step % o_.steps_per_round == 0 && step / o_.steps_per_round < o_.rounds && in_time) {
+    const bool play = step % o_.steps_per_round == 0 && step / o_.steps_per_round < o_.rounds;
+    if ((play && in_time) || step == last_step) {
+      std::map<std::string, HostTensor> weights;
+      for (size_t k = 0; k < names.size(); ++k) weights[names[k]] = params[k];
+      network =
+          std::make_shared<MuZeroNetwork>(weights, o_, obs_size_, value_scale_, reward_scale_);
+    }
+    if (play && in_time) {
       if (step == 0 && o_.demonstration) demonstrate();
       for (int64_t g = 0; g < o_.games_per_round; ++g) self_play(step / o_.steps_per_round);
       if (on_round) on_round(*this);
@@ -159,9 +163,10 @@ class SelfPlay {
     return t;
   }
 
-  std::shared_ptr<MuZeroNetwork> network;
+  std::shared_ptr<MuZeroNetwork> network;  // with the parameters of the latest round or last step
   std::vector<CurvePoint> curve;
   int64_t games = 0;
+  int64_t last_step = -1;  // the learner's last step: its parameters are the trained network
   std::function<void(const SelfPlay&)> on_round;
 
  private:
@@ -443,6 +448,7 @@ MuZeroTraining train_muzero(const std::shared_ptr<const Instance>& inst,
 
   // One more step than the rounds need: its UDF call sees the parameters after the last update.
   const int64_t steps = o.rounds * o.steps_per_round;
+  play->last_step = steps;
   CompileOptions co;
   co.whole_component = false;  // a few hundred ops: fast scheduling settings
   co.proximity = false;
