@@ -129,16 +129,6 @@ Evaluation RolloutEvaluator::evaluate(const MMapGame& state) {
   return e;
 }
 
-struct Mcts::Node {
-  double prior = 0;
-  int64_t visits = 0;
-  double value_sum = 0;
-  double reward = 0;
-  bool expanded = false, terminal = false;
-  std::array<int32_t, kNumActions> children{-1, -1, -1};
-  double value() const { return visits ? value_sum / static_cast<double>(visits) : 0.0; }
-};
-
 Mcts::Mcts(MctsOptions options, std::shared_ptr<Evaluator> evaluator)
     : options_(options), evaluator_(std::move(evaluator)), rng_(options.seed) {
   if (!evaluator_) evaluator_ = std::make_shared<RolloutEvaluator>(options_.rollout_horizon);
@@ -221,9 +211,11 @@ class LatentWalker {
 }  // namespace
 
 template <class Walker>
-MoveSearch Mcts::run(Walker& walker, int64_t simulations, double deadline_seconds) {
+MoveSearch Mcts::run(Walker& walker, std::vector<Node>& nodes, int64_t simulations,
+                     double deadline_seconds) {
   const auto t0 = Clock::now();
-  std::vector<Node> nodes(1);
+  const bool reused = !nodes.empty() && nodes[0].expanded;
+  if (!reused) nodes.assign(1, Node{});
   MinMax minmax;
   std::vector<Action> open;
   // Creates the children of `node` for the actions open at the walker's state with the prior
@@ -260,7 +252,7 @@ MoveSearch Mcts::run(Walker& walker, int64_t simulations, double deadline_second
   };
 
   walker.begin();
-  expand(0);
+  if (!reused) expand(0);
   if (options_.root_noise) {
     std::gamma_distribution<double> gamma(options_.noise_alpha, 1.0);
     std::array<double, kNumActions> noise{};
@@ -337,14 +329,36 @@ MoveSearch Mcts::run(Walker& walker, int64_t simulations, double deadline_second
 MoveSearch Mcts::search(const MMapGame& root, int64_t simulations, double deadline_seconds) {
   if (root.done()) internal_error("Mcts::search on a finished game");
   GameWalker walker(root, *evaluator_);
-  return run(walker, simulations, deadline_seconds);
+  if (!options_.reuse_tree) tree_.clear();
+  return run(walker, tree_, simulations, deadline_seconds);
+}
+
+void Mcts::advance(Action a) {
+  const int32_t child = tree_.empty() ? -1 : tree_[0].children[static_cast<int>(a)];
+  if (child < 0 || !options_.reuse_tree) {
+    tree_.clear();
+    return;
+  }
+  // The child's subtree, renumbered breadth first from 0.
+  std::vector<Node> kept;
+  std::vector<int32_t> todo = {child};
+  kept.push_back(tree_[static_cast<size_t>(child)]);
+  for (size_t k = 0; k < kept.size(); ++k)
+    for (int a = 0; a < kNumActions; ++a) {
+      const int32_t c = kept[k].children[a];
+      if (c < 0) continue;
+      kept.push_back(tree_[static_cast<size_t>(c)]);  // may move kept[k]: index, no reference
+      kept[k].children[a] = static_cast<int32_t>(kept.size() - 1);
+    }
+  tree_ = std::move(kept);
 }
 
 MoveSearch Mcts::search_latent(const MMapGame& root, LatentModel& model, int64_t simulations,
                                double deadline_seconds) {
   if (root.done()) internal_error("Mcts::search_latent on a finished game");
   LatentWalker walker(root, model);
-  return run(walker, simulations, deadline_seconds);
+  std::vector<Node> nodes;  // latent states live in the walker: no tree is kept between moves
+  return run(walker, nodes, simulations, deadline_seconds);
 }
 
 MctsResult search_game(const std::shared_ptr<const Instance>& inst, const MctsOptions& options,
@@ -357,7 +371,10 @@ MctsResult search_game(const std::shared_ptr<const Instance>& inst, const MctsOp
   bool first = true;
   const size_t n = inst->buffers.size();
   auto policy = [&](const MMapGame& g) {
-    if (!first && g.current() <= last) ++r.backtracks;
+    if (!first && g.current() <= last) {
+      ++r.backtracks;
+      mcts.forget();  // the Drop-backup went back: the kept subtree is of another state
+    }
     first = false;
     last = g.current();
     const std::vector<Action> legal = g.legal_actions();
@@ -368,6 +385,7 @@ MctsResult search_game(const std::shared_ptr<const Instance>& inst, const MctsOp
         forced.visits[static_cast<int>(legal[0])] = 1;
         on_move(g, forced);
       }
+      mcts.advance(legal[0]);
       return legal[0];
     }
     double deadline = 0;
@@ -378,6 +396,7 @@ MctsResult search_game(const std::shared_ptr<const Instance>& inst, const MctsOp
     const MoveSearch s = model ? mcts.search_latent(g, *model, options.simulations, deadline)
                                : mcts.search(g, options.simulations, deadline);
     if (on_move) on_move(g, s);
+    if (!model) mcts.advance(s.action);
     r.simulations += s.simulations;
     ++r.searched_moves;
     return s.action;

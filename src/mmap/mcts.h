@@ -104,6 +104,8 @@ struct MctsOptions {
   double temperature = 0.0;  // 0: the most visited action (ties: the best value); else visits^(1/T)
   uint64_t seed = 1;
   int64_t rollout_horizon = 64;  // of the default evaluator
+  // search() keeps the chosen move's subtree for the next move (advance()), as MuZero does.
+  bool reuse_tree = true;
   GameOptions game;
 };
 
@@ -127,14 +129,28 @@ class Mcts {
   MoveSearch search_latent(const MMapGame& root, LatentModel& model, int64_t simulations,
                            double deadline_seconds = 0.0);
   const MctsOptions& options() const { return options_; }
+  // The game moved by `a` from the last searched root: its subtree becomes the next root's tree
+  // (with reuse_tree). forget() drops the tree (the next root is another state).
+  void advance(Action a);
+  void forget() { tree_.clear(); }
 
  private:
-  struct Node;
+  struct Node {
+    double prior = 0;
+    int64_t visits = 0;
+    double value_sum = 0;
+    double reward = 0;
+    bool expanded = false, terminal = false;
+    std::array<int32_t, kNumActions> children{-1, -1, -1};
+    double value() const { return visits ? value_sum / static_cast<double>(visits) : 0.0; }
+  };
   template <class Walker>
-  MoveSearch run(Walker& walker, int64_t simulations, double deadline_seconds);
+  MoveSearch run(Walker& walker, std::vector<Node>& nodes, int64_t simulations,
+                 double deadline_seconds);
   MctsOptions options_;
   std::shared_ptr<Evaluator> evaluator_;
   std::mt19937_64 rng_;
+  std::vector<Node> tree_;  // of the last search(), kept for the next move
 };
 
 struct MctsResult {

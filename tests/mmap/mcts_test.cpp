@@ -151,5 +151,24 @@ TEST(Mcts, WallTimeBudget) {
   EXPECT_GE(r.simulations, r.searched_moves * o.min_simulations);
 }
 
+TEST(Mcts, KeepsTheChosenSubtreeForTheNextMove) {
+  auto inst = synthetic(32, 2.0, 4);
+  MMapGame g(inst);
+  Mcts m;
+  const MoveSearch first = m.search(g, 200);
+  g.step(first.action);
+  m.advance(first.action);
+  const MoveSearch next = m.search(g, 10);
+  int64_t visits = 0;
+  for (int64_t v : next.visits) visits += v;
+  EXPECT_EQ(next.simulations, 10);
+  EXPECT_GT(visits, 10) << "the visits of the kept subtree count";
+  m.forget();
+  const MoveSearch fresh = m.search(g, 10);
+  visits = 0;
+  for (int64_t v : fresh.visits) visits += v;
+  EXPECT_EQ(visits, 10);
+}
+
 }  // namespace
 }  // namespace tempo::mmap
