@@ -393,6 +393,37 @@ Bounds to_bounds(const Context& ctx, const py::dict& d) {
   return out;
 }
 
+// A Python swap policy, policy(candidates, excess) -> indices, as CompileOptions::swap_policy:
+// each candidate a dict {"rt": name and line, "bytes": device bytes at the peak}.
+SwapPolicy python_swap_policy(py::function fn) {
+  auto ref = std::make_shared<PyRef>(std::move(fn));
+  return [ref](const std::vector<SwapCandidate>& candidates, int64_t excess) {
+    py::gil_scoped_acquire gil;
+    try {
+      py::list c;
+      for (const SwapCandidate& s : candidates) {
+        py::dict d;
+        d["rt"] = s.rt;
+        d["bytes"] = s.bytes;
+        c.append(d);
+      }
+      std::vector<size_t> picked;
+      for (py::handle h : ref->get()(c, excess)) {
+        const int64_t k = h.cast<int64_t>();
+        if (k < 0 || k >= static_cast<int64_t>(candidates.size()))
+          throw UserError(cat("swap_policy returned ", k, ", not the index of one of the ",
+                              candidates.size(), " candidates"));
+        picked.push_back(static_cast<size_t>(k));
+      }
+      return picked;
+    } catch (py::error_already_set& e) {
+      raise_from_callback(e, "swap_policy");
+    } catch (const py::cast_error&) {
+      throw UserError("swap_policy must return a list of candidate indices (ints)");
+    }
+  };
+}
+
 CompileOptions to_options(const py::kwargs& kw) {
   CompileOptions o;
   const std::vector<std::pair<const char*, bool CompileOptions::*>> flags = {
@@ -420,6 +451,10 @@ CompileOptions to_options(const py::kwargs& kw) {
                             : value.cast<int64_t>();
     } else if (k == "memory_timeline") {
       o.memory_timeline = value.cast<std::string>();
+    } else if (k == "swap_policy") {
+      if (!PyCallable_Check(value.ptr()))
+        throw py::type_error("swap_policy must be callable: policy(candidates, excess) -> indices");
+      o.swap_policy = python_swap_policy(py::reinterpret_borrow<py::function>(value));
     } else if (k == "seed") {
       o.seed = value.cast<uint64_t>();
     } else if (k == "no_pass") {  // a pass name, "all", or a list of them
@@ -438,10 +473,9 @@ CompileOptions to_options(const py::kwargs& kw) {
     } else {
       std::string names;
       for (const auto& f : flags) names += std::string(f.first) + ", ";
-      throw py::type_error(
-          cat("compile() got an unknown option '", k, "' (options: ", names,
-              "memory_budget, memory_timeline, seed, no_pass, tiles, tile_above_bytes, "
-              "static_tiles)"));
+      throw py::type_error(cat("compile() got an unknown option '", k, "' (options: ", names,
+                               "memory_budget, memory_timeline, swap_policy, seed, no_pass, tiles, "
+                               "tile_above_bytes, static_tiles)"));
     }
   }
   return o;
@@ -937,8 +971,9 @@ void bind_core(py::module_& m) {
           py::arg("bounds") = py::none(), guard(), keep_ctx,
           "Compiles the program with values for its bounds ({'T': 100} or {T: 100}) and "
           "options (deallocate, proximity, fuse, codegen, block_stores, donation, "
-          "memory_budget, memory_timeline, seed, verbose, profile, no_pass, tiles, "
-          "tile_above_bytes, static_tiles).");
+          "memory_budget, memory_timeline, swap_policy, seed, verbose, profile, no_pass, "
+          "tiles, tile_above_bytes, static_tiles). swap_policy(candidates, excess) -> indices "
+          "chooses what to swap under memory_budget: candidates are dicts {'rt', 'bytes'}.");
 }
 
 }  // namespace tempo::python

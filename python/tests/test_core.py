@@ -227,3 +227,63 @@ def test_dims_and_expressions_compare_structurally_where_python_asks():
     assert (t + 1 == 1 + t) and not (t == T)
     with pytest.raises(TypeError, match="no truth value"):
         bool(t < T)
+
+
+def _rollout_learned_backwards(ctx, values):
+    """A rollout o[i, t] read point by point, backwards in time, once the acting loop is done:
+    the outputs a memory budget swaps to host memory."""
+    i, I = ctx.dim("i", "I")
+    t, T = ctx.dim("t", "T")
+    o = source(ctx, [i, t], values)
+    state = ctx.placeholder(values.shape[2:], domain=[i, t], name="state")
+    state[i, 0] = o[i, 0]
+    state[i, t + 1] = state[i, t] * 0.5 + o
+    last = state[i, T - 1]
+    g = ctx.placeholder(values.shape[2:], domain=[i, t], name="g")
+    g[i, 0] = o[i, T - 1] * last
+    g[i, t + 1] = g[i, t].tanh() * 0.5 + o[i, tempo.max(0, T - 2 - t)] * last
+    return g[i, T - 1].retain(), i, t
+
+
+def test_a_python_swap_policy_decides_what_to_swap():
+    values = np.random.default_rng(5).standard_normal((2, 32, 4096)).astype(np.float32)
+    ctx = tempo.Context()
+    learned, i, t = _rollout_learned_backwards(ctx, values)
+    seen = []
+
+    def largest(candidates, excess):
+        seen.append((list(candidates), excess))
+        order = sorted(range(len(candidates)), key=lambda k: -candidates[k]["bytes"])
+        return order[:1]
+
+    budget = 32 * 4096 * 4 // 2
+    exe = ctx.compile({"I": 2, "T": 32}, memory_budget=budget, swap_policy=largest)
+    exe.run()
+    assert seen and seen[0][1] > 0
+    assert all(set(c) == {"rt", "bytes"} for c in seen[0][0])
+    assert any("test_core.py" in c["rt"] for c in seen[0][0])
+    assert exe.memory()["peak_bytes"] <= budget
+
+    reference = tempo.Context()
+    plain, _, _ = _rollout_learned_backwards(reference, values)
+    ref = reference.compile({"I": 2, "T": 32})
+    ref.run()
+    for k in range(2):
+        np.testing.assert_allclose(exe.get(learned, (k,)), ref.get(plain, (k,)), rtol=1e-6)
+
+
+def test_a_python_swap_policy_errors_reach_the_caller():
+    values = np.zeros((2, 32, 4096), np.float32)
+    ctx = tempo.Context()
+    _rollout_learned_backwards(ctx, values)
+
+    def broken(candidates, excess):
+        raise RuntimeError("no idea")
+
+    with pytest.raises(RuntimeError, match="no idea"):
+        ctx.compile({"I": 2, "T": 32}, memory_budget=32 * 4096 * 2, swap_policy=broken)
+    with pytest.raises(tempo.UserError, match="not the index of one of the"):
+        ctx.compile({"I": 2, "T": 32}, memory_budget=32 * 4096 * 2,
+                    swap_policy=lambda c, e: [len(c)])
+    with pytest.raises(TypeError, match="swap_policy must be callable"):
+        ctx.compile({"I": 2, "T": 32}, memory_budget=32 * 4096 * 2, swap_policy=3)
