@@ -20,6 +20,8 @@ const Command kCommands[] = {
     {"expr", run_expr_command, "inspect symbolic expressions (simplify, invert, isl, equal, eval)"},
     {"generate", run_generate_command,
      "decode tokens with a Llama-3.2 decoder (tempo generate --help)"},
+    {"loops", run_loops_command,
+     "loop-nest optimization: transformations, isl, beam search, Polly (tempo loops --help)"},
     {"mmap", run_mmap_command,
      "memory placement: MMapGame instances and baselines (tempo mmap --help)"},
     {"show", run_show_command, "print a built-in example's SDG or schedule (tempo show --list)"},

@@ -15,6 +15,8 @@ PACKAGES=(
   # the Python module (python/): bindings, arrays, tests; built against Debian's /usr/bin/python3
   python3-dev python3-pybind11 python3-numpy python3-pytest
   clang-format
+  # the Polly baseline of `tempo loops bench` (clang's polyhedral optimizer, OpenMP runtime)
+  clang-14 libomp-14-dev
 )
 
 missing=()

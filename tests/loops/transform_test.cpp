@@ -1,0 +1,130 @@
+// Legality of loop transformations by dependence analysis, on the benchmarks' small sizes.
+#include "loops/transform.h"
+
+#include <gtest/gtest.h>
+
+#include "loops/benchmarks.h"
+#include "util/error.h"
+
+namespace tempo::loops {
+namespace {
+
+Action act(Kind k, int l1 = 0, int l2 = -1, int f = 0, int x = 0, int y = 0) {
+  return {k, l1, l2 < 0 ? l1 : l2, f, x, y};
+}
+
+int index_of(const Action& a) {
+  const auto& space = action_space();
+  for (size_t k = 0; k < space.size(); ++k)
+    if (space[k].to_string() == a.to_string()) return static_cast<int>(k);
+  return -1;
+}
+
+TEST(Transform, ActionSpaceHasAFixedSize) {
+  EXPECT_EQ(num_actions(), 68);
+  EXPECT_EQ(action_space().back().kind, Kind::Next);
+}
+
+TEST(Transform, Seidel2dInterchangeIsIllegal) {
+  LoopEnv env(benchmark("seidel2d", Size::Small));
+  EXPECT_FALSE(env.try_action(act(Kind::Interchange, 0, 1)));
+  EXPECT_FALSE(env.try_action(act(Kind::Interchange, 1, 2)));
+  EXPECT_FALSE(env.try_action(act(Kind::Parallelize, 0)));
+  EXPECT_FALSE(env.try_action(act(Kind::Parallelize, 1)));
+  // Skewing makes the wavefront: then the space loops can be tiled.
+  EXPECT_TRUE(env.try_action(act(Kind::Skew, 0, 1, 1)));
+}
+
+TEST(Transform, ReversingADependenceCarryingLoopIsIllegal) {
+  LoopEnv jac(benchmark("jacobi2d", Size::Small));
+  EXPECT_FALSE(jac.try_action(act(Kind::Reversal, 0)));  // time
+  EXPECT_TRUE(jac.try_action(act(Kind::Reversal, 1)));   // space: out of place
+  LoopEnv mvt(benchmark("mvt", Size::Small));
+  EXPECT_FALSE(mvt.try_action(act(Kind::Reversal, 1)));  // the reduction's order
+  EXPECT_TRUE(mvt.try_action(act(Kind::Reversal, 0)));
+}
+
+TEST(Transform, ParallelizingACarryingLoopIsIllegal) {
+  LoopEnv jac(benchmark("jacobi2d", Size::Small));
+  EXPECT_FALSE(jac.try_action(act(Kind::Parallelize, 0)));
+  EXPECT_TRUE(jac.try_action(act(Kind::Parallelize, 1)));
+  LoopEnv mvt(benchmark("mvt", Size::Small));
+  EXPECT_FALSE(mvt.try_action(act(Kind::Parallelize, 1)));
+  EXPECT_TRUE(mvt.try_action(act(Kind::Parallelize, 0)));
+}
+
+TEST(Transform, LegalTransformationsAreAccepted) {
+  LoopEnv jac(benchmark("jacobi2d", Size::Small));
+  EXPECT_TRUE(jac.try_action(act(Kind::Tile, 1, 2, 0, 32, 32)));
+  EXPECT_FALSE(jac.try_action(act(Kind::Tile, 0, 1, 0, 32, 32)));  // time loop shared by S1
+  LoopEnv mvt(benchmark("mvt", Size::Small));
+  EXPECT_TRUE(mvt.try_action(act(Kind::Interchange, 0, 1)));
+  EXPECT_TRUE(mvt.step(index_of(act(Kind::Interchange, 0, 1))));
+  // After the interchange the outer loop is the reduction's.
+  EXPECT_FALSE(mvt.try_action(act(Kind::Parallelize, 0)));
+  EXPECT_TRUE(mvt.try_action(act(Kind::Parallelize, 1)));
+  LoopEnv doit(benchmark("doitgen", Size::Small));
+  EXPECT_TRUE(doit.try_action(act(Kind::Parallelize, 0)));
+  EXPECT_TRUE(doit.try_action(act(Kind::Interchange, 0, 1)));
+}
+
+TEST(Transform, StructuralLimits) {
+  LoopEnv mvt(benchmark("mvt", Size::Small));
+  EXPECT_FALSE(mvt.try_action(act(Kind::Interchange, 1, 2)));  // only two loops
+  auto mask = mvt.legal_mask();
+  ASSERT_EQ(static_cast<int>(mask.size()), num_actions());
+  EXPECT_TRUE(mask.back());  // next
+  // Next walks the branches and ends the episode.
+  EXPECT_TRUE(mvt.step(num_actions() - 1));
+  EXPECT_EQ(mvt.branch(), 1);
+  EXPECT_TRUE(mvt.step(num_actions() - 1));
+  EXPECT_TRUE(mvt.done());
+  EXPECT_FALSE(mvt.step(0));
+  EXPECT_THROW(mvt.step(num_actions()), UserError);
+}
+
+TEST(Transform, FinishedEpisodeHasNoLegalAction) {
+  LoopEnv env(benchmark("cvtcolor", Size::Small));
+  EXPECT_TRUE(env.step(num_actions() - 1));
+  ASSERT_TRUE(env.done());
+  for (bool legal : env.legal_mask()) EXPECT_FALSE(legal);
+}
+
+TEST(Transform, ScheduleKeysTellLoopMarksApart) {
+  Program p = benchmark("cvtcolor", Size::Small);
+  Schedule s = Schedule::original(p);
+  Schedule par = *apply(s, 0, act(Kind::Parallelize, 0));
+  Schedule unr = *apply(s, 0, act(Kind::Unroll, 0, 0, 8));
+  EXPECT_NE(s.key(p), par.key(p));
+  EXPECT_NE(s.key(p), unr.key(p));
+  EXPECT_EQ(s.to_isl(p), par.to_isl(p));
+  EXPECT_FALSE(apply(par, 0, act(Kind::Parallelize, 0)));  // already parallel
+}
+
+TEST(Transform, LegalityIsMemoized) {
+  LoopEnv env(benchmark("jacobi2d", Size::Small));
+  env.legal_mask();
+  MemoStats first = env.stats();
+  EXPECT_GT(first.legality_misses, 0);
+  env.legal_mask();
+  EXPECT_EQ(env.stats().legality_misses, first.legality_misses);
+  EXPECT_GT(env.stats().legality_hits, first.legality_hits);
+}
+
+TEST(Program, BadInputIsAUserError) {
+  EXPECT_THROW(benchmark("nope", Size::Small), UserError);
+  EXPECT_THROW(ProgramBuilder("p").build(), UserError);
+  EXPECT_THROW(ProgramBuilder("p")
+                   .array("A", {4})
+                   .statement("S0", {"i"}, "0 <= i <", "A[i] = 0", {}, {"A[i]"}, {"0", "i", "0"})
+                   .build(),
+               UserError);
+  EXPECT_THROW(ProgramBuilder("p")
+                   .array("A", {4})
+                   .statement("S0", {"i"}, "0 <= i < 4", "A[i] = 0", {}, {"A[i]"}, {"0", "i"})
+                   .build(),
+               UserError);
+}
+
+}  // namespace
+}  // namespace tempo::loops
