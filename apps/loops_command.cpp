@@ -36,62 +36,32 @@ const char* kUsage =
     "      lists the action space (the agent's choices on one branch of the loop tree)\n\n"
     "benchmarks: blur cvtcolor doitgen heat2d heat3d jacobi2d mvt seidel2d\n";
 
-struct Args {
-  std::vector<std::string> positional;
-  std::vector<std::pair<std::string, std::string>> options;
-  bool has(const std::string& k) const {
-    for (const auto& [a, b] : options)
-      if (a == k) return true;
-    return false;
-  }
-  std::string get(const std::string& k, const std::string& dflt) const {
-    for (const auto& [a, b] : options)
-      if (a == k) return b;
-    return dflt;
-  }
-  int get_int(const std::string& k, int dflt, int lo) const {
-    if (!has(k)) return dflt;
-    int64_t v = cli::parse_int(k, get(k, ""));
-    if (v < lo || v > 1000000) throw UserError(cat(k, " must be at least ", lo));
-    return static_cast<int>(v);
-  }
-};
+using cli::Args;
 
 Args parse(int argc, char** argv, const std::vector<std::string>& valued,
            const std::vector<std::string>& flags) {
-  Args a;
-  for (int k = 2; k < argc; ++k) {
-    std::string s = argv[k];
-    if (s.rfind("--", 0) != 0) {
-      a.positional.push_back(s);
-      continue;
-    }
-    bool flag = false, value = false;
-    for (const auto& f : flags) flag |= f == s;
-    for (const auto& v : valued) value |= v == s;
-    if (flag) {
-      a.options.emplace_back(s, "");
-    } else if (value) {
-      if (k + 1 >= argc) throw UserError(cat(s, " needs a value"));
-      a.options.emplace_back(s, argv[++k]);
-    } else {
-      throw UserError(cat("unknown option ", s, " (try `tempo loops --help`)"));
-    }
-  }
-  return a;
+  return cli::parse_options(argc, argv, 2, valued, flags, "loops");
+}
+
+// The integer value of option `k` (dflt when absent), at least `lo`.
+int get_int(const Args& a, const std::string& k, int dflt, int lo) {
+  if (!a.has(k)) return dflt;
+  int64_t v = cli::parse_int(k, a.get(k, ""));
+  if (v < lo || v > 1000000) throw UserError(cat(k, " must be at least ", lo));
+  return static_cast<int>(v);
 }
 
 RunOptions run_options(const Args& a) {
   RunOptions o;
-  o.threads = a.get_int("--threads", 0, 1);
+  o.threads = get_int(a, "--threads", 0, 1);
   o.reps = a.has("--quick") ? 3 : 5;
   return o;
 }
 
 BeamOptions beam_options(const Args& a) {
   BeamOptions b;
-  b.width = a.get_int("--width", a.has("--quick") ? 1 : 2, 1);
-  b.depth = a.get_int("--depth", a.has("--quick") ? 2 : 3, 0);
+  b.width = get_int(a, "--width", a.has("--quick") ? 1 : 2, 1);
+  b.depth = get_int(a, "--depth", a.has("--quick") ? 2 : 3, 0);
   return b;
 }
 

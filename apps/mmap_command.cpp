@@ -53,44 +53,11 @@ const char* kUsage =
     "      (default 400) within the S seconds; with a network from `tempo mmap train`, the\n"
     "      agent plays too\n";
 
-struct Args {
-  std::vector<std::string> positional;
-  std::vector<std::pair<std::string, std::string>> options;
-  bool has(const std::string& k) const {
-    for (const auto& [a, b] : options)
-      if (a == k) return true;
-    return false;
-  }
-  std::string get(const std::string& k, const std::string& dflt) const {
-    for (const auto& [a, b] : options)
-      if (a == k) return b;
-    return dflt;
-  }
-};
+using cli::Args;
 
-// Flags in `flags` take no value; every other --option takes one.
-Args parse(int argc, char** argv, int first, const std::vector<std::string>& valued,
+Args parse(int argc, char** argv, const std::vector<std::string>& valued,
            const std::vector<std::string>& flags) {
-  Args a;
-  for (int k = first; k < argc; ++k) {
-    std::string s = argv[k];
-    if (s.rfind("--", 0) != 0) {
-      a.positional.push_back(s);
-      continue;
-    }
-    bool flag = false, value = false;
-    for (const auto& f : flags) flag |= f == s;
-    for (const auto& v : valued) value |= v == s;
-    if (flag) {
-      a.options.emplace_back(s, "");
-    } else if (value) {
-      if (k + 1 >= argc) throw UserError(cat(s, " needs a value"));
-      a.options.emplace_back(s, argv[++k]);
-    } else {
-      throw UserError(cat("unknown option ", s, " (try `tempo mmap --help`)"));
-    }
-  }
-  return a;
+  return cli::parse_options(argc, argv, 2, valued, flags, "mmap");
 }
 
 std::vector<int64_t> parse_shape(const std::string& s) {
@@ -466,22 +433,22 @@ int run_mmap_command(int argc, char** argv) {
       return 0;
     }
   if (sub == "bench")
-    return bench(parse(argc, argv, 2, {"--seconds", "--train-seconds", "--planning", "--plot"},
+    return bench(parse(argc, argv, {"--seconds", "--train-seconds", "--planning", "--plot"},
                        {"--quick", "--no-extracted", "--no-agent"}));
   if (sub == "train")
     return train(parse(
-        argc, argv, 2,
+        argc, argv,
         {"--out", "--train-seconds", "--rounds", "--simulations", "--planning", "--seed", "--plot"},
         {}));
   if (sub == "extract")
-    return extract(parse(argc, argv, 2,
+    return extract(parse(argc, argv,
                          {"--out", "--algo", "--env", "--obs-shape", "--iterations", "--num-envs",
                           "--steps", "--seed", "--capacity"},
                          {}));
   if (sub == "generate")
-    return generate(parse(argc, argv, 2, {"--out", "--buffers", "--pressure", "--seed"}, {}));
+    return generate(parse(argc, argv, {"--out", "--buffers", "--pressure", "--seed"}, {}));
   if (sub == "solve")
-    return solve(parse(argc, argv, 2, {"--seconds", "--seed", "--simulations", "--agent"}, {}));
+    return solve(parse(argc, argv, {"--seconds", "--seed", "--simulations", "--agent"}, {}));
   throw UserError(
       cat("unknown mmap command '", sub, "' (bench, extract, generate, solve or train)"));
 }

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "util/error.h"
 
@@ -26,6 +28,48 @@ inline double parse_double(const std::string& flag, const std::string& s) {
   if (s.empty() || *end || errno || !std::isfinite(v))
     throw UserError(cat(flag, " expects a number, got '", s, "'"));
   return v;
+}
+
+// A subcommand's arguments: the positional ones, and the --options in order (flags with "").
+struct Args {
+  std::vector<std::string> positional;
+  std::vector<std::pair<std::string, std::string>> options;
+  bool has(const std::string& k) const {
+    for (const auto& [a, b] : options)
+      if (a == k) return true;
+    return false;
+  }
+  std::string get(const std::string& k, const std::string& dflt) const {
+    for (const auto& [a, b] : options)
+      if (a == k) return b;
+    return dflt;
+  }
+};
+
+// Parses argv[first..]: options in `flags` take no value, those in `valued` take one; any other
+// --option is an error that points to `tempo <command> --help`.
+inline Args parse_options(int argc, char** argv, int first, const std::vector<std::string>& valued,
+                          const std::vector<std::string>& flags, const std::string& command) {
+  Args a;
+  for (int k = first; k < argc; ++k) {
+    std::string s = argv[k];
+    if (s.rfind("--", 0) != 0) {
+      a.positional.push_back(s);
+      continue;
+    }
+    bool flag = false, value = false;
+    for (const auto& f : flags) flag |= f == s;
+    for (const auto& v : valued) value |= v == s;
+    if (flag) {
+      a.options.emplace_back(s, "");
+    } else if (value) {
+      if (k + 1 >= argc) throw UserError(cat(s, " needs a value"));
+      a.options.emplace_back(s, argv[++k]);
+    } else {
+      throw UserError(cat("unknown option ", s, " (try `tempo ", command, " --help`)"));
+    }
+  }
+  return a;
 }
 
 }  // namespace tempo::cli
