@@ -12,6 +12,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "util/hash.h"
+
 namespace tempo::backend {
 
 namespace {
@@ -44,15 +46,6 @@ std::string cpu_signature() {
     if (line.empty() && !sig.empty()) break;  // the first processor is enough
   }
   return sig;
-}
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
 }
 
 std::string hex(uint64_t v) {
@@ -90,8 +83,7 @@ std::string kernel_cache_dir() {
 std::shared_ptr<KernelLibrary> KernelLibrary::load(const std::string& source) {
   const std::string command = compiler() + " " + kFlags;
   static const std::string cpu = cpu_signature();
-  const std::string key =
-      hex(fnv1a(std::string(kFormat) + "\n" + command + "\n" + cpu + source));
+  const std::string key = hex(fnv1a(std::string(kFormat) + "\n" + command + "\n" + cpu + source));
   const fs::path dir = fs::path(kernel_cache_dir()) / "kernels";
   const fs::path so = dir / ("k" + key + ".so");
   std::shared_ptr<KernelLibrary> lib(new KernelLibrary());
@@ -110,7 +102,9 @@ std::shared_ptr<KernelLibrary> KernelLibrary::load(const std::string& source) {
 
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw std::runtime_error("cannot create the kernel cache " + dir.string() + ": " + ec.message());
+  if (ec)
+    throw std::runtime_error("cannot create the kernel cache " + dir.string() + ": " +
+                             ec.message());
   // Unique temporary names: several processes may build the same library at once; the rename
   // that publishes it is atomic.
   const std::string tmp = (dir / ("k" + key + "." + std::to_string(getpid()))).string();

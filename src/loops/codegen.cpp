@@ -21,6 +21,7 @@
 #include <memory>
 
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace tempo::loops {
 namespace {
@@ -70,12 +71,6 @@ isl_printer* print_for(isl_printer* p, isl_ast_print_options* options, isl_ast_n
   st->in_parallel -= par;
   if (braces) line("}");
   return p;
-}
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
 }
 
 std::string first_line(const std::string& path) {
