@@ -82,21 +82,26 @@ std::vector<ir::EdgeId> late_edges(const ir::Graph& g, const OpLoops& loops, ir:
   return out;
 }
 
+std::vector<size_t> pick_until_covered(const std::vector<SwapCandidate>& candidates,
+                                       const std::vector<size_t>& order, int64_t excess) {
+  const int64_t smallest = std::max<int64_t>(int64_t{64} << 10, excess / 100);
+  std::vector<size_t> picked;
+  int64_t freed = 0;
+  for (size_t k : order) {
+    if (freed >= excess) break;
+    if (candidates[k].bytes < smallest) continue;
+    picked.push_back(k);
+    freed += candidates[k].bytes;
+  }
+  return picked;
+}
+
 std::vector<size_t> largest_first(const std::vector<SwapCandidate>& candidates, int64_t excess) {
   std::vector<size_t> order(candidates.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return candidates[a].bytes > candidates[b].bytes; });
-  // Each swapped output costs copies and statements; ones too small to matter are left alone.
-  const int64_t smallest = std::max<int64_t>(int64_t{64} << 10, excess / 100);
-  std::vector<size_t> picked;
-  int64_t freed = 0;
-  for (size_t k : order) {
-    if (freed >= excess || candidates[k].bytes < smallest) break;
-    picked.push_back(k);
-    freed += candidates[k].bytes;
-  }
-  return picked;
+  return pick_until_covered(candidates, order, excess);
 }
 
 schedule::Schedule schedule_within_budget(const ir::Graph& g, schedule::ScheduleOptions& so,

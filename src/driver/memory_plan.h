@@ -38,10 +38,14 @@ OpLoops op_loops(const schedule::Schedule& schedule);
 std::vector<ir::EdgeId> late_edges(const ir::Graph& g, const OpLoops& loops, ir::OpId op,
                                    int output);
 
-// The largest-first policy (SwapPolicy): the candidates by bytes at the peak until `excess` is
-// covered, skipping those under 1% of it (or 64 KiB): each swap costs copies and statements.
-// Every candidate waits across a whole loop, so the largest is also the one whose eviction
-// frees the most for longest.
+// Candidates taken in `order` until `excess` is covered, skipping those under 1% of it (or
+// 64 KiB): each swap costs copies and statements. What a swap policy returns, once it has ranked
+// the candidates.
+std::vector<size_t> pick_until_covered(const std::vector<SwapCandidate>& candidates,
+                                       const std::vector<size_t>& order, int64_t excess);
+// The largest-first policy (SwapPolicy): the candidates by bytes at the peak, picked until the
+// excess is covered. Every candidate waits across a whole loop, so the largest is also the one
+// whose eviction frees the most for longest.
 std::vector<size_t> largest_first(const std::vector<SwapCandidate>& candidates, int64_t excess);
 
 // Schedules the graph under options.memory_budget, with proximity for deallocations and swaps

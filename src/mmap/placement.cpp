@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "driver/memory_plan.h"
 #include "mmap/baselines.h"
 #include "mmap/muzero.h"
 #include "util/error.h"
@@ -66,16 +67,7 @@ SwapPolicy swap_policy(const ProgramPlacement& placement) {
             return slow(candidates[a]) > slow(candidates[b]);
           return candidates[a].bytes > candidates[b].bytes;
         });
-        const int64_t smallest = std::max<int64_t>(int64_t{64} << 10, excess / 100);
-        std::vector<size_t> picked;
-        int64_t freed = 0;
-        for (size_t k : order) {
-          if (freed >= excess) break;
-          if (candidates[k].bytes < smallest) continue;
-          picked.push_back(k);
-          freed += candidates[k].bytes;
-        }
-        return picked;
+        return driver::pick_until_covered(candidates, order, excess);
       };
 }
 
