@@ -60,6 +60,14 @@ Args parse(int argc, char** argv, const std::vector<std::string>& valued,
   return cli::parse_options(argc, argv, 2, valued, flags, "mmap");
 }
 
+// The value of integer option `flag` (dflt when absent), which must be positive.
+int64_t positive_int(const Args& a, const char* flag, int64_t dflt) {
+  if (!a.has(flag)) return dflt;
+  const int64_t v = cli::parse_int(flag, a.get(flag, ""));
+  if (v < 1) throw UserError(cat(flag, " expects a positive integer, got ", v));
+  return v;
+}
+
 std::vector<int64_t> parse_shape(const std::string& s) {
   std::vector<int64_t> out;
   size_t p = 0;
@@ -297,16 +305,10 @@ int extract(const Args& a) {
   p.algo = a.get("--algo", p.algo);
   p.env = a.get("--env", p.env);
   if (a.has("--obs-shape")) p.obs_shape = parse_shape(a.get("--obs-shape", ""));
-  auto positive = [&](const char* flag, int64_t dflt) {
-    if (!a.has(flag)) return dflt;
-    int64_t v = cli::parse_int(flag, a.get(flag, ""));
-    if (v < 1) throw UserError(cat(flag, " expects a positive integer, got ", v));
-    return v;
-  };
-  p.iterations = positive("--iterations", p.iterations);
-  p.num_envs = positive("--num-envs", p.num_envs);
-  p.steps = positive("--steps", p.steps);
-  p.seed = static_cast<uint64_t>(positive("--seed", static_cast<int64_t>(p.seed)));
+  p.iterations = positive_int(a, "--iterations", p.iterations);
+  p.num_envs = positive_int(a, "--num-envs", p.num_envs);
+  p.steps = positive_int(a, "--steps", p.steps);
+  p.seed = static_cast<uint64_t>(positive_int(a, "--seed", static_cast<int64_t>(p.seed)));
   TraceOptions t;
   if (a.has("--capacity")) {
     t.capacity_fraction = cli::parse_double("--capacity", a.get("--capacity", ""));
@@ -348,12 +350,7 @@ int solve(const Args& a) {
   auto inst = std::make_shared<const Instance>(load_instance(a.positional[0]));
   const double seconds = positive_seconds(a.get("--seconds", "1"));
   const uint64_t seed = static_cast<uint64_t>(cli::parse_int("--seed", a.get("--seed", "1")));
-  int64_t simulations = 400;
-  if (a.has("--simulations")) {
-    simulations = cli::parse_int("--simulations", a.get("--simulations", ""));
-    if (simulations < 1)
-      throw UserError(cat("--simulations expects a positive integer, got ", simulations));
-  }
+  const int64_t simulations = positive_int(a, "--simulations", 400);
   AgentSetup agent;
   if (a.has("--agent")) {
     agent.enabled = true;
@@ -374,13 +371,8 @@ int train(const Args& a) {
   MuZeroOptions o =
       budget_options(*inst, positive_seconds(a.get("--train-seconds", "20"), "--train-seconds"),
                      parse_planning(a.get("--planning", "game")), seed);
-  auto positive = [&](const char* flag, int64_t& v) {
-    if (!a.has(flag)) return;
-    v = cli::parse_int(flag, a.get(flag, ""));
-    if (v < 1) throw UserError(cat(flag, " expects a positive integer, got ", v));
-  };
-  positive("--rounds", o.rounds);
-  positive("--simulations", o.simulations);
+  o.rounds = positive_int(a, "--rounds", o.rounds);
+  o.simulations = positive_int(a, "--simulations", o.simulations);
   const double heuristic_return = heuristic(inst).best_return;
   std::printf(
       "%s: %zu buffers; heuristic %.1f; %lld rounds of %lld self-play games and %lld "
