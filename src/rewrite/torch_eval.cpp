@@ -1,0 +1,263 @@
+// The one LibTorch translation unit of src/rewrite: the interpreter and the cost model.
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <random>
+
+#include "rewrite/torch_eval.h"
+#include "util/error.h"
+#include "util/hash.h"
+
+namespace tempo::rewrite {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<int64_t> same_padding(const Node& n, int64_t kh, int64_t kw) {
+  if (n.attrs.pad == Pad::Valid) return {0, 0};
+  return {(kh - 1) / 2, (kw - 1) / 2};
+}
+
+torch::Tensor activate(torch::Tensor x, Act a) {
+  switch (a) {
+    case Act::None: return x;
+    case Act::Relu: return x.relu_();
+    case Act::Tanh: return x.tanh_();
+    case Act::Sigmoid: return x.sigmoid_();
+  }
+  return x;
+}
+
+// One node's outputs from its inputs' values (inputs and weights are bound by the caller).
+std::vector<torch::Tensor> run_node(const Node& n, const std::vector<torch::Tensor>& in) {
+  const Attrs& a = n.attrs;
+  switch (n.op) {
+    case Op::Input:
+    case Op::Weight:
+      internal_error("rewrite: inputs and weights are bound, not run");
+    case Op::MatMul: return {activate(torch::matmul(in[0], in[1]), a.act)};
+    case Op::Conv2d: {
+      auto w = in[1].sizes();
+      return {activate(torch::conv2d(in[0], in[1], {}, {a.sh, a.sw}, same_padding(n, w[2], w[3])),
+                       a.act)};
+    }
+    case Op::MaxPool:
+      return {activate(torch::max_pool2d(in[0], {a.kh, a.kw}, {a.sh, a.sw},
+                                         same_padding(n, a.kh, a.kw)),
+                       a.act)};
+    case Op::AvgPool:
+      return {activate(torch::avg_pool2d(in[0], {a.kh, a.kw}, {a.sh, a.sw},
+                                         same_padding(n, a.kh, a.kw), false, false),
+                       a.act)};
+    case Op::Relu: return {torch::relu(in[0])};
+    case Op::Tanh: return {torch::tanh(in[0])};
+    case Op::Sigmoid: return {torch::sigmoid(in[0])};
+    case Op::Add: return {in[0] + in[1]};
+    case Op::Mul: return {in[0] * in[1]};
+    case Op::Concat: return {torch::cat(in, a.axis)};
+    case Op::Split: {
+      auto parts = torch::split_with_sizes(in[0], a.ints, a.axis);
+      return {parts.begin(), parts.end()};
+    }
+    // A transpose moves data (TASO's transpose with shuffle), so it has a cost of its own.
+    case Op::Transpose: return {in[0].permute(a.ints).contiguous()};
+    case Op::Reshape: return {in[0].reshape(a.ints)};
+    case Op::Enlarge: {
+      auto w = in[0].sizes();
+      int64_t ph = (a.kh - w[2]) / 2, pw = (a.kw - w[3]) / 2;
+      return {torch::constant_pad_nd(in[0], {pw, pw, ph, ph})};
+    }
+  }
+  internal_error("rewrite: unknown op");
+}
+
+// The value of an input or weight: drawn from its name, so it survives rewrites.
+torch::Tensor named_value(const Node& n, const EvalOptions& o) {
+  const Shape& s = n.outputs[0];
+  int64_t count = 1;
+  for (int64_t d : s) count *= d;
+  std::mt19937_64 rng(fnv1a(n.attrs.name) ^ (o.seed * 0x9e3779b97f4a7c15ULL));
+  std::vector<double> v(count);
+  if (o.integer_values) {
+    std::uniform_int_distribution<int> d(-2, 2);
+    for (auto& x : v) x = d(rng);
+  } else {
+    // Weights scaled by their fan-in keep deep models' activations of order one.
+    double fan_in = 1;
+    if (n.op == Op::Weight) fan_in = s.size() == 4 ? double(s[1] * s[2] * s[3]) : double(s[0]);
+    std::uniform_real_distribution<double> d(-1, 1);
+    double scale = std::sqrt(3.0 / fan_in);
+    for (auto& x : v) x = d(rng) * scale;
+  }
+  auto t = torch::from_blob(v.data(), {count}, torch::kFloat64).clone().reshape(s);
+  return o.integer_values ? t : t.to(torch::kFloat32);
+}
+
+// All values of the graph: bound inputs and weights, then each node in order.
+std::vector<std::vector<torch::Tensor>> run_graph(const Graph& g, const EvalOptions& o) {
+  torch::NoGradGuard no_grad;
+  std::vector<std::vector<torch::Tensor>> vals(g.nodes.size());
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& n = g.nodes[k];
+    if (n.op == Op::Input || n.op == Op::Weight) {
+      vals[k] = {named_value(n, o)};
+      continue;
+    }
+    std::vector<torch::Tensor> in;
+    for (const Ref& r : n.inputs) in.push_back(vals[r.node][r.out]);
+    vals[k] = run_node(n, in);
+  }
+  return vals;
+}
+
+class ThreadsGuard {
+ public:
+  explicit ThreadsGuard(int n) : saved_(torch::get_num_threads()) {
+    if (n > 0) torch::set_num_threads(n);
+  }
+  ~ThreadsGuard() { torch::set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+}  // namespace
+
+std::vector<HostValue> evaluate(const Graph& g, const EvalOptions& options) {
+  auto vals = run_graph(g, options);
+  std::vector<HostValue> out;
+  for (const Ref& r : g.outputs) {
+    auto t = vals[r.node][r.out].to(torch::kFloat64).contiguous();
+    HostValue h;
+    h.shape = t.sizes().vec();
+    h.data.assign(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+double max_difference(const std::vector<HostValue>& a, const std::vector<HostValue>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k].shape != b[k].shape) return std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < a[k].data.size(); ++i) {
+      double d = std::abs(a[k].data[i] - b[k].data[i]) / (1 + std::abs(b[k].data[i]));
+      if (!(d <= worst)) worst = std::isnan(d) ? std::numeric_limits<double>::infinity() : d;
+    }
+  }
+  return worst;
+}
+
+CostModel::CostModel(CostOptions options) : options_(std::move(options)) {
+  if (options_.cache_file.empty()) return;
+  std::ifstream in(options_.cache_file);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto tab = line.rfind('\t');
+    if (tab == std::string::npos) continue;
+    try {
+      costs_[line.substr(0, tab)] = std::stod(line.substr(tab + 1));
+    } catch (const std::exception&) {
+      // a torn last line from an interrupted run: measured again
+    }
+  }
+}
+
+std::string CostModel::key(const Graph& g, int n) {
+  const Node& x = g.nodes[n];
+  const Attrs& a = x.attrs;
+  std::string k = cat(op_name(x.op), " act=", act_name(a.act), " k=", a.kh, "x", a.kw, " s=", a.sh,
+                      "x", a.sw, " pad=", a.pad == Pad::Same ? "same" : "valid", " axis=", a.axis,
+                      " ints=", shape_str(a.ints), " in=");
+  for (const Ref& r : x.inputs) k += shape_str(g.shape(r));
+  return k;
+}
+
+double CostModel::op_cost(const Graph& g, int n) {
+  Op op = g.nodes[n].op;
+  if (op == Op::Input || op == Op::Weight) return 0;
+  if (g.nodes[n].cost >= 0) return g.nodes[n].cost;
+  std::string k = key(g, n);
+  auto it = costs_.find(k);
+  if (it != costs_.end()) return g.nodes[n].cost = it->second;
+  double ms = measure_op(g, n);
+  g.nodes[n].cost = ms;
+  costs_[k] = ms;
+  ++measurements_;
+  if (!options_.cache_file.empty()) {
+    std::ofstream out(options_.cache_file, std::ios::app);
+    out << k << '\t' << ms << '\n';
+  }
+  return ms;
+}
+
+double CostModel::graph_cost(const Graph& g) {
+  std::vector<bool> folded = g.constant_nodes();
+  double total = 0;
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (!folded[n]) total += op_cost(g, static_cast<int>(n));
+  return total;
+}
+
+double CostModel::measure_op(const Graph& g, int n) {
+  ThreadsGuard threads(options_.threads);
+  torch::NoGradGuard no_grad;
+  const Node& node = g.nodes[n];
+  std::vector<torch::Tensor> in;
+  for (const Ref& r : node.inputs) in.push_back(torch::randn(g.shape(r)));
+  run_node(node, in);  // warm-up
+  double best = std::numeric_limits<double>::infinity();
+  for (int round = 0; round < options_.rounds; ++round) {
+    auto start = Clock::now();
+    int calls = 0;
+    double ms = 0;
+    do {
+      run_node(node, in);
+      ++calls;
+      ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    } while (ms < options_.min_ms);
+    best = std::min(best, ms / calls);
+  }
+  return best;
+}
+
+double CostModel::measure_graph(const Graph& g, int reps) {
+  ThreadsGuard threads(options_.threads);
+  torch::NoGradGuard no_grad;
+  // Inputs, weights and everything computed only from weights, once, before timing.
+  std::vector<bool> folded = g.constant_nodes();
+  EvalOptions o;
+  std::vector<std::vector<torch::Tensor>> vals(g.nodes.size());
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& n = g.nodes[k];
+    if (n.op == Op::Input || n.op == Op::Weight) {
+      vals[k] = {named_value(n, o)};
+    } else if (folded[k]) {
+      std::vector<torch::Tensor> in;
+      for (const Ref& r : n.inputs) in.push_back(vals[r.node][r.out]);
+      vals[k] = run_node(n, in);
+    }
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (int rep = 0; rep <= reps; ++rep) {  // the first run warms up
+    auto start = Clock::now();
+    std::vector<std::vector<torch::Tensor>> run = vals;
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      if (folded[k]) continue;
+      const Node& n = g.nodes[k];
+      std::vector<torch::Tensor> in;
+      for (const Ref& r : n.inputs) in.push_back(run[r.node][r.out]);
+      run[k] = run_node(n, in);
+    }
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (rep > 0) best = std::min(best, ms);
+  }
+  return best;
+}
+
+}  // namespace tempo::rewrite
