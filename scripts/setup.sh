@@ -6,6 +6,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libisl-dev          # polyhedral scheduling
   libtorch-dev        # tensor backend (LibTorch, CPU)
+  libgloo-dev         # Gloo's headers, which LibTorch's c10d process groups include (data parallel)
   # An optimized BLAS for LibTorch's matmuls: it takes over libblas.so.3 through Debian's
   # alternatives (the reference BLAS is 2-5x slower on the RL benchmarks). The pthread flavour at
   # one thread measured fastest; see README "Performance settings".

@@ -14,6 +14,8 @@
 
 namespace tempo {
 
+class Communicator;  // api/distributed.h
+
 // An op output that swapping could keep in host memory under a memory budget: its readers run
 // after a loop that produced it, so its points wait in memory across that loop.
 struct SwapCandidate {
@@ -61,6 +63,9 @@ struct CompileOptions {
   // CSV file, and a plot of them next to it (.svg).
   std::string memory_timeline;
   uint64_t seed = 0;     // random number generation
+  // The process group of a data-parallel job (api/distributed.h): the program's collective ops
+  // (AllReduce, Broadcast) run over it. Null: one process, where collectives are identities.
+  std::shared_ptr<Communicator> communicator;
   bool verbose = false;  // print compile phases and timings to stderr
   // Time every launch (Executable::profile_report): where the run's time goes, per op.
   bool profile = false;
@@ -135,6 +140,13 @@ class Context {
   Dims ordered(const Dims& dims) const;
   Dims domain_union(const Dims& a, const Dims& b) const;
 
+  // A data-parallel program (api/distributed.h): parameters made from now on (nn::Parameter)
+  // start from rank 0's initial value (a Broadcast) and optim::minimize averages gradients
+  // across ranks (an AllReduce) before the optimizer. The program is the same for every world
+  // size, so one process and several compute the same thing.
+  void set_data_parallel(bool on) { data_parallel_ = on; }
+  bool data_parallel() const { return data_parallel_; }
+
   ir::Graph& graph() { return graph_; }
   const ir::Graph& graph() const { return graph_; }
 
@@ -186,6 +198,7 @@ class Context {
   ir::Graph graph_;
   std::vector<std::pair<RT, RT>> substitutions_;
   std::vector<std::pair<ir::OpId, int>> retained_;
+  bool data_parallel_ = false;
 };
 
 }  // namespace tempo

@@ -2,5 +2,6 @@
 #pragma once
 
 #include "api/context.h"
+#include "api/distributed.h"
 #include "api/rt.h"
 #include "symbolic/expr.h"

@@ -3,6 +3,7 @@
 #include <c10/util/SmallVector.h>
 
 #include "backend/region_kernel.h"
+#include "backend/torch_collectives.h"
 #include "backend/torch_value.h"
 #include "util/error.h"
 
@@ -329,6 +330,45 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
     case ir::OpKind::Detach:
       return kernel(
           who, [](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) { out[0] = in[0]; });
+
+    // ---- collectives (backend/distributed.h) ----
+    case ir::OpKind::AllReduce: {
+      std::shared_ptr<TorchProcessGroup> pg = state.process_group;
+      const bool mean = int_attr(0) == 1;
+      if (!pg || pg->world_size() == 1)
+        return kernel(who, [](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+          out[0] = in[0];
+        });
+      const torch::Device device = state.device;
+      return kernel(who, [pg, mean, device](const ValuePtr* in, size_t, const int64_t*,
+                                            ValuePtr* out) {
+        // Values are immutable (others may hold the input): reduce a copy, on the CPU
+        // (Gloo's transport).
+        torch::Tensor t = tensor_of(in[0]).to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true)
+                              .contiguous();
+        pg->all_reduce_sum(t);
+        if (mean) t.div_(pg->world_size());
+        out[0] = wrap(t.to(device));
+      });
+    }
+    case ir::OpKind::Broadcast: {
+      std::shared_ptr<TorchProcessGroup> pg = state.process_group;
+      const int64_t root = int_attr(0);
+      if (pg && root >= pg->world_size())
+        throw UserError(cat(who, ": broadcast from rank ", root, " in a job of ",
+                            pg->world_size(), " ranks"));
+      if (!pg || pg->world_size() == 1)
+        return kernel(who, [](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+          out[0] = in[0];
+        });
+      const torch::Device device = state.device;
+      return kernel(who, [pg, root, device](const ValuePtr* in, size_t, const int64_t*,
+                                            ValuePtr* out) {
+        torch::Tensor t = tensor_of(in[0]).to(torch::kCPU, false, true).contiguous();
+        pg->broadcast(t, static_cast<int>(root));
+        out[0] = wrap(t.to(device));
+      });
+    }
 
     // ---- elementwise unary ----
     case ir::OpKind::Neg:

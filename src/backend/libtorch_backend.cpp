@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "backend/cpu_allocator.h"
+#include "backend/torch_collectives.h"
 #include "backend/torch_value.h"
 #include "util/error.h"
 
@@ -114,6 +115,11 @@ class LibTorchBackend final : public runtime::Backend {
       : codegen_(options.codegen && device.is_cpu()) {
     state_.device = device;
     state_.donation = options.donation;
+    if (options.process_group) {
+      state_.process_group = std::dynamic_pointer_cast<TorchProcessGroup>(options.process_group);
+      if (!state_.process_group)
+        internal_error("the process group was not made by backend::make_process_group");
+    }
     state_.generator = at::make_generator<at::CPUGeneratorImpl>(0);
   }
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/distributed.h"
 #include "runtime/backend.h"
 
 namespace tempo::backend {
@@ -17,6 +18,9 @@ struct BackendOptions {
   bool codegen = true;
   // A generated loop writes its output into a dead input's buffer (TEMPO §5.2's donation).
   bool donation = true;
+  // The collectives' process group (make_process_group); null: one process, where AllReduce
+  // and Broadcast are identities.
+  std::shared_ptr<ProcessGroup> process_group;
 };
 std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& device = "cpu",
                                                         BackendOptions options = {});

@@ -53,6 +53,8 @@ struct CompiledRegion {
   std::vector<ClusterFn> loops;
 };
 
+class TorchProcessGroup;  // torch_collectives.h
+
 // State the kernels share with the backend.
 struct TorchState {
   torch::Device device = torch::kCPU;
@@ -60,6 +62,8 @@ struct TorchState {
   uint64_t seed = 0;  // Backend::seed
   bool donation = true;  // BackendOptions::donation
   std::shared_ptr<KernelLibrary> library;  // the program's generated loops
+  // BackendOptions::process_group as its torch-facing side (null: one process).
+  std::shared_ptr<TorchProcessGroup> process_group;
   std::unordered_map<ir::OpId, CompiledRegion> regions;
 };
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "backend/libtorch_backend.h"
+#include "driver/distributed.h"
 #include "driver/executable_impl.h"
 #include "driver/memory_plan.h"
 #include "passes/pipeline.h"
@@ -180,6 +181,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   backend::BackendOptions bo;
   bo.codegen = options.codegen && !switched_off("TEMPO_NO_CODEGEN");
   bo.donation = options.donation && !switched_off("TEMPO_NO_DONATION");
+  bo.process_group = driver::process_group_of(options.communicator);
   impl->backend = backend::make_libtorch_backend(backend::default_device(), bo);
   impl->backend->seed(options.seed);
   const bool blocks = options.block_stores && !switched_off("TEMPO_NO_BLOCK_STORES");

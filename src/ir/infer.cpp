@@ -189,6 +189,14 @@ std::vector<TensorType> infer(const Ctx& c) {
     case OpKind::Identity:
     case OpKind::Detach:
       return {in[0]};
+    case OpKind::AllReduce:
+      if (in[0].dtype == DType::Bool) c.fail("cannot all-reduce a boolean tensor");
+      if (!a.ints.empty() && a.ints[0] == 1 && !is_floating(in[0].dtype))
+        c.fail(cat("the mean over ranks needs a floating-point tensor, got ", in[0].str()));
+      return {in[0]};
+    case OpKind::Broadcast:
+      if (a.ints.size() != 1 || a.ints[0] < 0) c.fail("a broadcast needs a root rank >= 0");
+      return {in[0]};
 
     case OpKind::Neg:
     case OpKind::Exp:

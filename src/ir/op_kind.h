@@ -88,7 +88,11 @@ namespace tempo::ir {
   X(Conv2d, 2, 1, true, None) /* input (N,C,H,W), weight (O,C,kh,kw); ints = stride, padding */ \
   /* dataflow regions (passes/fusion.cpp; after autodiff, so never differentiated) */            \
   X(Fused, -1, -1, false, None) /* runs attrs.region's body at each point of its domain */       \
-  X(Param, 0, 1, false, None)   /* in a region's body: input ints[0] of the Fused op */
+  X(Param, 0, 1, false, None)   /* in a region's body: input ints[0] of the Fused op */          \
+  /* collectives across the ranks of a data-parallel job (CompileOptions::communicator); every */ \
+  /* rank runs the same schedule, so they meet in the same order; one process: the identity */   \
+  X(AllReduce, 1, 1, false, None) /* the sum over ranks (ints[0] = 1: the mean), same type */     \
+  X(Broadcast, 1, 1, false, None) /* rank ints[0]'s value on every rank */
 
 enum class OpKind : uint8_t {
 #define TEMPO_X(name, nin, nout, diff, vec) name,

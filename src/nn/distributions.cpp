@@ -36,6 +36,25 @@ Shape broadcast(const RT& a, const RT& b, const char* what, Loc loc) {
   return Shape(out);
 }
 
+// Noise of `shape` over `dom`: with a shard, rows shard.index*B .. +B of a draw for count*B rows
+// (always sliced, so that a program's ops are the same for every count).
+RT draw(const RT& like, const Shape& shape, const Dims& dom, const Shard* shard, bool normal,
+        Loc loc) {
+  Context& ctx = like.ctx();
+  if (!shard)
+    return normal ? ctx.rand_normal(shape, dom, like.dtype(), loc)
+                  : ctx.rand_uniform(shape, dom, like.dtype(), loc);
+  if (shape.rank() == 0 || shard->count < 1 || shard->index < 0 || shard->index >= shard->count)
+    throw UserError(cat("sample at ", where(loc), ": shard ", shard->index, " of ", shard->count,
+                        " needs 0 <= index < count and a batch dimension, shape ", shape.str()));
+  std::vector<Expr> whole = shape.dims;
+  const Expr rows = shape[0];
+  whole[0] = rows * shard->count;
+  RT full = normal ? ctx.rand_normal(Shape(whole), dom, like.dtype(), loc)
+                   : ctx.rand_uniform(Shape(whole), dom, like.dtype(), loc);
+  return full.slice(0, rows * shard->index, rows * (shard->index + 1), loc);
+}
+
 }  // namespace
 
 Categorical::Categorical(const RT& logits, Loc loc) {
@@ -53,8 +72,15 @@ RT Categorical::probs(Loc loc) const {
 }
 
 RT Categorical::sample(Loc loc) const {
-  Context& ctx = logits_.ctx();
-  RT u = ctx.rand_uniform(logits_.shape(), logits_.domain(), logits_.dtype(), loc);
+  return sample_with(nullptr, loc);
+}
+
+RT Categorical::sample(const Shard& shard, Loc loc) const {
+  return sample_with(&shard, loc);
+}
+
+RT Categorical::sample_with(const Shard* shard, Loc loc) const {
+  RT u = draw(logits_, logits_.shape(), logits_.domain(), shard, false, loc);
   // Gumbel noise -log(-log(u)); u is kept away from 0 so that both logs stay finite.
   RT g = -((-(u.clamp(1e-10, 1.0, loc).log(loc))).log(loc));
   return (logits_ + g).detach(loc).argmax(-1, false, loc);
@@ -88,14 +114,26 @@ RT Normal::stddev(Loc loc) const {
 }
 
 RT Normal::rsample(Loc loc) const {
+  return rsample_with(nullptr, loc);
+}
+
+RT Normal::rsample(const Shard& shard, Loc loc) const {
+  return rsample_with(&shard, loc);
+}
+
+RT Normal::rsample_with(const Shard* shard, Loc loc) const {
   Context& ctx = mean_.ctx();
   Dims dom = ctx.domain_union(mean_.domain(), log_std_.domain());
-  RT z = ctx.rand_normal(shape_, dom, mean_.dtype(), loc);
+  RT z = draw(mean_, shape_, dom, shard, true, loc);
   return mean_ + stddev(loc) * z;
 }
 
 RT Normal::sample(Loc loc) const {
   return rsample(loc).detach(loc);
+}
+
+RT Normal::sample(const Shard& shard, Loc loc) const {
+  return rsample(shard, loc).detach(loc);
 }
 
 RT Normal::log_prob(const RT& x, Loc loc) const {

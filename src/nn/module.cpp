@@ -5,6 +5,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "api/distributed.h"
 #include "nn/init.h"
 #include "nn/safetensors.h"
 #include "util/error.h"
@@ -138,6 +139,9 @@ Parameter::Parameter(const RT& init, Steps steps, const std::string& name, Loc l
     return std::vector<HostTensor>{in[0]};
   };
   RT first = ctx.udf(name + ".init", fn, {init}, {st->type}, {}, loc)[0];
+  // Every rank of a data-parallel job starts from rank 0's parameters (a restored checkpoint
+  // too), whatever its own initializer drew.
+  if (ctx.data_parallel() && !steps.empty()) first = broadcast(first, 0, loc);
   if (!steps.empty()) {
     RT::operator=(steps.state(first, name, loc));
   } else {

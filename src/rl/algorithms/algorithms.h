@@ -83,6 +83,15 @@ struct TrainConfig {
   // it can write there before it compiles. Empty: not saved.
   std::string save_dir;
   int64_t save_every = 0;
+  // Data-parallel training (api/distributed.h; null: one process). Each rank acts on its own
+  // num_envs environments, the global ones rank*num_envs .. rank*num_envs + num_envs - 1 (their
+  // seeds and action noise are those one process with world_size*num_envs would use);
+  // gradients are averaged across ranks before the optimizer and the initial parameters come
+  // from rank 0, so every rank holds the same parameters. Only rank 0 prints progress and
+  // saves the policy (save_dir); progress counts every rank's env steps.
+  std::shared_ptr<Communicator> communicator;
+  // Returns the trained parameters (TrainResult::parameters), e.g. to compare ranks.
+  bool keep_parameters = false;
   // Called after each iteration (with its progress line) with the learning curve so far.
   std::function<void(const std::vector<CurvePoint>& curve)> on_iteration;
   // Called with the compiled program before it runs (e.g. to record its memory use).
@@ -110,6 +119,12 @@ struct TrainResult {
   double run_seconds = 0.0;
   int64_t episodes = 0;
   std::string profile;  // Executable::profile_report() with TrainConfig::profile
+  // Data parallel: collectives this rank ran and the wall time it spent in them.
+  int64_t collectives = 0;
+  double collective_seconds = 0.0;
+  // With TrainConfig::keep_parameters: every trained parameter after the last iteration (the
+  // policy's, then the value network's), in order.
+  std::vector<HostTensor> parameters;
 };
 
 // Builds, compiles and runs the training program; prints one progress line per iteration to

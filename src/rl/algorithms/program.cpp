@@ -22,6 +22,7 @@
 #include <random>
 #include <sstream>
 
+#include "api/distributed.h"
 #include "nn/distributions.h"
 #include "nn/module.h"
 #include "optim/optim.h"
@@ -166,7 +167,8 @@ Policy::Policy(bool discrete, const RT& out, const RT& log_std) {
   else
     normal_.emplace(out, log_std);
 }
-RT Policy::sample() const {
+RT Policy::sample(const nn::Shard* shard) const {
+  if (shard) return categorical_ ? categorical_->sample(*shard) : normal_->sample(*shard);
   return categorical_ ? categorical_->sample() : normal_->sample();
 }
 RT Policy::log_prob(const RT& actions) const {
@@ -207,8 +209,12 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   const int64_t obs_dim = env->obs_numel();
   const int64_t act_dim = discrete ? aspace.n : aspace.numel();
   const bool use_value = cfg.algo != "reinforce";
+  // Data parallel: this rank's place among `world` ranks of num_envs envs each.
+  const std::shared_ptr<Communicator>& comm = cfg.communicator;
+  const int64_t world = comm ? comm->world_size() : 1, rank = comm ? comm->rank() : 0;
+  if (rank != 0) log = nullptr;  // rank 0 reports
   auto stats = std::make_shared<Stats>();
-  stats->envs = N;
+  stats->envs = N * world;  // env steps count every rank's
   stats->steps = T;
   stats->log = log;
   stats->on_iteration = cfg.on_iteration;
@@ -216,6 +222,9 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   if (!cfg.save_dir.empty()) check_writable_dir(cfg.save_dir, "--save");
 
   Context ctx;
+  // With a communicator the program has the same ops for every world size (one rank and two
+  // compute the same thing): parameters broadcast from rank 0, gradients averaged.
+  ctx.set_data_parallel(comm != nullptr);
   Dim i = ctx.dim("i", "I");
   Dim t = ctx.dim("t", "T");
   // PPO's parameters change U times per iteration: state over (i, u).
@@ -225,7 +234,9 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   const Expr start = steps.start_of(i);  // the parameters that act in iteration i
 
   // ---- acting ----
-  const uint64_t seed = cfg.seed;
+  // Env copy k is seeded seed + k (rl/envs/env.h): this rank's copies are the job's copies
+  // rank*N .. rank*N + N - 1.
+  const uint64_t seed = cfg.seed + static_cast<uint64_t>(rank * N);
   auto reset_fn = [env, seed, N, obs_dim](const std::vector<HostTensor>&,
                                           const std::vector<int64_t>&) {
     return std::vector<HostTensor>{HostTensor::from(env->reset(seed), {N, obs_dim})};
@@ -251,7 +262,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   // One distribution for acting: PPO and per-step REINFORCE also read its log-probabilities.
   const detail::Policy acting(discrete, pi.forward_at(start, o),
                               discrete ? RT() : RT(log_std[start]));
-  RT a = acting.sample();
+  const nn::Shard shard{rank, world};
+  RT a = acting.sample(comm ? &shard : nullptr);
 
   auto result = std::make_shared<StepResult>();  // reused: no allocation per step
   // A2C and PPO bootstrap values from the last observation of an episode that ended.
@@ -354,7 +366,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   ctx.udf("progress", log_fn, {ppo ? RT(loss[{i.var, u->bound - 1}]) : loss}, {}, {i});
 
   // ---- checkpoints: the policy after iteration i, every save_every iterations and at the end ----
-  if (!cfg.save_dir.empty()) {
+  if (!cfg.save_dir.empty() && rank == 0) {
     std::vector<std::pair<std::string, nn::Parameter>> policy = pi.named_parameters();
     if (!discrete) policy.emplace_back("log_std", log_std);
     Expr when = i.var == i.bound - 1;
@@ -386,6 +398,17 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
     ctx.udf("save_policy", save_fn, trained, {}, {i});
   }
 
+  auto kept = std::make_shared<std::vector<HostTensor>>();
+  if (cfg.keep_parameters) {
+    std::vector<RT> trained;
+    for (const nn::Parameter& p : params) trained.push_back(after_iteration(p, i)[i.var == i.bound - 1]);
+    auto keep_fn = [kept](const std::vector<HostTensor>& in, const std::vector<int64_t>&) {
+      *kept = in;
+      return std::vector<HostTensor>{};
+    };
+    ctx.udf("keep_parameters", keep_fn, trained, {}, {i});
+  }
+
   CompileOptions co;
   co.seed = cfg.seed;
   co.verbose = cfg.verbose;
@@ -397,6 +420,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   co.memory_budget = cfg.memory_budget;
   co.swap_policy = cfg.swap_policy;
   co.memory_timeline = cfg.memory_timeline;
+  co.communicator = comm;
   Clock::time_point c0 = Clock::now();
   Bounds bounds{{i.bound, I}, {t.bound, T}};
   if (u) bounds.emplace_back(u->bound, U);
@@ -407,6 +431,11 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   stats->start = Clock::now();
   exe.run();
   res.run_seconds = std::chrono::duration<double>(Clock::now() - stats->start).count();
+  if (comm) {
+    res.collectives = comm->collectives();
+    res.collective_seconds = comm->collective_seconds();
+    comm->barrier();  // rank 0 serves the rendezvous store: it leaves last
+  }
   res.curve = stats->curve;
   res.iteration_seconds = stats->iteration_seconds;
   res.peak_tracked_bytes = exe.memory().peak_bytes;
@@ -414,6 +443,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   res.launches = exe.ops_executed();
   res.episodes = stats->episodes;
   res.profile = exe.profile_report();
+  res.parameters = *kept;
   // The final return: the mean over the last (up to) 10% of iterations that saw an episode end.
   size_t tail = std::max<size_t>(1, res.curve.size() / 10);
   double sum = 0;

@@ -18,7 +18,8 @@ namespace tempo::rl::detail {
 class Policy {
  public:
   Policy(bool discrete, const RT& out, const RT& log_std);
-  RT sample() const;
+  // With a shard, the noise of the shard's rows of the whole job's batch (nn::Shard).
+  RT sample(const nn::Shard* shard = nullptr) const;
   RT log_prob(const RT& actions) const;
   RT entropy() const;
 
