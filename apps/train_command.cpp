@@ -216,8 +216,23 @@ int run_train_command(int argc, char** argv) {
   Args args{tempo::rl::TrainConfig::defaults(algo), ""};
   for (const auto& [opt, value] : given) opt->set(args, opt->flag, value);
   tempo::rl::TrainConfig& cfg = args.cfg;
-  const std::string& out = args.out;
+  std::string out = args.out;
   tempo::rl::validate(cfg);
+  // Started by `tempo launch` (or torchrun): one rank of a data-parallel job. Rank 0 alone
+  // prints, writes the curve and saves the policy.
+  int rank = 0, world = 1;
+  if (tempo::DistributedConfig::launched()) {
+    tempo::DistributedConfig dc = tempo::DistributedConfig::from_env();
+    if (args.swap_policy != "largest")
+      throw UserError("--swap-policy is not supported in a data-parallel run");
+    rank = dc.rank;
+    world = dc.world_size;
+    if (rank != 0) out.clear();
+    cfg.communicator = tempo::connect(dc);
+  }
+  // Other ranks stay quiet: their errors still reach stderr.
+  std::ostringstream discard;
+  std::ostream& print = rank == 0 ? std::cout : discard;
   // Where results go is checked before anything compiles or runs.
   if (!out.empty()) tempo::rl::check_writable_dir(out, "--out");
   if (!cfg.save_dir.empty()) tempo::rl::check_writable_dir(cfg.save_dir, "--save");
@@ -250,25 +265,28 @@ int run_train_command(int argc, char** argv) {
       write_curve(out, curve, title);
     };
   }
-  std::cout << "training " << cfg.algo << " on " << cfg.env << ": " << cfg.iterations
-            << " iterations x " << cfg.num_envs << " envs x " << cfg.steps << " steps";
+  print << "training " << cfg.algo << " on " << cfg.env << ": " << cfg.iterations
+        << " iterations x " << cfg.num_envs << " envs x " << cfg.steps << " steps";
+  if (world > 1) print << " on each of " << world << " ranks";
   if (cfg.algo == "ppo")
-    std::cout << ", " << cfg.epochs << " epochs x " << cfg.minibatches << " minibatches";
-  std::cout << ", lr " << cfg.lr << ", seed " << cfg.seed << std::endl;
+    print << ", " << cfg.epochs << " epochs x " << cfg.minibatches << " minibatches";
+  print << ", lr " << cfg.lr << ", seed " << cfg.seed << std::endl;
   tempo::rl::TrainResult res = tempo::rl::train(cfg, &std::cout);
-  std::cout << "compile time: " << fmt(res.compile_seconds)
-            << " s, run time: " << fmt(res.run_seconds) << " s, episodes: " << res.episodes
-            << ", peak tensor memory: "
-            << fmt(static_cast<double>(res.peak_tracked_bytes) / (1 << 20), 1) << " MiB"
-            << (res.peak_host_bytes > 0
-                    ? " (+ " + fmt(static_cast<double>(res.peak_host_bytes) / (1 << 20), 1) +
-                          " MiB swapped to host)"
-                    : std::string())
-            << ", launches per iteration: " << res.launches / std::max<int64_t>(1, cfg.iterations)
-            << "\n";
-  std::cout << res.profile;
+  print << "compile time: " << fmt(res.compile_seconds) << " s, run time: " << fmt(res.run_seconds)
+        << " s, episodes: " << res.episodes << ", peak tensor memory: "
+        << fmt(static_cast<double>(res.peak_tracked_bytes) / (1 << 20), 1) << " MiB"
+        << (res.peak_host_bytes > 0
+                ? " (+ " + fmt(static_cast<double>(res.peak_host_bytes) / (1 << 20), 1) +
+                      " MiB swapped to host)"
+                : std::string())
+        << ", launches per iteration: " << res.launches / std::max<int64_t>(1, cfg.iterations)
+        << "\n";
+  print << res.profile;
+  if (world > 1)
+    print << "data parallel: " << world << " ranks, " << res.collectives
+          << " collectives on rank 0 taking " << fmt(res.collective_seconds) << " s\n";
   if (!out.empty()) write_curve(out, res.curve, title);
-  if (!cfg.save_dir.empty()) std::cout << "saved the policy in " << cfg.save_dir << "\n";
-  std::cout << "final mean return: " << fmt(res.final_mean_return) << std::endl;
+  if (!cfg.save_dir.empty()) print << "saved the policy in " << cfg.save_dir << "\n";
+  print << "final mean return: " << fmt(res.final_mean_return) << std::endl;
   return 0;
 }

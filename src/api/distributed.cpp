@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "api/context.h"
@@ -69,8 +69,8 @@ DistributedConfig DistributedConfig::from_env() {
     char* end = nullptr;
     double v = std::strtod(t, &end);
     if (end == t || *end != '\0' || !(v > 0) || !std::isfinite(v))
-      throw UserError(cat("distributed: TEMPO_DIST_TIMEOUT='", t,
-                          "' must be a positive number of seconds"));
+      throw UserError(
+          cat("distributed: TEMPO_DIST_TIMEOUT='", t, "' must be a positive number of seconds"));
     c.timeout_seconds = v;
   }
   return c;

@@ -1,9 +1,8 @@
 // c10d over Gloo: the only translation unit that includes the distributed headers.
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
-
 #include <atomic>
 #include <chrono>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "backend/torch_collectives.h"
 #include "util/error.h"
@@ -22,8 +21,8 @@ std::string message_of(const std::exception& e) {
 class GlooProcessGroup final : public TorchProcessGroup {
  public:
   explicit GlooProcessGroup(const ProcessGroupConfig& c) : config_(c) {
-    const auto timeout = std::chrono::milliseconds(
-        static_cast<int64_t>(c.timeout_seconds * 1000.0));
+    const auto timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(c.timeout_seconds * 1000.0));
     const std::string where = cat(c.master_addr, ":", c.master_port);
     c10d::TCPStoreOptions so;
     so.port = static_cast<std::uint16_t>(c.master_port);
@@ -42,9 +41,8 @@ class GlooProcessGroup final : public TorchProcessGroup {
     // Loopback jobs stay on 127.0.0.1; otherwise Gloo binds the address this host's name
     // resolves to.
     const bool loopback = c.master_addr == "127.0.0.1" || c.master_addr == "localhost";
-    opts->devices.push_back(loopback
-                                ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                : c10d::ProcessGroupGloo::createDefaultDevice());
+    opts->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                     : c10d::ProcessGroupGloo::createDefaultDevice());
     opts->threads = 1;  // one collective at a time: the executor waits for each
     try {
       pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, c.rank, c.world_size, opts);
@@ -101,8 +99,8 @@ class GlooProcessGroup final : public TorchProcessGroup {
 
 std::shared_ptr<ProcessGroup> make_process_group(const ProcessGroupConfig& config) {
   if (config.world_size < 1 || config.rank < 0 || config.rank >= config.world_size)
-    throw UserError(cat("distributed: rank ", config.rank, " is outside [0, ", config.world_size,
-                        ")"));
+    throw UserError(
+        cat("distributed: rank ", config.rank, " is outside [0, ", config.world_size, ")"));
   return std::make_shared<GlooProcessGroup>(config);
 }
 

@@ -14,7 +14,7 @@ class ProcessGroup {
   virtual ~ProcessGroup() = default;
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
-  virtual int64_t collectives() const = 0;      // run so far
+  virtual int64_t collectives() const = 0;        // run so far
   virtual double collective_seconds() const = 0;  // wall time spent in them
   virtual void barrier() = 0;
 };

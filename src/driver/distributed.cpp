@@ -41,8 +41,9 @@ std::shared_ptr<backend::ProcessGroup> process_group_of(const std::shared_ptr<Co
   if (!c) return nullptr;
   auto* bc = dynamic_cast<BackendCommunicator*>(c.get());
   if (!bc)
-    throw UserError("CompileOptions::communicator must come from tempo::connect (another "
-                    "Communicator cannot carry the backend's collectives)");
+    throw UserError(
+        "CompileOptions::communicator must come from tempo::connect (another "
+        "Communicator cannot carry the backend's collectives)");
   return bc->process_group();
 }
 

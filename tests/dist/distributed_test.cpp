@@ -277,9 +277,9 @@ TEST(Distributed, UnreachableRendezvousFailsClearly) {
     connect(c);
     FAIL() << "connect returned";
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find(cat("cannot reach the rendezvous at 127.0.0.1:",
-                                             c.master_port)),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find(cat("cannot reach the rendezvous at 127.0.0.1:", c.master_port)),
+        std::string::npos)
         << e.what();
   }
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 15);
