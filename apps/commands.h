@@ -8,5 +8,6 @@ int run_generate_command(int argc, char** argv);
 int run_launch_command(int argc, char** argv);
 int run_loops_command(int argc, char** argv);
 int run_mmap_command(int argc, char** argv);
+int run_rewrite_command(int argc, char** argv);
 int run_show_command(int argc, char** argv);
 int run_train_command(int argc, char** argv);

@@ -26,6 +26,8 @@ const Command kCommands[] = {
      "loop-nest optimization: transformations, isl, beam search, Polly (tempo loops --help)"},
     {"mmap", run_mmap_command,
      "memory placement: MMapGame instances and baselines (tempo mmap --help)"},
+    {"rewrite", run_rewrite_command,
+     "graph substitutions: TASO's search and the RLFlow agents (tempo rewrite --help)"},
     {"show", run_show_command, "print a built-in example's SDG or schedule (tempo show --list)"},
     {"train", run_train_command, "train a policy with PPO, A2C or REINFORCE (tempo train --help)"},
 };

@@ -29,7 +29,8 @@ struct EvalOptions {
 // The graph's outputs for input and weight values drawn from their names and the seed.
 std::vector<HostValue> evaluate(const Graph& g, const EvalOptions& options = {});
 
-// The largest |a - b| / (1 + |b|) over all output elements; infinity if the shapes differ.
+// The largest |a - b| over all output elements relative to the largest |b| of the same output;
+// infinity if the shapes differ (or a value is NaN).
 double max_difference(const std::vector<HostValue>& a, const std::vector<HostValue>& b);
 
 struct CostOptions {
