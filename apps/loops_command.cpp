@@ -1,6 +1,9 @@
 // `tempo loops`: loop-nest optimization on the polyhedral model (src/loops): the Pearl
 // benchmarks under isl's scheduler, a beam search over the transformation action space, and Polly.
+#include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <optional>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -10,6 +13,9 @@
 #include "loops/baselines.h"
 #include "loops/benchmarks.h"
 #include "loops/codegen.h"
+#include "loops/generator.h"
+#include "loops/pearl.h"
+#include "loops/text.h"
 #include "loops/transform.h"
 #include "parse_args.h"
 #include "util/error.h"
@@ -20,18 +26,28 @@ using namespace tempo;
 using namespace tempo::loops;
 
 const char* kUsage =
-    "usage: tempo loops <bench|optimize|actions> [options]\n"
+    "usage: tempo loops <bench|train|optimize|actions> [options]\n"
     "Loop nests scheduled with isl: transformations (interchange, reversal, skew, tiling,\n"
     "parallelization, unrolling) checked by dependence analysis, compiled to C with OpenMP and\n"
     "timed (the minimum of several runs; checksums compared with the unoptimized program).\n\n"
     "  tempo loops bench [--quick] [--threads N] [--width W] [--depth D] [--only NAME]\n"
-    "      times every benchmark unoptimized and prints the speedups of isl's scheduler (also\n"
-    "      with its permutable bands tiled by 32), the beam search (width W, default 2; depth\n"
-    "      D, default 3) and Polly (clang-14), with geometric means; --quick searches with\n"
-    "      width 1 and depth 2 and times 3 runs, not 5\n"
-    "  tempo loops optimize NAME [--quick] [--small] [--threads N] [--width W] [--depth D]\n"
-    "      beam-searches one benchmark and prints the transformations, the generated C kernel\n"
-    "      and the speedup; --small uses the test size\n"
+    "                    [--programs N] [--iterations N] [--no-memo-check]\n"
+    "      trains the Pearl agent on generated programs (never on the benchmarks), then times\n"
+    "      every benchmark unoptimized and prints the speedups of isl's scheduler (also with\n"
+    "      its permutable bands tiled by 32), the beam search (width W, default 2; depth D,\n"
+    "      default 3), Polly (clang-14) and Pearl (greedy), with geometric means, on all\n"
+    "      threads and on one; then trains once more without memoization to show what it\n"
+    "      saves (unless --no-memo-check); --quick: smaller searches and training, 3 runs\n"
+    "  tempo loops train [--quick] [--programs N] [--iterations N] [--no-memo] [--out FILE]\n"
+    "      trains the agent (pre-training, then PPO; the learner is a Tempo program), prints\n"
+    "      its training curve and memoization figures and saves it to FILE (safetensors)\n"
+    "  tempo loops optimize NAME|FILE [--agent FILE] [--actions LIST] [--quick] [--small]\n"
+    "                       [--threads N] [--width W] [--depth D]\n"
+    "      optimizes a benchmark or a loop program in the text format (see README.md,\n"
+    "      'Learned loop optimization') and prints the transformations, the generated C\n"
+    "      kernel and the speedup: with a trained agent (--agent), the given action indices\n"
+    "      (--actions 3,67: branch by branch, 67 = next), or else the beam search; --small\n"
+    "      uses a benchmark's test size\n"
     "  tempo loops actions\n"
     "      lists the action space (the agent's choices on one branch of the loop tree)\n\n"
     "benchmarks: blur cvtcolor doitgen heat2d heat3d jacobi2d mvt seidel2d\n";
@@ -71,6 +87,50 @@ std::string speedup(const Result& r, const Result& base) {
              same_checksum(r.checksum, base.checksum) ? "" : "!");
 }
 
+std::string ratio(double x) {
+  return cat(std::to_string(x).substr(0, 5), "x");
+}
+
+// The agent's sizes and training budget: --quick trains in about a minute here.
+PearlOptions pearl_options(const Args& a) {
+  const bool quick = a.has("--quick");
+  PearlOptions o;
+  o.iterations = get_int(a, "--iterations", quick ? 5 : 16, 1);
+  o.batch = quick ? 48 : 64;
+  o.pretrain_steps = quick ? 100 : 300;
+  o.run.reps = 2;  // training programs run 1-20 ms: the minimum of 2 runs
+  o.memoize = !a.has("--no-memo");
+  return o;
+}
+
+std::vector<Program> training_programs(const Args& a) {
+  // Seeds from 1000: the tests use small ones.
+  return generate_programs(1000, get_int(a, "--programs", a.has("--quick") ? 16 : 48, 1));
+}
+
+void print_training(const PearlTraining& t, int programs) {
+  std::printf("Pearl: %d generated programs, %lld episodes, %lld transformations, %.1f s (%.1f s "
+              "pre-training)\n",
+              programs, static_cast<long long>(t.episodes),
+              static_cast<long long>(t.transformations), t.seconds, t.pretrain_seconds);
+  if (!t.pretrain_loss.empty())
+    std::printf("  pre-training loss (run-time regression): %.3f -> %.3f\n",
+                t.pretrain_loss.front(), t.pretrain_loss.back());
+  std::printf("  mean reward (log4 speedup) per PPO batch:");
+  for (double r : t.mean_reward) std::printf(" %.3f", r);
+  std::printf("\n");
+  const MemoStats& m = t.memo;
+  auto rate = [](int64_t h, int64_t miss) { return h + miss ? 100.0 * h / (h + miss) : 0.0; };
+  std::printf("  memoization: legality %lld hits / %lld misses (%.1f%%), timing %lld hits / %lld "
+              "misses (%.1f%%)\n",
+              static_cast<long long>(m.legality_hits), static_cast<long long>(m.legality_misses),
+              rate(m.legality_hits, m.legality_misses), static_cast<long long>(m.time_hits),
+              static_cast<long long>(m.time_misses), rate(m.time_hits, m.time_misses));
+  if (t.illegal_picks) std::printf("  the masked policy picked %lld illegal actions\n",
+                                   static_cast<long long>(t.illegal_picks));
+  std::fflush(stdout);
+}
+
 int bench(const Args& a) {
   if (!a.positional.empty()) throw UserError(cat("unexpected argument '", a.positional[0], "'"));
   std::vector<std::string> names = benchmark_names();
@@ -80,14 +140,25 @@ int bench(const Args& a) {
   }
   RunOptions ro = run_options(a);
   BeamOptions bo = beam_options(a);
-  const char* kColumns[] = {"isl", "isl+tile", "beam", "polly"};
-  constexpr int kN = 4;
+  PearlOptions po = pearl_options(a);
+  po.memoize = true;
+  const std::vector<Program> train = training_programs(a);
+  const PearlTraining t = train_pearl(train, po);
+  print_training(t, static_cast<int>(train.size()));
+
+  const char* kColumns[] = {"isl", "isl+tile", "beam", "polly", "pearl"};
+  constexpr int kN = 5;
+  RunOptions one = ro;
+  one.threads = 1;
+  double log_sum[2][kN] = {}, lin_sum[2] = {};
+  int count[2][kN] = {};
+  bool mismatch = false;
+  std::vector<std::string> single_rows, schedules;
+  std::printf("\nspeedup over the unoptimized program, %s threads\n",
+              ro.threads ? std::to_string(ro.threads).c_str() : "all");
   std::printf("%-9s %11s", "benchmark", "unopt (ms)");
   for (const char* c : kColumns) std::printf(" %8s", c);
-  std::printf("  beam schedule\n");
-  double log_sum[kN] = {};
-  int count[kN] = {};
-  bool mismatch = false;
+  std::printf("\n");
   for (const std::string& name : names) {
     Program p = benchmark(name, Size::Bench);
     Evaluator ev(ro);
@@ -95,40 +166,154 @@ int bench(const Args& a) {
     LoopEnv env(p);
     Result results[kN] = {run_isl_scheduler(p, env.deps(), ev),
                           run_isl_scheduler(p, env.deps(), ev, 32),
-                          run_beam(env, ev, bo, base.checksum), run_polly(p, ro)};
+                          run_beam(env, ev, bo, base.checksum), run_polly(p, ro),
+                          run_pearl(p, *t.network, po, ev)};
     std::printf("%-9s %11.2f", name.c_str(), base.ms);
     for (int k = 0; k < kN; ++k) {
       std::printf(" %8s", speedup(results[k], base).c_str());
       if (!results[k].ok) continue;
-      log_sum[k] += std::log(base.ms / results[k].ms);
-      ++count[k];
+      log_sum[0][k] += std::log(base.ms / results[k].ms);
+      ++count[0][k];
       mismatch |= !same_checksum(results[k].checksum, base.checksum);
     }
-    std::printf("  %s\n", results[2].note.c_str());
+    std::printf("\n");
+    schedules.push_back(cat(name, ": beam ", results[2].note, "; pearl ", results[4].note));
+    // The same schedules on one thread: what is left without parallel loops.
+    Measurement b1 = compile_and_run(c_file(p, base.code), one);
+    char head[64];
+    std::snprintf(head, sizeof head, "%-9s %11.2f", name.c_str(), b1.ms);
+    std::string row = head;
+    for (int k = 0; k < kN; ++k) {
+      std::string cell = "-";
+      if (results[k].ok) {
+        Measurement m = k == 3 ? [&] {
+          Result r = run_polly(p, one);
+          return Measurement{r.ms, r.checksum};
+        }()
+                               : compile_and_run(c_file(p, results[k].code), one);
+        cell = ratio(b1.ms / m.ms);
+        log_sum[1][k] += std::log(b1.ms / m.ms);
+        ++count[1][k];
+      }
+      char buf[32];
+      std::snprintf(buf, sizeof buf, " %8s", cell.c_str());
+      row += buf;
+    }
+    single_rows.push_back(row);
+    lin_sum[0] += base.ms;
+    lin_sum[1] += b1.ms;
     std::fflush(stdout);
   }
-  std::printf("%-9s %11s", "geomean", "");
-  for (int k = 0; k < kN; ++k)
-    std::printf(" %8s",
-                count[k]
-                    ? cat(std::to_string(std::exp(log_sum[k] / count[k])).substr(0, 5), "x").c_str()
-                    : "-");
+  auto geomean_row = [&](int w) {
+    std::printf("%-9s %11s", "geomean", "");
+    for (int k = 0; k < kN; ++k)
+      std::printf(" %8s", count[w][k] ? ratio(std::exp(log_sum[w][k] / count[w][k])).c_str() : "-");
+    std::printf("\n");
+  };
+  geomean_row(0);
+  std::printf("\nthe same schedules on 1 thread\n%-9s %11s", "benchmark", "unopt (ms)");
+  for (const char* c : kColumns) std::printf(" %8s", c);
   std::printf("\n");
+  for (const std::string& r : single_rows) std::printf("%s\n", r.c_str());
+  geomean_row(1);
+  std::printf("\npaper (Pearl on Tiramisu, 64-core nodes): 3.16x geomean over unoptimized, 2.02x over "
+              "the Tiramisu autoscheduler, 3.36x over Pluto\n");
+  if (count[0][4] && count[0][3])
+    std::printf("here: Pearl %s over unoptimized, %s over Polly, %s over isl+tile\n",
+                ratio(std::exp(log_sum[0][4] / count[0][4])).c_str(),
+                ratio(std::exp(log_sum[0][4] / count[0][4] - log_sum[0][3] / count[0][3])).c_str(),
+                ratio(std::exp(log_sum[0][4] / count[0][4] - log_sum[0][1] / count[0][1])).c_str());
+  std::printf("\nchosen transformations\n");
+  for (const std::string& s : schedules) std::printf("  %s\n", s.c_str());
   if (!polly_available())
     std::printf("polly: skipped, clang-14 with Polly and OpenMP is not installed\n");
   if (mismatch) std::printf("!: checksum differs from the unoptimized program's\n");
+  if (!a.has("--no-memo-check")) {
+    std::printf("\nthe same training without memoization (legality and timings recomputed, every "
+                "schedule compiled):\n");
+    po.memoize = false;
+    const PearlTraining t2 = train_pearl(train, po);
+    print_training(t2, static_cast<int>(train.size()));
+    std::printf("memoization: %.1f s with, %.1f s without (%.2fx)\n", t.seconds, t2.seconds,
+                t2.seconds / t.seconds);
+  }
   return mismatch ? 1 : 0;
 }
 
+int train(const Args& a) {
+  if (!a.positional.empty()) throw UserError(cat("unexpected argument '", a.positional[0], "'"));
+  const std::string out = a.get("--out", "");
+  if (!out.empty()) {
+    auto dir = std::filesystem::path(out).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir))
+      throw UserError(cat("--out: directory '", dir.string(), "' does not exist"));
+  }
+  const std::vector<Program> programs = training_programs(a);
+  const PearlTraining t = train_pearl(programs, pearl_options(a));
+  print_training(t, static_cast<int>(programs.size()));
+  if (!out.empty()) {
+    t.network->save(out);
+    std::printf("saved the agent to %s\n", out.c_str());
+  }
+  return 0;
+}
+
+// Applies action indices branch by branch (as the agent would).
+Result run_actions(const Program& p, const std::string& list, Evaluator& ev) {
+  LoopEnv env(p);
+  Result r;
+  r.method = "actions";
+  std::string item;
+  std::string rest = list + ",";
+  for (size_t at = 0, comma; (comma = rest.find(',', at)) != std::string::npos; at = comma + 1) {
+    item = rest.substr(at, comma - at);
+    if (item.empty()) continue;
+    const int64_t index = cli::parse_int("--actions", item);
+    if (index < 0 || index >= num_actions())
+      throw UserError(cat("--actions: action ", index, " is outside 0..", num_actions() - 1,
+                          " (tempo loops actions lists them)"));
+    if (env.done()) throw UserError(cat("--actions: action ", index, " comes after the last branch"));
+    const int branch = env.branch();
+    const Action& a = action_space()[static_cast<size_t>(index)];
+    if (!env.step(static_cast<int>(index)))
+      throw UserError(cat("--actions: ", a.to_string(), " (action ", index,
+                          ") is not legal on branch ", p.statements[static_cast<size_t>(branch)].name));
+    if (a.kind != Kind::Next) r.actions.emplace_back(branch, a);
+  }
+  for (const auto& [b, a] : r.actions)
+    r.note += cat(r.note.empty() ? "" : " ", "S", b, ":", a.to_string());
+  if (r.note.empty()) r.note = "(none)";
+  r.code = kernel_code(p, env.schedule());
+  Measurement m = ev.measure(p, env.schedule());
+  r.ok = true;
+  r.ms = m.ms;
+  r.checksum = m.checksum;
+  return r;
+}
+
 int optimize(const Args& a) {
-  if (a.positional.size() != 1) throw UserError("tempo loops optimize expects one benchmark name");
-  Program p = benchmark(a.positional[0], a.has("--small") ? Size::Small : Size::Bench);
+  if (a.positional.size() != 1)
+    throw UserError("tempo loops optimize expects one benchmark name or loop program file");
+  const std::string what = a.positional[0];
+  bool is_benchmark = false;
+  for (const std::string& n : benchmark_names()) is_benchmark |= n == what;
+  Program p = is_benchmark ? benchmark(what, a.has("--small") ? Size::Small : Size::Bench)
+                           : read_program_file(what);
   Evaluator ev(run_options(a));
+  Result r;
+  if (a.has("--actions") && a.has("--agent"))
+    throw UserError("--actions and --agent exclude each other");
+  std::optional<PearlNetwork> net;
+  PearlOptions po;
+  if (a.has("--agent")) net.emplace(PearlNetwork::load(a.get("--agent", ""), po));
   Result base = run_unoptimized(p, ev);
   LoopEnv env(p);
-  Result r = run_beam(env, ev, beam_options(a), base.checksum);
-  std::printf("benchmark: %s\ntransformations: %s\n\n%s\n", p.name.c_str(), r.note.c_str(),
-              r.code.c_str());
+  if (a.has("--actions")) r = run_actions(p, a.get("--actions", ""), ev);
+  else if (net) r = run_pearl(p, *net, po, ev);
+  else r = run_beam(env, ev, beam_options(a), base.checksum);
+  std::printf("program: %s\nmethod: %s\ntransformations: %s\n\n%s\n", p.name.c_str(),
+              a.has("--actions") ? "given actions" : net ? "Pearl agent" : "beam search",
+              r.note.c_str(), r.code.c_str());
   std::printf("unoptimized %.3f ms, optimized %.3f ms: speedup %s\n", base.ms, r.ms,
               speedup(r, base).c_str());
   const MemoStats& st = ev.stats();
@@ -161,13 +346,18 @@ int run_loops_command(int argc, char** argv) {
       return 0;
     }
   if (sub == "bench")
-    return bench(parse(argc, argv, {"--threads", "--width", "--depth", "--only"}, {"--quick"}));
+    return bench(parse(argc, argv,
+                       {"--threads", "--width", "--depth", "--only", "--programs", "--iterations"},
+                       {"--quick", "--no-memo-check"}));
+  if (sub == "train")
+    return train(parse(argc, argv, {"--programs", "--iterations", "--out"}, {"--quick", "--no-memo"}));
   if (sub == "optimize")
-    return optimize(parse(argc, argv, {"--threads", "--width", "--depth"}, {"--quick", "--small"}));
+    return optimize(parse(argc, argv, {"--threads", "--width", "--depth", "--agent", "--actions"},
+                          {"--quick", "--small"}));
   if (sub == "actions") {
     Args a = parse(argc, argv, {}, {});
     if (!a.positional.empty()) throw UserError(cat("unexpected argument '", a.positional[0], "'"));
     return actions();
   }
-  throw UserError(cat("unknown loops command '", sub, "' (bench, optimize or actions)"));
+  throw UserError(cat("unknown loops command '", sub, "' (bench, train, optimize or actions)"));
 }

@@ -215,7 +215,8 @@ Measurement compile_and_run(const std::string& source, const RunOptions& o) {
   std::snprintf(hex, sizeof hex, "%016llx",
                 static_cast<unsigned long long>(fnv1a(command + "\n" + source)));
   std::string base = dir + "/" + hex, bin = base + ".bin";
-  if (!fs::exists(bin)) {
+  if (!o.reuse_binaries) bin = cat(base, ".once", ::getpid(), ".bin");
+  if (!o.reuse_binaries || !fs::exists(bin)) {
     // Private names until done: another process may be building the same binary.
     std::string tag = cat(".tmp", ::getpid()), src = base + tag + ".c", log = base + tag + ".log";
     {
@@ -229,6 +230,15 @@ Measurement compile_and_run(const std::string& source, const RunOptions& o) {
     if (!ok) throw Error(cat("compiling ", base, ".c failed: ", first_line(base + ".log")));
     fs::rename(bin + tag, bin);
   }
+  // A binary compiled for one run is removed after it.
+  struct Remove {
+    std::string path;
+    bool on;
+    ~Remove() {
+      std::error_code ec;
+      if (on) std::filesystem::remove(path, ec);
+    }
+  } remove{bin, !o.reuse_binaries};
   // Sleeping (not spinning) at barriers: on a shared machine a spinning thread can hold up the
   // whole team for a time slice per parallel loop.
   std::string run = "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} ";
@@ -254,14 +264,14 @@ bool same_checksum(double a, double b) {
 }
 
 Measurement Evaluator::measure(const std::string& key, const std::function<std::string()>& source) {
-  auto it = memo_.find(key);
+  auto it = memoize_ ? memo_.find(key) : memo_.end();
   if (it != memo_.end()) {
     ++stats_.time_hits;
     return it->second;
   }
   ++stats_.time_misses;
   Measurement m = compile_and_run(source(), o_);
-  memo_.emplace(key, m);
+  if (memoize_) memo_.emplace(key, m);
   return m;
 }
 

@@ -39,6 +39,7 @@ struct RunOptions {
   std::string compiler = "cc";
   std::string flags = "-O3 -fopenmp -march=native";
   std::string cache_dir;  // empty: $TEMPO_LOOPS_CACHE or /tmp/tempo-loops-cache
+  bool reuse_binaries = true;  // false: compile every time (to measure what memoization saves)
 };
 
 struct Measurement {
@@ -54,7 +55,11 @@ bool same_checksum(double a, double b);  // relative tolerance 1e-9
 // Memoized measurements, keyed by schedule (Schedule::key or any other canonical string).
 class Evaluator {
  public:
-  explicit Evaluator(RunOptions o = {}) : o_(std::move(o)) {}
+  // memoize false: every measurement compiles and runs (with o.reuse_binaries off as well).
+  explicit Evaluator(RunOptions o = {}, bool memoize = true)
+      : o_(std::move(o)), memoize_(memoize) {
+    if (!memoize_) o_.reuse_binaries = false;
+  }
   Measurement measure(const std::string& key, const std::function<std::string()>& source);
   Measurement measure(const Program& p, const Schedule& s);
   const MemoStats& stats() const { return stats_; }
@@ -63,6 +68,7 @@ class Evaluator {
  private:
   RunOptions o_;
   std::unordered_map<std::string, Measurement> memo_;
+  bool memoize_ = true;
   MemoStats stats_;
 };
 

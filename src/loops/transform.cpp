@@ -275,7 +275,18 @@ bool Dependences::parallel_ok(const std::string& schedule_isl, int dim,
 LoopEnv::LoopEnv(Program p)
     : deps_(std::make_shared<Dependences>(p)), schedule_(Schedule::original(p)) {}
 
+void LoopEnv::reset() {
+  schedule_ = Schedule::original(program());
+  branch_ = 0;
+  done_ = false;
+  history_.clear();
+}
+
 bool LoopEnv::legal(const Schedule& s) {
+  if (!memoize_) {
+    ++stats_.legality_misses;
+    return deps_->legal(s);
+  }
   std::string key = s.key(program());
   auto it = legal_memo_.find(key);
   if (it != legal_memo_.end()) {

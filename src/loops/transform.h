@@ -89,6 +89,10 @@ struct MemoStats {
 class LoopEnv {
  public:
   explicit LoopEnv(Program p);
+  // Back to the original schedule at the first branch; the legality memo stays.
+  void reset();
+  // Off: every legality question goes to isl (to measure what the memo saves).
+  void set_memoize(bool on) { memoize_ = on; }
   const Program& program() const { return deps_->program(); }
   const Schedule& schedule() const { return schedule_; }
   int branch() const { return branch_; }
@@ -111,6 +115,7 @@ class LoopEnv {
   bool done_ = false;
   std::vector<Action> history_;
   std::unordered_map<std::string, bool> legal_memo_;
+  bool memoize_ = true;
   MemoStats stats_;
 };
 

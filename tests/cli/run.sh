@@ -132,6 +132,37 @@ again="$("$tempo" eval --load "$work/ppo" --episodes 8 --seed 5 2>&1 | sed -n 's
 expect_error "does not have the same spaces" eval --load "$work/ppo" --env Pendulum-v1
 rm -rf "$work"
 
+# launch: a data-parallel job on loopback (rank 0 alone prints and writes the curve); bad usage,
+# bad variables, a rank that fails, and a rendezvous nobody serves are clear errors.
+expect_error "missing -n N" launch -- tempo train ppo
+expect_error "the number of ranks must be 1..64" launch -n 0 -- tempo train ppo
+expect_error "-n expects an integer" launch -n two -- tempo train ppo
+expect_error "missing the command to run" launch -n 2
+expect_error "unknown option --bogus" launch -n 2 --bogus -- tempo train ppo
+WORLD_SIZE=2 RANK=2 expect_error "RANK=2 is outside [0, WORLD_SIZE=2)" train reinforce
+WORLD_SIZE=2 expect_error "RANK is not set" train reinforce
+dist="$(mktemp -d "${TMPDIR:-/tmp}/tempo-dist.XXXXXX")"
+if ! "$tempo" launch -n 2 -- tempo train reinforce --iterations 3 --out "$dist/out" >"$dist/log" 2>&1 ||
+  [[ "$(grep -c '^final mean return' "$dist/log")" -ne 1 ]] || ! grep -q '^data parallel: 2 ranks' "$dist/log" ||
+  [[ ! -s "$dist/out/curve.csv" ]]; then
+  echo "FAIL: tempo launch -n 2 -- tempo train: $(tail -3 "$dist/log")"
+  failures=$((failures + 1))
+fi
+SECONDS=0
+err="$("$tempo" launch -n 3 -- sh -c '[ "$RANK" = 1 ] || sleep 30; exit 3' 2>&1 >/dev/null)"
+rc=$?
+if [[ $rc -eq 0 || "$err" != *"rank 1 of 3 exited with status 3; stopping the other ranks"* || $SECONDS -gt 15 ]]; then
+  echo "FAIL: a failing rank stops the job (exit $rc after ${SECONDS}s): $err"
+  failures=$((failures + 1))
+fi
+port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+err="$(RANK=1 WORLD_SIZE=2 MASTER_PORT=$port TEMPO_DIST_TIMEOUT=1 "$tempo" train reinforce 2>&1 >/dev/null)"
+if [[ $? -eq 0 || "$err" != *"tempo: error: distributed: rank 1 of 2: cannot reach the rendezvous at 127.0.0.1:$port"* ]]; then
+  echo "FAIL: an unreachable rendezvous: $err"
+  failures=$((failures + 1))
+fi
+rm -rf "$dist"
+
 # Memory placement (src/mmap): a generated instance solved; bad instance files are one-line errors.
 mmap_dir="$(mktemp -d)"
 "$tempo" mmap generate --buffers 64 --seed 3 --out "$mmap_dir/i.txt" >/dev/null ||
@@ -169,7 +200,31 @@ expect_error "expected largest, heuristic or learned:FILE" train reinforce --env
   --memory-budget 1GiB --swap-policy greedy
 rm -rf "$mmap_dir"
 
-for args in "--help" "expr --help" "generate --help" "eval --help" "train --help" "mmap --help"; do
+# Loop nests (src/loops): a program file optimized by given actions; bad programs and actions are
+# one-line errors.
+loops_dir="$(mktemp -d)"
+examples_dir="$(dirname "$0")/../../examples/loops"
+if ! "$tempo" loops optimize "$examples_dir/matvec.loop" --actions 0,67 --threads 1 |
+  grep -q "transformations: S0:interchange(0,1)"; then
+  echo "FAIL: tempo loops optimize FILE --actions"
+  failures=$((failures + 1))
+fi
+printf 'array A 8 8\nstatement S0 i j : 0 <= i < 8 and 0 <= j < 8\n  A[i][j] = A[i*j][j]\n' \
+  >"$loops_dir/nonaffine.loop"
+expect_error "nonaffine.loop:3: index \`i*j\` of A is not an affine expression" \
+  loops optimize "$loops_dir/nonaffine.loop"
+printf 'array A 8\nstatement S0 i : 0 <= i < 8\n  A[i] = C[i]\n' >"$loops_dir/unknown.loop"
+expect_error "unknown.loop:3: unknown array \`C\`" loops optimize "$loops_dir/unknown.loop"
+expect_error "action 99 is outside 0..67" loops optimize "$examples_dir/matvec.loop" --actions 99
+expect_error "is not legal on branch S1" loops optimize "$examples_dir/sweep.loop" \
+  --actions 67,59
+expect_error "cannot read loop program" loops optimize "$loops_dir/missing.loop"
+expect_error "not a Pearl agent" loops optimize "$examples_dir/matvec.loop" \
+  --agent "$examples_dir/matvec.loop"
+rm -rf "$loops_dir"
+
+for args in "--help" "expr --help" "generate --help" "eval --help" "train --help" "mmap --help" \
+  "loops --help"; do
   # shellcheck disable=SC2086
   if ! "$tempo" $args | grep -q "usage: tempo"; then
     echo "FAIL: tempo $args prints no usage"

@@ -1,0 +1,619 @@
+// Pearl: the network's CPU inference, episodes in the loop-nest environment, pre-training and the
+// PPO learner as Tempo programs.
+#include "loops/pearl.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "nn/distributions.h"
+#include "nn/safetensors.h"
+#include "optim/optim.h"
+#include "util/error.h"
+
+namespace tempo::loops {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+constexpr double kMasked = 1e9;  // subtracted from masked attention scores and action logits
+
+float leaky(float v) { return v > 0 ? v : 0.2f * v; }
+
+}  // namespace
+
+// ---- the network's parameters -----------------------------------------------------------------
+
+std::vector<std::pair<std::string, std::vector<int64_t>>> pearl_parameter_shapes(
+    const PearlOptions& o) {
+  const int64_t H = o.hidden, M = o.mlp, A = num_actions();
+  std::vector<std::pair<std::string, std::vector<int64_t>>> out;
+  for (int l = 0; l < 2; ++l) {
+    const int64_t in = l == 0 ? kFeatures : H;
+    for (const char* side : {"wl", "wr"}) {
+      out.push_back({cat("gat", l, ".", side, ".weight"), {H, in}});
+      out.push_back({cat("gat", l, ".", side, ".bias"), {H}});
+    }
+    out.push_back({cat("gat", l, ".att.weight"), {1, H}});
+  }
+  auto mlp = [&](const std::string& name, std::vector<int64_t> sizes) {
+    for (size_t k = 0; k + 1 < sizes.size(); ++k) {
+      out.push_back({cat(name, ".", k, ".weight"), {sizes[k + 1], sizes[k]}});
+      out.push_back({cat(name, ".", k, ".bias"), {sizes[k + 1]}});
+    }
+  };
+  mlp("trunk", {4 * H, M, M});
+  mlp("pol", {M, M, M, A});
+  mlp("val", {M, M, M, 1});
+  return out;
+}
+
+PearlModel make_pearl_model(Context& ctx, const nn::Steps& steps, const PearlOptions& o) {
+  const int64_t H = o.hidden, M = o.mlp;
+  PearlModel m;
+  for (int l = 0; l < 2; ++l) {
+    const int64_t in = l == 0 ? kFeatures : H;
+    m.wl[l] = std::make_shared<nn::Linear>(ctx, in, H, steps);
+    m.wr[l] = std::make_shared<nn::Linear>(ctx, in, H, steps);
+    m.att[l] = std::make_shared<nn::Linear>(ctx, H, 1, steps, /*bias=*/false);
+  }
+  m.trunk = std::make_shared<nn::MLP>(ctx, std::vector<int64_t>{4 * H, M, M}, steps, nn::relu,
+                                      nn::relu);
+  m.pol = std::make_shared<nn::MLP>(ctx, std::vector<int64_t>{M, M, M, num_actions()}, steps,
+                                    nn::relu, nn::identity);
+  m.val = std::make_shared<nn::MLP>(ctx, std::vector<int64_t>{M, M, M, 1}, steps, nn::relu,
+                                    nn::identity);
+  return m;
+}
+
+std::vector<std::pair<std::string, nn::Parameter>> PearlModel::named_parameters() const {
+  std::vector<std::pair<std::string, nn::Parameter>> out;
+  auto add = [&](const std::string& prefix, const nn::Module& mod) {
+    for (const auto& [name, p] : mod.named_parameters()) out.emplace_back(prefix + name, p);
+  };
+  for (int l = 0; l < 2; ++l) {
+    add(cat("gat", l, ".wl."), *wl[l]);
+    add(cat("gat", l, ".wr."), *wr[l]);
+    add(cat("gat", l, ".att."), *att[l]);
+  }
+  add("trunk.", *trunk);
+  add("pol.", *pol);
+  add("val.", *val);
+  return out;
+}
+
+PearlOutputs pearl_forward(const PearlModel& m, const RT& x, const RT& adjacency, const RT& mask) {
+  // GATv2 (Brody et al.): e_ij = a . LeakyReLU(W_r h_i + W_l h_j) over the neighbours j of i,
+  // softmax over j, h_i' = sum_j alpha_ij W_l h_j.
+  std::vector<RT> pooled;
+  RT h = x;
+  const RT count = mask.sum(1);  // (B, 1)
+  for (int l = 0; l < 2; ++l) {
+    const RT xl = (*m.wl[l])(h), xr = (*m.wr[l])(h);  // (B, N, H)
+    RT s = xr.unsqueeze(2) + xl.unsqueeze(1);         // (B, N, N, H): [b, i, j] = xr_i + xl_j
+    s = s.maximum(s * 0.2);
+    RT e = (*m.att[l])(s).squeeze(3) + (adjacency - 1.0) * kMasked;
+    h = e.softmax(-1).matmul(xl).relu() * mask;
+    // Mean and max pooling (Fig. 2); padded nodes are 0 and the others >= 0, so the max over
+    // all nodes is the max over the real ones.
+    pooled.push_back(h.sum(1) / count);
+    pooled.push_back(h.max(1));
+  }
+  const RT g = (*m.trunk)(tempo::cat(pooled, 1));
+  return {(*m.pol)(g), (*m.val)(g)};
+}
+
+// ---- the network on the CPU ----------------------------------------------------------------------
+
+void PearlNetwork::Dense::apply(const float* x, float* y) const {
+  for (int64_t o = 0; o < out; ++o) {
+    const float* row = w.data() + o * in;
+    float s = b.empty() ? 0.f : b[static_cast<size_t>(o)];
+    for (int64_t i = 0; i < in; ++i) s += row[i] * x[i];
+    y[o] = s;
+  }
+}
+
+PearlNetwork::Dense PearlNetwork::get(const std::string& name, int64_t in, int64_t out,
+                                      bool bias) const {
+  auto fetch = [&](const std::string& n, std::vector<int64_t> shape) {
+    auto it = weights_.find(n);
+    if (it == weights_.end()) throw UserError(cat("Pearl network: no tensor ", n));
+    if (it->second.shape != shape || it->second.dtype != DType::Float32)
+      throw UserError(cat("Pearl network: ", n, " has the wrong shape or dtype"));
+    const float* p = it->second.ptr<float>();
+    return std::vector<float>(p, p + it->second.numel());
+  };
+  Dense d;
+  d.in = in;
+  d.out = out;
+  d.w = fetch(name + ".weight", {out, in});
+  if (bias) d.b = fetch(name + ".bias", {out});
+  return d;
+}
+
+PearlNetwork::PearlNetwork(const std::map<std::string, HostTensor>& weights, const PearlOptions& o)
+    : weights_(weights), hidden_(o.hidden), mlp_(o.mlp) {
+  const int64_t H = o.hidden, M = o.mlp;
+  for (int l = 0; l < 2; ++l) {
+    const int64_t in = l == 0 ? kFeatures : H;
+    wl_[l] = get(cat("gat", l, ".wl"), in, H, true);
+    wr_[l] = get(cat("gat", l, ".wr"), in, H, true);
+    att_[l] = get(cat("gat", l, ".att"), H, 1, false);
+  }
+  trunk_[0] = get("trunk.0", 4 * H, M, true);
+  trunk_[1] = get("trunk.1", M, M, true);
+  for (int k = 0; k < 3; ++k) {
+    pol_[k] = get(cat("pol.", k), M, k == 2 ? num_actions() : M, true);
+    val_[k] = get(cat("val.", k), M, k == 2 ? 1 : M, true);
+  }
+}
+
+void PearlNetwork::save(const std::string& path) const {
+  nn::NamedTensors t(weights_.begin(), weights_.end());
+  HostTensor config(DType::Float64, {4});
+  const double v[4] = {1.0, static_cast<double>(hidden_), static_cast<double>(mlp_),
+                       static_cast<double>(kFeatures)};
+  for (int k = 0; k < 4; ++k) config.set(k, v[k]);
+  t.emplace_back("config", config);
+  nn::save(path, t);
+}
+
+PearlNetwork PearlNetwork::load(const std::string& path, PearlOptions& o) {
+  std::map<std::string, HostTensor> t;
+  try {
+    t = nn::load(path);
+  } catch (const UserError& e) {
+    throw UserError(cat(path, ": not a Pearl agent saved by tempo loops train (", e.what(), ")"));
+  }
+  auto it = t.find("config");
+  if (it == t.end() || it->second.numel() != 4 || it->second.at(0) != 1.0 ||
+      it->second.at(3) != kFeatures)
+    throw UserError(cat(path, ": not a Pearl agent saved by tempo loops train"));
+  o.hidden = static_cast<int64_t>(it->second.at(1));
+  o.mlp = static_cast<int64_t>(it->second.at(2));
+  t.erase(it);
+  return PearlNetwork(t, o);
+}
+
+void PearlNetwork::forward(const LoopGraph& g, std::vector<float>& logits, float& value) const {
+  const int64_t H = hidden_, M = mlp_;
+  const int n = g.nodes;
+  std::vector<float> h(g.x.begin(), g.x.begin() + static_cast<int64_t>(n) * kFeatures);
+  int64_t width = kFeatures;
+  std::vector<float> pooled;
+  for (int l = 0; l < 2; ++l) {
+    std::vector<float> xl(static_cast<size_t>(n * H)), xr(xl.size()), out(xl.size(), 0.f);
+    for (int v = 0; v < n; ++v) {
+      wl_[l].apply(h.data() + v * width, xl.data() + v * H);
+      wr_[l].apply(h.data() + v * width, xr.data() + v * H);
+    }
+    std::vector<float> e(static_cast<size_t>(n)), tmp(static_cast<size_t>(H));
+    for (int i = 0; i < n; ++i) {
+      float mx = -1e30f;
+      for (int j = 0; j < n; ++j) {
+        if (g.adjacency[i * kMaxNodes + j] < 0.5f) continue;
+        for (int64_t c = 0; c < H; ++c) tmp[c] = leaky(xr[i * H + c] + xl[j * H + c]);
+        float s;
+        att_[l].apply(tmp.data(), &s);
+        e[j] = s;
+        mx = std::max(mx, s);
+      }
+      double z = 0;
+      for (int j = 0; j < n; ++j)
+        if (g.adjacency[i * kMaxNodes + j] >= 0.5f) z += std::exp(e[j] - mx);
+      for (int j = 0; j < n; ++j) {
+        if (g.adjacency[i * kMaxNodes + j] < 0.5f) continue;
+        const float a = static_cast<float>(std::exp(e[j] - mx) / z);
+        for (int64_t c = 0; c < H; ++c) out[i * H + c] += a * xl[j * H + c];
+      }
+      for (int64_t c = 0; c < H; ++c) out[i * H + c] = std::max(0.f, out[i * H + c]);
+    }
+    std::vector<float> mean(static_cast<size_t>(H), 0.f), mx(static_cast<size_t>(H), 0.f);
+    for (int v = 0; v < n; ++v)
+      for (int64_t c = 0; c < H; ++c) {
+        mean[c] += out[v * H + c];
+        mx[c] = std::max(mx[c], out[v * H + c]);
+      }
+    for (float& m : mean) m /= static_cast<float>(std::max(n, 1));
+    pooled.insert(pooled.end(), mean.begin(), mean.end());
+    pooled.insert(pooled.end(), mx.begin(), mx.end());
+    h = std::move(out);
+    width = H;
+  }
+  auto relu = [](std::vector<float>& v) {
+    for (float& x : v) x = std::max(0.f, x);
+  };
+  std::vector<float> a(static_cast<size_t>(M)), b(static_cast<size_t>(M));
+  trunk_[0].apply(pooled.data(), a.data());
+  relu(a);
+  trunk_[1].apply(a.data(), b.data());
+  relu(b);
+  std::vector<float> p1(static_cast<size_t>(M)), p2(static_cast<size_t>(M));
+  pol_[0].apply(b.data(), p1.data());
+  relu(p1);
+  pol_[1].apply(p1.data(), p2.data());
+  relu(p2);
+  logits.assign(static_cast<size_t>(num_actions()), 0.f);
+  pol_[2].apply(p2.data(), logits.data());
+  val_[0].apply(b.data(), p1.data());
+  relu(p1);
+  val_[1].apply(p1.data(), p2.data());
+  relu(p2);
+  val_[2].apply(p2.data(), &value);
+}
+
+// ---- episodes ----------------------------------------------------------------------------------
+
+std::vector<bool> pearl_action_mask(LoopEnv& env, int transformations_on_branch,
+                                    int max_per_branch) {
+  if (transformations_on_branch < max_per_branch) return env.legal_mask();
+  std::vector<bool> mask(static_cast<size_t>(num_actions()), false);
+  mask.back() = !env.done();  // next
+  return mask;
+}
+
+namespace {
+
+struct StepRecord {
+  LoopGraph graph;
+  std::vector<bool> mask;
+  int action = 0;
+  float logp = 0, value = 0;
+};
+
+struct Episode {
+  std::vector<StepRecord> steps;
+  std::vector<std::pair<int, Action>> actions;  // (branch, transformation)
+  Measurement m;
+  double speedup = 1;
+  int64_t illegal = 0;
+};
+
+// Plays one episode from the original schedule: actions sampled from the masked policy (rng) or
+// the most probable legal one (rng null). The final schedule is timed with `ev`.
+Episode play(LoopEnv& env, GraphEncoder& enc, const PearlNetwork& net, const PearlOptions& o,
+             Evaluator& ev, double base_ms, std::mt19937_64* rng) {
+  Episode ep;
+  env.reset();
+  int on_branch = 0;
+  std::vector<float> logits;
+  while (!env.done()) {
+    StepRecord s;
+    s.graph = enc.encode(env.schedule(), env.branch());
+    s.mask = pearl_action_mask(env, on_branch, o.max_actions_per_branch);
+    net.forward(s.graph, logits, s.value);
+    float mx = -1e30f;
+    for (int a = 0; a < num_actions(); ++a)
+      if (s.mask[a]) mx = std::max(mx, logits[a]);
+    double z = 0;
+    for (int a = 0; a < num_actions(); ++a)
+      if (s.mask[a]) z += std::exp(logits[a] - mx);
+    int pick = num_actions() - 1;
+    if (rng) {
+      double u = std::uniform_real_distribution<double>(0, z)(*rng);
+      for (int a = 0; a < num_actions(); ++a) {
+        if (!s.mask[a]) continue;
+        pick = a;
+        u -= std::exp(logits[a] - mx);
+        if (u <= 0) break;
+      }
+    } else {
+      float best = -1e30f;
+      for (int a = 0; a < num_actions(); ++a)
+        if (s.mask[a] && logits[a] > best) best = logits[a], pick = a;
+    }
+    s.action = pick;
+    s.logp = static_cast<float>(logits[pick] - mx - std::log(z));
+    const int branch = env.branch();
+    if (!env.step(pick)) {
+      ++ep.illegal;  // the mask allowed an illegal action: never expected
+      pick = num_actions() - 1;
+      s.action = pick;
+      env.step(pick);
+    }
+    const Action& a = action_space()[pick];
+    if (a.kind == Kind::Next) {
+      on_branch = 0;
+    } else {
+      ++on_branch;
+      ep.actions.emplace_back(branch, a);
+    }
+    ep.steps.push_back(std::move(s));
+  }
+  ep.m = ev.measure(env.program(), env.schedule());
+  ep.speedup = base_ms / ep.m.ms;
+  return ep;
+}
+
+std::string describe(const std::vector<std::pair<int, Action>>& actions) {
+  if (actions.empty()) return "(none)";
+  std::string out;
+  for (const auto& [b, a] : actions) out += cat(out.empty() ? "" : " ", "S", b, ":", a.to_string());
+  return out;
+}
+
+// A training program with its environment, graph encoder and unoptimized time.
+struct Slot {
+  std::unique_ptr<LoopEnv> env;
+  std::unique_ptr<GraphEncoder> enc;
+  double base_ms = 0, base_checksum = 0;
+};
+
+std::map<std::string, HostTensor> by_name(const std::vector<HostTensor>& params,
+                                          const std::vector<std::string>& names) {
+  std::map<std::string, HostTensor> w;
+  for (size_t k = 0; k < names.size(); ++k) w[names[k]] = params[k];
+  return w;
+}
+
+void copy_graph(const LoopGraph& g, int64_t b, std::vector<HostTensor>& out) {
+  std::copy(g.x.begin(), g.x.end(), out[0].ptr<float>() + b * kMaxNodes * kFeatures);
+  std::copy(g.adjacency.begin(), g.adjacency.end(),
+            out[1].ptr<float>() + b * kMaxNodes * kMaxNodes);
+  std::copy(g.mask.begin(), g.mask.end(), out[2].ptr<float>() + b * kMaxNodes);
+}
+
+std::vector<TensorType> graph_types(int64_t batch) {
+  return {{DType::Float32, Shape({batch, kMaxNodes, kFeatures})},
+          {DType::Float32, Shape({batch, kMaxNodes, kMaxNodes})},
+          {DType::Float32, Shape({batch, kMaxNodes, 1})}};
+}
+
+CompileOptions learner_options(uint64_t seed) {
+  CompileOptions co;
+  co.whole_component = false;  // a few hundred ops: fast scheduling settings
+  co.proximity = false;
+  co.seed = seed;
+  return co;
+}
+
+// Pre-training (§5.2): the encoder, trunk and value head regress the standardized log run time
+// of the unoptimized programs (each branch's tagging is one sample). Returns their weights.
+std::map<std::string, HostTensor> pretrain(std::vector<Slot>& slots, const PearlOptions& o,
+                                           PearlTraining& t) {
+  const Clock::time_point t0 = Clock::now();
+  std::vector<LoopGraph> graphs;
+  std::vector<float> target;
+  for (Slot& s : slots) {
+    const Schedule orig = Schedule::original(s.env->program());
+    for (int b = 0; b < static_cast<int>(orig.rows.size()); ++b) {
+      graphs.push_back(s.enc->encode(orig, b));
+      target.push_back(static_cast<float>(std::log(s.base_ms)));
+    }
+  }
+  const double mean = std::accumulate(target.begin(), target.end(), 0.0) / target.size();
+  double var = 0;
+  for (float y : target) var += (y - mean) * (y - mean);
+  const double sd = std::max(1e-3, std::sqrt(var / target.size()));
+  for (float& y : target) y = static_cast<float>((y - mean) / sd);
+
+  Context ctx;
+  Dim i = ctx.dim("i", "I");
+  PearlModel model = make_pearl_model(ctx, i, o);
+  std::vector<nn::Parameter> params;
+  std::vector<std::string> names;
+  for (const auto& [name, p] : model.named_parameters())
+    if (name.rfind("pol.", 0) != 0) {  // the policy head has no part in this task
+      names.push_back(name);
+      params.push_back(p);
+    }
+  const int64_t B = std::min<int64_t>(o.batch, static_cast<int64_t>(graphs.size()));
+  auto rng = std::make_shared<std::mt19937_64>(o.seed + 17);
+  auto result = std::make_shared<std::map<std::string, HostTensor>>();
+  const int64_t steps = o.pretrain_steps;
+  auto batch_fn = [&, rng, result, B, steps](const std::vector<HostTensor>& in,
+                                             const std::vector<int64_t>& point) {
+    if (point[0] == steps) *result = by_name(in, names);  // the trained weights
+    std::vector<HostTensor> out;
+    for (const TensorType& ty : graph_types(B)) out.emplace_back(DType::Float32, ty.shape.static_dims());
+    out.emplace_back(DType::Float32, std::vector<int64_t>{B});
+    for (int64_t b = 0; b < B; ++b) {
+      // Small data sets whole, in order; larger ones sampled.
+      size_t k = static_cast<int64_t>(graphs.size()) <= B
+                     ? static_cast<size_t>(b)
+                     : std::uniform_int_distribution<size_t>(0, graphs.size() - 1)(*rng);
+      copy_graph(graphs[k], b, out);
+      out[3].ptr<float>()[b] = target[k];
+    }
+    return out;
+  };
+  std::vector<TensorType> types = graph_types(B);
+  types.push_back({DType::Float32, Shape({B})});
+  const std::vector<RT> in = ctx.udf("pearl_pretrain_batch", batch_fn, nn::as_rts(params), types, {i});
+  const PearlOutputs out = pearl_forward(model, in[0], in[1], in[2]);
+  const RT loss = (out.value.squeeze(1) - in[3]).square().mean();
+  optim::Adam adam(params, o.pretrain_learning_rate);
+  optim::minimize(loss, adam, /*max_grad_norm=*/1.0);
+  const RT kept = loss.retain();
+  Executable exe = ctx.compile({{i.bound, steps + 1}}, learner_options(o.seed));
+  exe.run();
+  for (int64_t k = 0; k < steps; ++k) t.pretrain_loss.push_back(exe.get(kept, {k}).at(0));
+  t.pretrain_seconds = since(t0);
+  return *result;
+}
+
+// Episodes for the PPO learner, driven by its batch UDF.
+class Rollouts {
+ public:
+  Rollouts(std::vector<Slot>& slots, const PearlOptions& o, Evaluator& ev, PearlTraining& t)
+      : slots_(slots), o_(o), ev_(ev), t_(t), rng_(o.seed) {}
+
+  // In this order: x, adjacency, node mask, action mask (B, A), action (B, int64), old log-prob,
+  // advantage, return (B).
+  std::vector<TensorType> types() const {
+    const int64_t B = o_.batch;
+    std::vector<TensorType> t = graph_types(B);
+    t.push_back({DType::Float32, Shape({B, static_cast<int64_t>(num_actions())})});
+    t.push_back({DType::Int64, Shape({B})});
+    for (int k = 0; k < 3; ++k) t.push_back({DType::Float32, Shape({B})});
+    return t;
+  }
+
+  std::vector<HostTensor> operator()(const std::vector<HostTensor>& params, int64_t step,
+                                     const std::vector<std::string>& names) {
+    const bool collect = step % o_.epochs == 0 && step / o_.epochs < o_.iterations;
+    if (collect || step == last_step)
+      network = std::make_shared<PearlNetwork>(by_name(params, names), o_);
+    if (collect) batch_ = collect_batch();
+    return batch_;
+  }
+
+  std::shared_ptr<PearlNetwork> network;
+  int64_t last_step = -1;
+
+ private:
+  std::vector<HostTensor> collect_batch() {
+    const int64_t B = o_.batch;
+    std::vector<HostTensor> out;
+    for (const TensorType& ty : types()) out.emplace_back(ty.dtype, ty.shape.static_dims());
+    int64_t filled = 0;
+    double reward_sum = 0;
+    int64_t episodes = 0;
+    while (filled < B) {
+      Slot& s = slots_[std::uniform_int_distribution<size_t>(0, slots_.size() - 1)(rng_)];
+      Episode ep = play(*s.env, *s.enc, *network, o_, ev_, s.base_ms, &rng_);
+      ++episodes;
+      ++t_.episodes;
+      t_.transformations += static_cast<int64_t>(ep.actions.size());
+      t_.illegal_picks += ep.illegal;
+      const double reward = std::log(std::max(ep.speedup, 1e-6)) / std::log(4.0);
+      reward_sum += reward;
+      // GAE with the reward paid at the last step (its next value is 0).
+      const size_t n = ep.steps.size();
+      std::vector<float> adv(n), ret(n);
+      double next_value = 0, gae = 0;
+      for (size_t k = n; k-- > 0;) {
+        const double r = k + 1 == n ? reward : 0.0;
+        const double delta = r + o_.gamma * next_value - ep.steps[k].value;
+        gae = delta + o_.gamma * o_.lambda * gae;
+        adv[k] = static_cast<float>(gae);
+        ret[k] = static_cast<float>(gae + ep.steps[k].value);
+        next_value = ep.steps[k].value;
+      }
+      for (size_t k = 0; k < n && filled < B; ++k, ++filled) {
+        const StepRecord& st = ep.steps[k];
+        copy_graph(st.graph, filled, out);
+        float* am = out[3].ptr<float>() + filled * num_actions();
+        for (int a = 0; a < num_actions(); ++a) am[a] = st.mask[a] ? 1.f : 0.f;
+        out[4].ptr<int64_t>()[filled] = st.action;
+        out[5].ptr<float>()[filled] = st.logp;
+        out[6].ptr<float>()[filled] = adv[k];
+        out[7].ptr<float>()[filled] = ret[k];
+      }
+    }
+    // Normalized advantages (as PPO implementations do).
+    float* adv = out[6].ptr<float>();
+    double m = 0, v = 0;
+    for (int64_t b = 0; b < B; ++b) m += adv[b];
+    m /= B;
+    for (int64_t b = 0; b < B; ++b) v += (adv[b] - m) * (adv[b] - m);
+    const double sd = std::sqrt(v / B) + 1e-6;
+    for (int64_t b = 0; b < B; ++b) adv[b] = static_cast<float>((adv[b] - m) / sd);
+    t_.mean_reward.push_back(reward_sum / static_cast<double>(episodes));
+    return out;
+  }
+
+  std::vector<Slot>& slots_;
+  PearlOptions o_;
+  Evaluator& ev_;
+  PearlTraining& t_;
+  std::mt19937_64 rng_;
+  std::vector<HostTensor> batch_;
+};
+
+}  // namespace
+
+PearlTraining train_pearl(const std::vector<Program>& programs, const PearlOptions& o) {
+  if (programs.empty()) throw UserError("Pearl: no training programs");
+  if (o.batch < 1 || o.epochs < 1 || o.iterations < 1 || o.hidden < 1 || o.mlp < 1 ||
+      o.max_actions_per_branch < 0 || o.pretrain_steps < 0)
+    throw UserError("Pearl options: batch, epochs, iterations and sizes must be positive");
+  const Clock::time_point t0 = Clock::now();
+  PearlTraining t;
+  Evaluator ev(o.run, o.memoize);
+  std::vector<Slot> slots;
+  for (const Program& p : programs) {
+    Slot s;
+    s.env = std::make_unique<LoopEnv>(p);
+    s.env->set_memoize(o.memoize);
+    s.enc = std::make_unique<GraphEncoder>(p);
+    const Measurement m = ev.measure(p, Schedule::original(p));
+    s.base_ms = m.ms;
+    s.base_checksum = m.checksum;
+    slots.push_back(std::move(s));
+  }
+  std::map<std::string, HostTensor> init;
+  if (o.pretrain_steps > 0) init = pretrain(slots, o, t);
+
+  // The learner: parameters over the iteration dimension i, one Adam step per i.
+  Context ctx;
+  Dim i = ctx.dim("i", "I");
+  PearlModel model = make_pearl_model(ctx, i, o);
+  std::vector<nn::Parameter> params;
+  std::vector<std::string> names;
+  for (const auto& [name, p] : model.named_parameters()) {
+    auto it = init.find(name);
+    if (it != init.end()) p.set_initial(it->second, "Pearl pre-training");
+    names.push_back(name);
+    params.push_back(p);
+  }
+  auto roll = std::make_shared<Rollouts>(slots, o, ev, t);
+  auto batch_fn = [roll, names](const std::vector<HostTensor>& in,
+                                const std::vector<int64_t>& point) {
+    return (*roll)(in, point[0], names);
+  };
+  const std::vector<RT> b = ctx.udf("pearl_rollouts", batch_fn, nn::as_rts(params), roll->types(), {i});
+  const PearlOutputs out = pearl_forward(model, b[0], b[1], b[2]);
+  // Illegal actions get no probability: their logits sink by kMasked.
+  const nn::Categorical dist(out.logits + (b[3] - 1.0) * kMasked);
+  const RT ratio = (dist.log_prob(b[4]) - b[5]).exp();
+  const RT& adv = b[6];
+  const RT surrogate = (ratio * adv).minimum(ratio.clamp(1 - o.clip, 1 + o.clip) * adv);
+  const int64_t steps = o.iterations * o.epochs;
+  const RT entropy_coef = optim::linear_decay(ctx, o.entropy_start, o.entropy_end, i.var, Expr(steps));
+  const RT loss = -surrogate.mean() + o.value_coef * (out.value.squeeze(1) - b[7]).square().mean() -
+                  entropy_coef * dist.entropy().mean();
+  optim::Adam adam(params, o.learning_rate);
+  optim::minimize(loss, adam, /*max_grad_norm=*/1.0);
+  const RT kept = loss.retain();
+  // One more step than the iterations need: its UDF call sees the parameters after the last
+  // update, the trained agent.
+  roll->last_step = steps;
+  Executable exe = ctx.compile({{i.bound, steps + 1}}, learner_options(o.seed));
+  exe.run();
+  for (int64_t k = 0; k < steps; ++k) t.loss.push_back(exe.get(kept, {k}).at(0));
+  t.network = roll->network;
+  t.seconds = since(t0);
+  t.memo = ev.stats();
+  for (const Slot& s : slots) {
+    t.memo.legality_hits += s.env->stats().legality_hits;
+    t.memo.legality_misses += s.env->stats().legality_misses;
+  }
+  t.unique_schedules = t.memo.time_misses;
+  return t;
+}
+
+Result run_pearl(const Program& p, const PearlNetwork& net, const PearlOptions& o, Evaluator& ev) {
+  const Result base = run_unoptimized(p, ev);
+  LoopEnv env(p);
+  GraphEncoder enc(p);
+  Episode ep = play(env, enc, net, o, ev, base.ms, nullptr);
+  Result r;
+  r.method = "pearl";
+  r.ok = ep.illegal == 0;
+  if (!r.ok) r.note = "the policy picked an illegal action";
+  r.actions = ep.actions;
+  if (r.ok) r.note = describe(ep.actions);
+  r.code = kernel_code(p, env.schedule());
+  r.ms = ep.m.ms;
+  r.checksum = ep.m.checksum;
+  return r;
+}
+
+}  // namespace tempo::loops

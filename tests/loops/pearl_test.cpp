@@ -1,0 +1,182 @@
+// The generator's programs, the loop-nest graph, and the Pearl agent: its CPU forward pass against
+// Tempo's, its masked policy, and a short training run by Tempo.
+#include "loops/pearl.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "loops/benchmarks.h"
+#include "loops/generator.h"
+#include "util/error.h"
+
+namespace tempo::loops {
+namespace {
+
+RunOptions test_options() {
+  RunOptions o;
+  o.threads = 2;
+  o.reps = 1;
+  return o;
+}
+
+PearlOptions tiny() {
+  PearlOptions o;
+  o.hidden = 16;
+  o.mlp = 32;
+  o.batch = 24;
+  o.epochs = 4;
+  o.iterations = 2;
+  o.pretrain_steps = 40;
+  o.entropy_start = o.entropy_end = 0.01;  // a constant loss term: steps compare
+  o.run = test_options();
+  return o;
+}
+
+TEST(Generator, ProgramsAreValidAndSeeded) {
+  std::set<std::string> shapes;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    Program p = generate_program(seed);
+    EXPECT_NO_THROW(p.validate());
+    EXPECT_GE(p.statements.size(), 1u);
+    EXPECT_LE(p.statements.size(), 3u);
+    for (const Statement& s : p.statements) {
+      EXPECT_GE(s.vars.size(), 2u);
+      EXPECT_LE(s.vars.size(), 3u);
+    }
+    EXPECT_EQ(p.statements[0].body, generate_program(seed).statements[0].body);
+    Dependences deps(p);  // isl accepts it
+    std::string text;
+    for (const Statement& s : p.statements) text += s.domain + s.body + "\n";
+    shapes.insert(text);
+  }
+  EXPECT_GT(shapes.size(), 30u);  // really different programs
+}
+
+TEST(Generator, RandomLegalTransformationsKeepTheChecksum) {
+  std::mt19937 rng(3);
+  Evaluator ev(test_options());
+  GeneratorOptions small;
+  small.small = true;
+  int transformed = 0;
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    Program p = generate_program(seed, small);
+    double reference = run_unoptimized(p, ev).checksum;
+    LoopEnv env(p);
+    int applied = 0;
+    for (int tries = 0; tries < 100 && applied < 3 && !env.done(); ++tries) {
+      int a = static_cast<int>(rng() % num_actions());
+      if (action_space()[a].kind == Kind::Next && rng() % 3) continue;
+      if (env.step(a) && action_space()[a].kind != Kind::Next) ++applied;
+    }
+    transformed += applied > 0;
+    Measurement m = ev.measure(p, env.schedule());
+    EXPECT_TRUE(same_checksum(m.checksum, reference)) << p.name << "\n"
+                                                      << kernel_code(p, env.schedule());
+  }
+  EXPECT_GE(transformed, 5);
+}
+
+TEST(Graph, NodesFollowTheLoopTree) {
+  Program p = benchmark("jacobi2d", Size::Small);  // t { i { j { S0 } } i { j { S1 } } }
+  GraphEncoder enc(p);
+  Schedule s = Schedule::original(p);
+  LoopGraph g0 = enc.encode(s, 0), g1 = enc.encode(s, 1);
+  // Loops t, i, j, i, j; two statements; 6 accesses each.
+  EXPECT_EQ(g0.nodes, 5 + 2 + 12);
+  EXPECT_NE(g0.x, g1.x);  // the branch is tagged
+  for (int n = 0; n < kMaxNodes; ++n) EXPECT_EQ(g0.adjacency[n * kMaxNodes + n], 1.f);
+  Schedule tiled = *apply(s, 0, {Kind::Tile, 1, 2, 0, 4, 4});
+  EXPECT_EQ(enc.encode(tiled, 0).nodes, g0.nodes + 2);
+}
+
+// Random weights of the network's shapes.
+std::map<std::string, HostTensor> random_weights(const PearlOptions& o, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> n(0.f, 0.3f);
+  std::map<std::string, HostTensor> w;
+  for (const auto& [name, shape] : pearl_parameter_shapes(o)) {
+    HostTensor t(DType::Float32, shape);
+    for (int64_t k = 0; k < t.numel(); ++k) t.ptr<float>()[k] = n(rng);
+    w[name] = t;
+  }
+  return w;
+}
+
+TEST(Pearl, CpuForwardMatchesTempo) {
+  PearlOptions o = tiny();
+  auto weights = random_weights(o, 5);
+  PearlNetwork net(weights, o);
+  std::vector<LoopGraph> graphs;
+  for (const char* name : {"doitgen", "seidel2d", "mvt"}) {
+    Program p = benchmark(name, Size::Small);
+    GraphEncoder enc(p);
+    graphs.push_back(enc.encode(Schedule::original(p), 1 % static_cast<int>(p.statements.size())));
+  }
+  const int64_t B = static_cast<int64_t>(graphs.size());
+  HostTensor x(DType::Float32, {B, kMaxNodes, kFeatures}), adj(DType::Float32, {B, kMaxNodes, kMaxNodes}),
+      mask(DType::Float32, {B, kMaxNodes, 1});
+  for (int64_t b = 0; b < B; ++b) {
+    std::copy(graphs[b].x.begin(), graphs[b].x.end(), x.ptr<float>() + b * kMaxNodes * kFeatures);
+    std::copy(graphs[b].adjacency.begin(), graphs[b].adjacency.end(),
+              adj.ptr<float>() + b * kMaxNodes * kMaxNodes);
+    std::copy(graphs[b].mask.begin(), graphs[b].mask.end(), mask.ptr<float>() + b * kMaxNodes);
+  }
+  Context ctx;
+  PearlModel m = make_pearl_model(ctx, nn::Steps(), o);
+  for (const auto& [name, p] : m.named_parameters()) p.set_initial(weights.at(name), name);
+  PearlOutputs out = pearl_forward(m, ctx.tensor(x), ctx.tensor(adj), ctx.tensor(mask));
+  RT logits = out.logits.retain(), value = out.value.retain();
+  Executable exe = ctx.compile({});
+  exe.run();
+  HostTensor lt = exe.get(logits, {}), vt = exe.get(value, {});
+  std::vector<float> l;
+  float v;
+  for (int64_t b = 0; b < B; ++b) {
+    net.forward(graphs[b], l, v);
+    EXPECT_NEAR(v, vt.at(b), 1e-3 * (1 + std::abs(v)));
+    for (int a = 0; a < num_actions(); ++a)
+      ASSERT_NEAR(l[a], lt.at(b * num_actions() + a), 1e-3 * (1 + std::abs(l[a]))) << b << " " << a;
+  }
+}
+
+TEST(Pearl, ShortTrainingByTempo) {
+  GeneratorOptions small;
+  small.small = true;
+  std::vector<Program> programs = generate_programs(100, 6, small);
+  PearlOptions o = tiny();
+  PearlTraining t = train_pearl(programs, o);
+  ASSERT_TRUE(t.network);
+  EXPECT_EQ(t.illegal_picks, 0);  // the masked policy only picks legal actions
+  EXPECT_GT(t.episodes, 0);
+  ASSERT_EQ(static_cast<int64_t>(t.pretrain_loss.size()), o.pretrain_steps);
+  double first = 0, last = 0;
+  for (int k = 0; k < 5; ++k) first += t.pretrain_loss[k], last += t.pretrain_loss[o.pretrain_steps - 1 - k];
+  EXPECT_LT(last, first);  // pre-training fits the run times
+  // Each batch's Adam steps lower its PPO loss.
+  ASSERT_EQ(static_cast<int64_t>(t.loss.size()), o.iterations * o.epochs);
+  double start = 0, end = 0;
+  for (int64_t it = 0; it < o.iterations; ++it) {
+    start += t.loss[it * o.epochs];
+    end += t.loss[it * o.epochs + o.epochs - 1];
+  }
+  EXPECT_LT(end, start);
+  EXPECT_GT(t.memo.legality_hits, 0);
+  // The trained agent on a benchmark it never saw: legal, and the checksum is kept.
+  Evaluator ev(test_options());
+  Program p = benchmark("jacobi2d", Size::Small);
+  Result r = run_pearl(p, *t.network, o, ev);
+  ASSERT_TRUE(r.ok) << r.note;
+  EXPECT_TRUE(same_checksum(r.checksum, run_unoptimized(p, ev).checksum)) << r.note;
+}
+
+TEST(Pearl, MissingWeightsAreAUserError) {
+  PearlOptions o = tiny();
+  auto w = random_weights(o, 1);
+  w.erase("val.2.bias");
+  EXPECT_THROW(PearlNetwork(w, o), UserError);
+}
+
+}  // namespace
+}  // namespace tempo::loops
