@@ -31,6 +31,12 @@ struct PassOptions {
   // Static tiling: the first and last tile of a window are padded to the tile size and masked in
   // the reductions, so every tile has one shape (the window's points stay dynamic in number).
   bool static_tiles = false;
+  // Interleaving (TEMPO Fig. 23): what needs a recurrence only a bounded number of steps ahead
+  // (an n-step learner reading r[t:min(t + n, T)]) stays per step instead of being vectorized,
+  // and running sums of it stay recurrences instead of being lifted, so that the schedule runs
+  // it as the recurrence goes and frees what it reads n steps later. CompileOptions::proximity
+  // turns it on. What needs a whole recurrence (Monte-Carlo returns) is batched as before.
+  bool interleave = false;
   bool check_ir = false;         // validate the IR after every pass that changed it
   bool verbose = false;          // per pass: time and op count, to stderr
 

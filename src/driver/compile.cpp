@@ -110,13 +110,15 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
     throw UserError(cat("compile at ", where(loc), ": memory_budget must be positive (bytes), got ",
                         options.memory_budget));
   // The pass pipeline, into impl; `tile_above` > 0 tiles windows above it where the options do
-  // not say otherwise (tiling for memory).
-  auto optimize = [&](int64_t tile_above) {
+  // not say otherwise (tiling for memory), and `for_memory` interleaves what can run as a
+  // recurrence goes (PassOptions::interleave).
+  auto optimize = [&](int64_t tile_above, bool for_memory) {
     passes::Program program(graph_, retained_);
     for (const auto& [b, v] : bounds) program.bound_values.emplace_back(b.name(), v);
     passes::Options po = options.passes;
     po.verbose |= options.verbose;
     if (po.tile_above_bytes == 0) po.tile_above_bytes = tile_above;
+    po.interleave |= for_memory;
     // TEMPO_NO_PASS=vectorize,lifting (or =all) turns passes off without recompiling the
     // program, e.g. to run a test suite with the pipeline on and off.
     if (const char* off = std::getenv("TEMPO_NO_PASS")) {
@@ -136,7 +138,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
     impl->op_map = std::move(program.op_map);
   };
   t0 = Clock::now();
-  optimize(0);
+  optimize(0, false);
   log("passes", t0);
 
   t0 = Clock::now();
@@ -159,7 +161,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
     plan(cat("memory: estimated peak ", driver::bytes_str(est.peak), " as written (budget ",
              driver::bytes_str(options.memory_budget), ")"));
     if (est.peak > options.memory_budget) {
-      optimize(std::max<int64_t>(1, options.memory_budget / 4));
+      optimize(std::max<int64_t>(1, options.memory_budget / 4), true);
       so.retained = impl->retained;
       try {
         impl->schedule =

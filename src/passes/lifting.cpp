@@ -5,6 +5,7 @@
 
 #include "passes/dataflow_paths.h"
 #include "passes/graph_edit.h"
+#include "passes/lookahead.h"
 #include "symbolic/simplify.h"
 
 namespace tempo::passes {
@@ -191,7 +192,20 @@ bool is_suffix(const MovingWindow& w, const Dims& at) {
 // error grows with N (for values of one sign about 1e-5 relative at N = 1600 and 5e-4 at
 // N = 10000, against 1e-6 and 3e-6 summed in order); TEMPO does the same. Only floating sums are
 // lifted.
-bool lift_window_sum(ir::Graph& g, const std::vector<std::vector<EdgeId>>& readers, OpId id) {
+// With interleaving (PassOptions::interleave): whether x streams with a recurrence along d (is
+// one, or reads one a bounded number of steps ahead). A lift that reads x whole would make
+// every point wait for the end of the recurrence, so such sums are left as they are.
+bool streams_along(const ir::Graph& g, OpId x, const Dim& d) {
+  Dims outer;
+  for (const Dim& k : g.op(x).domain) {
+    if (k == d) break;
+    outer.push_back(k);
+  }
+  return streams(recurrence_lookahead(g, d, outer, recurrent_along(g, outer))[x]);
+}
+
+bool lift_window_sum(ir::Graph& g, const std::vector<std::vector<EdgeId>>& readers, OpId id,
+                     bool interleave) {
   const OpNode sum = g.op(id);  // a copy: adding ops invalidates references
   if (sum.kind != OpKind::Sum || sum.attrs.keepdim || sum.cond.defined() ||
       sum.inputs.size() != 1 || !ir::is_floating(sum.outputs[0].dtype))
@@ -202,7 +216,7 @@ bool lift_window_sum(ir::Graph& g, const std::vector<std::vector<EdgeId>>& reade
   for (int64_t d : dims)
     if (d != 0) rest.push_back(d);
   const std::optional<MovingWindow> w = moving_window(g, readers, sum, sum.inputs[0]);
-  if (!w) return false;
+  if (!w || (interleave && streams_along(g, w->whole.op, w->n))) return false;
 
   Builder b(g, sum);
   const Dims& at = sum.domain;
@@ -287,7 +301,10 @@ bool lift_discounted_suffix(ir::Graph& g, const std::vector<std::vector<EdgeId>>
 // adds. Symbolic autodiff writes the gradient of a parameter read at every step this way (it
 // frees each step's contribution as soon as it is added); as a sum, TEMPO Alg. 1's per-step
 // learner runs batched over t. The sum rounds like LibTorch's reduction, not like the chain.
-bool lift_running_sum(ir::Graph& g, const std::vector<std::vector<EdgeId>>& readers, OpId id) {
+// With `interleave`, a summand that streams with a recurrence (an n-step learner's per-step
+// gradient) keeps its running sum.
+bool lift_running_sum(ir::Graph& g, const std::vector<std::vector<EdgeId>>& readers, OpId id,
+                      bool interleave) {
   const OpNode merge = g.op(id);  // a copy: adding ops invalidates references
   if (merge.kind != OpKind::Merge || merge.inputs.size() != 2 || merge.cond.defined() ||
       !ir::is_floating(merge.outputs[0].dtype))
@@ -332,6 +349,8 @@ bool lift_running_sum(ir::Graph& g, const std::vector<std::vector<EdgeId>>& read
                    sym::simplify(r.phi.arg(j) - last, at_sink).is_const(0);
     }
     if (!only_last) continue;
+    // With interleaving, a summand that streams is added as it comes (and freed).
+    if (interleave && streams_along(g, x.source, d)) continue;
     Dims rest;
     for (const Dim& k : domain)
       if (!(k == d)) rest.push_back(k);
@@ -360,9 +379,9 @@ bool lift_scans(Program& p) {
   std::vector<std::vector<EdgeId>> readers = consumers(p.graph);  // of the original ops
   for (size_t k = 0; k < n; ++k) {
     const OpId id = static_cast<OpId>(k);
-    changed |= lift_window_sum(p.graph, readers, id) ||
+    changed |= lift_window_sum(p.graph, readers, id, p.options.interleave) ||
                lift_discounted_suffix(p.graph, readers, id) ||
-               lift_running_sum(p.graph, readers, id);
+               lift_running_sum(p.graph, readers, id, p.options.interleave);
   }
   return changed;
 }

@@ -1,9 +1,9 @@
 #include "passes/vectorize.h"
 
 #include <algorithm>
-#include <functional>
 
 #include "passes/graph_edit.h"
+#include "passes/lookahead.h"
 #include "symbolic/simplify.h"
 #include "util/error.h"
 
@@ -36,69 +36,6 @@ int slice_entries(const Expr& phi) {
   int n = 0;
   for (const Expr& a : phi.args()) n += a.is_slice();
   return n;
-}
-
-// An edge is carried by a dimension outer to d (in `outer`) when the sink reads the source at a
-// strictly earlier point of it: the outer loop orders such a cycle, so it does not stop
-// vectorizing d.
-bool carried_outside(const Graph& g, const ir::Edge& e, const Dims& outer) {
-  const Dims& sink = g.op(e.sink).domain;
-  const Dims& source = g.op(e.source).domain;
-  for (size_t k = 0; k < source.size(); ++k) {
-    const Dim& o = source[k];
-    if (position(outer, o) < 0 || position(sink, o) < 0 || e.phi.arg(k).is_slice()) continue;
-    Expr dist = sym::simplify(o.var - e.phi.arg(k), sink);
-    if (dist.is_const() && dist.value() > 0) return true;
-  }
-  return false;
-}
-
-// Strongly connected components (Tarjan, iterative) of the graph of edges `keep` accepts.
-std::vector<int> components(const Graph& g, const std::function<bool(const ir::Edge&)>& keep) {
-  const int n = static_cast<int>(g.num_ops());
-  std::vector<std::vector<OpId>> succ(n);
-  for (const OpNode& op : g.ops())
-    for (EdgeId id : op.inputs)
-      if (keep(g.edge(id))) succ[g.edge(id).source].push_back(op.id);
-  std::vector<int> index(n, -1), low(n, 0), comp(n, -1);
-  std::vector<bool> on_stack(n, false);
-  std::vector<OpId> stack;
-  int next = 0, ncomp = 0;
-  for (OpId root = 0; root < n; ++root) {
-    if (index[root] >= 0) continue;
-    std::vector<std::pair<OpId, size_t>> call{{root, 0}};
-    index[root] = low[root] = next++;
-    stack.push_back(root);
-    on_stack[root] = true;
-    while (!call.empty()) {
-      auto& [v, i] = call.back();
-      if (i < succ[v].size()) {
-        OpId w = succ[v][i++];
-        if (index[w] < 0) {
-          index[w] = low[w] = next++;
-          stack.push_back(w);
-          on_stack[w] = true;
-          call.emplace_back(w, 0);
-        } else if (on_stack[w]) {
-          low[v] = std::min(low[v], index[w]);
-        }
-        continue;
-      }
-      if (low[v] == index[v]) {
-        for (OpId w = -1; w != v;) {
-          w = stack.back();
-          stack.pop_back();
-          on_stack[w] = false;
-          comp[w] = ncomp;
-        }
-        ++ncomp;
-      }
-      OpId done = v;
-      call.pop_back();
-      if (!call.empty()) low[call.back().first] = std::min(low[call.back().first], low[done]);
-    }
-  }
-  return comp;
 }
 
 // How a vectorized op receives one of its inputs.
@@ -210,20 +147,20 @@ class Vectorizer {
     in_.assign(n, false);
     for (const OpNode& op : g_.ops()) in_[op.id] = local_ok(op);
     // Ops on a cycle along d (not ordered by an outer dimension) stay per point.
-    auto ordered = [&](const ir::Edge& e) { return carried_outside(g_, e, outer_); };
-    std::vector<int> comp = components(g_, [&](const ir::Edge& e) { return !ordered(e); });
-    std::vector<bool> cyclic(n, false);
-    for (const OpNode& op : g_.ops())
-      for (EdgeId id : op.inputs) {
-        const ir::Edge& e = g_.edge(id);
-        if (comp[e.source] == comp[e.sink] && !ordered(e)) cyclic[comp[e.sink]] = true;
-      }
+    const std::vector<bool> cyclic = recurrent_along(g_, outer_);
     std::vector<OpId> recurrent;
     for (const OpNode& op : g_.ops())
-      if (cyclic[comp[op.id]]) {
+      if (cyclic[op.id]) {
         in_[op.id] = false;
         recurrent.push_back(op.id);
       }
+    // With interleaving, what reads a recurrence a bounded number of steps ahead stays per
+    // point too, so that it runs as the recurrence goes (passes/lookahead.h).
+    if (p_.options.interleave) {
+      const std::vector<int64_t> ahead = recurrence_lookahead(g_, d_, outer_, cyclic);
+      for (const OpNode& op : g_.ops())
+        if (streams(ahead[op.id])) in_[op.id] = false;
+    }
     keep_sinks_timely(recurrent);
     // Then drop ops whose inputs or readers do not fit, until the set is stable.
     for (bool again = true; again;) {

@@ -3,6 +3,18 @@
 
 namespace tempo::schedule::detail {
 
+namespace {
+
+// X[x0, ...] -> Y[y0, ...] to X[x0, ...] -> [y0..yk]: the first `depth` coordinates of the range.
+isl::map prefix(isl::map m, size_t depth) {
+  isl_size n = isl_map_dim(m.get(), isl_dim_out);
+  isl_map* r = isl_map_project_out(m.release(), isl_dim_out, static_cast<unsigned>(depth),
+                                   static_cast<unsigned>(n) - static_cast<unsigned>(depth));
+  return isl::manage(isl_map_reset_tuple_id(r, isl_dim_out));
+}
+
+}  // namespace
+
 // Outputs read only at the same point inside their own group are freed as the group's last
 // steps. Others get a Dealloc statement, after the producer and after every reader of the point
 // through the reversed dependence; outputs of a group whose readers are the same share one.
@@ -154,17 +166,55 @@ isl::map Scheduler::last_readers(const Group& grp, const std::vector<std::pair<O
     }
   depth = std::min(depth, bound_depth_);
   if (depth == 0) return isl::map();
-  auto prefix = [depth](isl::map m) {  // R[p] -> X[x0, ...] to R[p] -> [x0..xk]
-    isl_size n = isl_map_dim(m.get(), isl_dim_out);
-    isl_map* r = isl_map_project_out(m.release(), isl_dim_out, static_cast<unsigned>(depth),
-                                     static_cast<unsigned>(n) - static_cast<unsigned>(depth));
-    return isl::manage(isl_map_reset_tuple_id(r, isl_dim_out));
-  };
   isl::map self = with_range_name(grp.domain.identity(), "R");
   self = isl::manage(isl_map_set_tuple_name(self.release(), isl_dim_in, "R"));
-  isl::map last = prefix(self);
-  for (const isl::map& m : pieces) last = last.unite(prefix(m.reverse()));
+  isl::map last = prefix(self, depth);
+  for (const isl::map& m : pieces) last = last.unite(prefix(m.reverse(), depth));
+  if (opt_.proximity || opt_.memory_proximity) {
+    const int producer = group_of_[grp.members[0]];
+    std::map<int, std::optional<isl::map>> memo;
+    std::vector<char> visiting(groups_.size(), 0);
+    for (const isl::map& m : pieces) {  // reader X[x] -> R[p]
+      auto it = exec_stmts_.find(isl_map_get_tuple_name(m.get(), isl_dim_in));
+      if (it == exec_stmts_.end() || it->second == producer) continue;
+      if (auto later = latest_dependence(it->second, producer, depth, memo, visiting))
+        last = last.unite(m.reverse().apply_range(*later));
+    }
+  }
   return last.lexmax();
+}
+
+std::optional<isl::map> Scheduler::latest_dependence(
+    int x, int producer, size_t depth, std::map<int, std::optional<isl::map>>& memo,
+    std::vector<char>& visiting) {
+  if (auto it = memo.find(x); it != memo.end()) return it->second;
+  if (group_reads_.empty()) {
+    group_reads_.resize(groups_.size());
+    for (const Edge& e : g_.edges()) {
+      const int sink = group_of_[e.sink], source = group_of_[e.source];
+      if (sink == source) continue;
+      isl::map m = to_groups(deps_[e.id], e.sink, e.source);
+      auto [it, fresh] = group_reads_[sink].emplace(source, m);
+      if (!fresh) it->second = it->second.unite(m);
+    }
+  }
+  visiting[x] = 1;
+  std::optional<isl::map> out;
+  for (const auto& [y, reads] : group_reads_[x]) {
+    std::optional<isl::map> reach;
+    if (y == producer) {
+      reach = prefix(groups_[y].domain.identity(), depth);
+    } else if (!visiting[y]) {
+      reach = latest_dependence(y, producer, depth, memo, visiting);
+    }
+    if (!reach) continue;
+    isl::map via = reads.apply_range(*reach);
+    out = out ? out->unite(via) : via;
+  }
+  visiting[x] = 0;
+  if (out) out = out->lexmax();
+  memo.emplace(x, out);
+  return out;
 }
 
 void Scheduler::bound_lifetime(const Group& grp, const std::string& dealloc, const isl::map& last) {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -295,6 +296,21 @@ class Scheduler {
 
   void bound_lifetime(const Group& grp, const std::string& dealloc, const isl::map& last);
 
+  // With proximity, a reader may wait for later points of the producer than those it reads (the
+  // n-step learner at t reads o[t] but needs the rewards up to t + n - 1): the last reader's
+  // bound then counts the latest producer point each reader depends on through any path, so
+  // that o[t] is freed before o[t + n] instead of the bound failing and every o[t] living to the
+  // end of the rollout (TEMPO Fig. 23).
+  //
+  // latest_dependence: X[x] -> [d0..dk], the lexmax over the points of group `producer` (its
+  // first `depth` coordinates) that group x depends on through reads between groups; none where
+  // it depends on none. Reads that close a cycle back to a group being visited are not followed
+  // (a recurrence along a dimension reads earlier points); where that misses a later point, the
+  // bound is unschedulable and the usual fallback applies.
+  std::optional<isl::map> latest_dependence(int x, int producer, size_t depth,
+                                            std::map<int, std::optional<isl::map>>& memo,
+                                            std::vector<char>& visiting);
+
   void add_dealloc_dep(const isl::map& before_after);
 
   // ---- step 5: isl's scheduler -------------------------------------------------------------
@@ -328,6 +344,8 @@ class Scheduler {
   std::vector<isl::map> deps_;  // per edge: sink point -> source point it reads
   std::vector<int> group_of_;   // op -> group index
   std::vector<Group> groups_;
+  // Reads between groups, per reading group: source group -> X[x] -> Y[y] (built when needed).
+  std::vector<std::map<int, isl::map>> group_reads_;
   std::map<OpId, size_t> position_;        // op -> position among its group's members
   std::map<std::string, int> exec_stmts_;  // statement name -> group
   std::map<std::string, std::vector<std::pair<OpId, int>>> dealloc_stmts_;

@@ -423,6 +423,56 @@ TEST(Lift, RunningGradientSumIsOneSum) {
   }
 }
 
+// With PassOptions::interleave (TEMPO Fig. 23), a term that reads a recurrence a bounded number
+// of steps ahead (here s[t:min(t + 2, T)]) streams: its window sum is not lifted to a scan of the
+// whole recurrence, it is not batched over t, and the gradient's running sum over it stays a
+// recurrence, so each step runs (and is freed) as the recurrence goes. Without it, all three are
+// batched. The same values either way, against LibTorch's autograd.
+TEST(Lift, InterleaveKeepsWhatStreamsWithARecurrence) {
+  const int64_t T = 9;
+  std::vector<torch::Tensor> grads;
+  for (bool interleave : {false, true}) {
+    Context ctx;
+    Dim t = ctx.dim("t", "T");
+    RT x = source(ctx, {t}, {3});
+    RT w = source(ctx, {}, {3}, 1);
+    RT s = ctx.placeholder({DType::Float32, {3}}, {t}, "s");
+    s[0] = ctx.zeros({3});
+    s[t.var + 1] = s[t.var] * 0.5 + x[t.var];
+    RT ahead = s[slice(t.var, min(t.var + 2, t.bound))].sum(0);
+    RT y = (w * ahead).tanh().sum();
+    RT g = grad(y[slice(0, t.bound)].sum(), {w})[0].retain();
+    CompileOptions o;
+    o.passes.interleave = interleave;
+    o.passes.fusion = false;  // the ops counted below stay visible
+    o.passes.check_ir = true;
+    Executable exe = ctx.compile({{t.bound, T}}, o);
+    exe.run();
+    int merges = 0, scans = 0, batched = 0;
+    for (const ir::OpNode& op : exe.impl().graph.ops()) {
+      merges += op.kind == ir::OpKind::Merge;
+      scans += op.kind == ir::OpKind::CumSum;
+      batched += op.kind == ir::OpKind::Tanh && op.domain.empty();
+    }
+    EXPECT_EQ(merges, interleave ? 2 : 1) << exe.impl().graph.str();
+    EXPECT_EQ(scans, interleave ? 0 : 1) << exe.impl().graph.str();
+    EXPECT_EQ(batched, interleave ? 0 : 1) << exe.impl().graph.str();
+    grads.push_back(to_torch(exe.get(g, {})));
+  }
+  torch::Tensor tw = eager_source({}, {3}, 1).requires_grad_(true);
+  std::vector<torch::Tensor> states{torch::zeros({3})};
+  for (int64_t k = 0; k + 1 < T; ++k) states.push_back(states.back() * 0.5 + eager_source({k}, {3}));
+  torch::Tensor total = torch::zeros({});
+  for (int64_t k = 0; k < T; ++k) {
+    torch::Tensor ahead = states[k];
+    if (k + 1 < T) ahead = ahead + states[k + 1];
+    total = total + (tw * ahead).tanh().sum();
+  }
+  total.backward();
+  expect_close(grads[0], tw.grad(), "batched");
+  expect_close(grads[1], tw.grad(), "interleaved");
+}
+
 // ---- work --------------------------------------------------------------------------------------
 
 // y[t] = x[t:T].sum(0), then the sum over t of 2 y[t]: the launches of a run, lifted or not.

@@ -207,5 +207,41 @@ TEST(Train, MemoryBudgetLearnsTheSame) {
   }
 }
 
+// n-step REINFORCE learning from the acting pass (TEMPO Fig. 23): with proximity the learner
+// at t runs once step t + n - 1 has acted, so only about n steps of observations are alive
+// instead of the rollout, and it learns the same (the gradient summed step by step instead of
+// in one batched sum: equal up to rounding, the same actions).
+TEST(Train, NStepLearningInterleavesWithActing) {
+  // Unfused, the per-op statements with proximity exceed isl's operation bound.
+  if (std::getenv("TEMPO_NO_PASS")) GTEST_SKIP() << "needs the passes (interleaving, fusion)";
+  TrainConfig c = TrainConfig::defaults("reinforce");
+  c.env = "synthetic";
+  c.env_options.obs_shape = {3, 32, 32};
+  c.num_envs = 16;
+  c.hidden = 16;  // the rollout dominates memory, as with image observations
+  c.n_step = 4;
+  c.normalize_returns = false;  // statistics of the whole rollout would wait for its end
+  c.iterations = 3;
+  c.codegen = false;
+  TrainResult batched = train(c, nullptr);
+  c.proximity = true;
+  TrainResult interleaved = train(c, nullptr);
+  const int64_t rollout = c.num_envs * (c.steps + 1) * 3 * 32 * 32 * 4;
+  EXPECT_GT(batched.peak_tracked_bytes, rollout);
+  EXPECT_LT(interleaved.peak_tracked_bytes, rollout / 4);
+
+  TrainConfig cartpole = TrainConfig::defaults("reinforce");
+  cartpole.n_step = 4;
+  cartpole.normalize_returns = false;
+  cartpole.iterations = 6;
+  cartpole.codegen = false;
+  TrainResult a = train(cartpole, nullptr);
+  cartpole.proximity = true;
+  TrainResult b = train(cartpole, nullptr);
+  ASSERT_EQ(a.curve.size(), b.curve.size());
+  for (size_t k = 0; k < a.curve.size(); ++k)
+    EXPECT_NEAR(a.curve[k].mean_return, b.curve[k].mean_return, 1e-9) << "iteration " << k;
+}
+
 }  // namespace
 }  // namespace tempo::rl

@@ -246,10 +246,12 @@ TEST_P(Schedule_, SamePointCycleIsAnError) {
 // A REINFORCE-shaped program over (b, i, t) (NOTES-isl.md): parameters P[i], observations
 // O[b,i,t], actions A, environment steps S, returns Ret reading S[b,i,t:T] (Monte-Carlo) or
 // S[b,i,t:min(t+n,T)] (n-step), losses L, gradient G[i] reading L[0:B,i,0:T], update U[i].
+// With `learn_from_obs`, L also reads O[b,i,t], as a per-step backward pass reads the step's
+// observation.
 struct Reinforce {
   Builder b;
   OpId p0, reset, P, U, O, A, S, Ret, L, G;
-  Reinforce(int n_step) {
+  Reinforce(int n_step, bool learn_from_obs = false) {
     Dim bd("b", "B");
     Expr bv = bd.var, B = bd.bound;
     Dims bit = {bd, i_dim, t_dim};
@@ -276,6 +278,7 @@ struct Reinforce {
     b.read(Ret, S, seq({bv, i, slice(t, stop)}));
     b.read(L, Ret, seq({bv, i, t}));
     b.read(L, A, seq({bv, i, t}));
+    if (learn_from_obs) b.read(L, O, seq({bv, i, t}));
     b.read(G, L, seq({slice(0, B), i, slice(0, T)}));
   }
 };
@@ -311,6 +314,28 @@ TEST_P(Schedule_, ReinforceNStepInterleavesActingAndLearning) {
   std::cout << "Ret[0] at event " << ret0 << ", S[T-1] at event " << last_step << ", max live "
             << tr.max_live << "\n";
   EXPECT_LT(ret0, last_step) << s.str(r.b.g);
+}
+
+// The learner at t reads O[t] but also needs S up to t + 2: the observation's lifetime bound
+// counts that (memory_ops.cpp, latest_dependence), so O[t] is freed before O[t + 3] is made and
+// the live points do not grow with T (TEMPO Fig. 23), with proximity for memory statements only.
+TEST_P(Schedule_, NStepLearnerReadingTheObservationFreesItEarly) {
+  Reinforce r(3, /*learn_from_obs=*/true);
+  ScheduleOptions opt = base();
+  opt.proximity = false;
+  opt.memory_proximity = true;
+  Schedule s = compute_schedule(r.b.g, opt);
+  std::cout << s.str(r.b.g);
+  EXPECT_TRUE(s.bounded);
+  std::vector<size_t> live;
+  for (int64_t n : {12, 24}) {
+    Trace tr = simulate(r.b.g, s, {{"B", 1}, {"I", 2}, {"T", n}}, opt);
+    EXPECT_TRUE(tr.errors.empty()) << tr.error_text();
+    EXPECT_LT(tr.when(r.L, {0, 0, 0}), tr.when(r.S, {0, 0, n - 1})) << s.str(r.b.g);
+    live.push_back(tr.max_live_of[r.O]);
+  }
+  EXPECT_LE(live[0], 5u) << s.str(r.b.g);
+  EXPECT_EQ(live[0], live[1]) << "live observations grow with T";
 }
 
 }  // namespace

@@ -97,6 +97,7 @@ struct Trace {
   std::vector<Event> events;
   std::vector<std::string> errors;  // empty: a correct execution
   size_t max_live = 0;              // most op-output points alive at once
+  std::map<ir::OpId, size_t> max_live_of;  // per op: most of its points alive at once
   std::map<std::pair<ir::OpId, Point>, size_t> exec_index;  // position in `events`
 
   // Position of op's exec at point (or -1).
@@ -201,6 +202,10 @@ class Simulator {
     for (int out = 0; out < static_cast<int>(op.outputs.size()); ++out)
       live_.insert(std::make_tuple(id, out, p));
     trace_.max_live = std::max(trace_.max_live, live_.size());
+    if (!op.outputs.empty()) {
+      size_t& most = trace_.max_live_of[id];
+      most = std::max(most, ++live_of_[id]);
+    }
   }
 
   void dealloc(ir::OpId id, int out, const Point& p) {
@@ -209,7 +214,7 @@ class Simulator {
     if (!trace_.exec_index.count({id, p})) err(what + " before it is produced");
     if (freed_.count(key)) err(what + " twice");
     freed_.insert(key);
-    live_.erase(key);
+    if (live_.erase(key) && out == 0) --live_of_[id];
     trace_.events.push_back({true, id, out, p});
   }
 
@@ -289,6 +294,7 @@ class Simulator {
   ScheduleOptions opt_;
   Trace trace_;
   std::set<std::tuple<ir::OpId, int, Point>> live_, freed_;
+  std::map<ir::OpId, size_t> live_of_;  // live points of each op's first output
   long steps_ = 0;
 };
 

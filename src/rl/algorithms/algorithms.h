@@ -68,8 +68,9 @@ struct TrainConfig {
   int64_t layers = 2;              // hidden layers of the policy and value networks
   std::string optimizer = "adam";  // or "sgd" (a much smaller program)
   bool whole_component = false;    // CompileOptions::whole_component
-  // CompileOptions::proximity: interleaves learning with acting (e.g. n-step returns free
-  // observations early) at a much higher compile time; PPO exceeds isl's operation bound.
+  // CompileOptions::proximity and PassOptions::interleave: interleaves learning with acting
+  // (n-step REINFORCE learns from step t once step t + n - 1 acted, and frees its observation)
+  // at a higher compile time; PPO exceeds isl's operation bound.
   bool proximity = false;
   bool verbose = false;         // compile phases on stderr
   PassOptions passes;           // CompileOptions::passes

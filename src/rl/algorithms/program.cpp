@@ -415,6 +415,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   co.whole_component = cfg.whole_component;
   co.proximity = cfg.proximity;
   co.passes = cfg.passes;
+  co.passes.interleave |= cfg.proximity;
   co.codegen = cfg.codegen;
   co.profile = cfg.profile;
   co.memory_budget = cfg.memory_budget;
