@@ -1,0 +1,415 @@
+// The PPO agent: the network's CPU forward pass, rollouts in the environment, and the learner as
+// a Tempo program fed by a rollout UDF (the pattern of mmap/muzero.cpp).
+#include "rewrite/agent.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+
+#include "api/tempo.h"
+#include "nn/module.h"
+#include "optim/optim.h"
+#include "util/error.h"
+
+namespace tempo::rewrite {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ir::HostTensor;
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// One observation as the agent sees it: at most `max_nodes` nodes, each with its neighbours
+// (both directions and itself, without repeats): Â's row i is 1/|nb[i]| on nb[i].
+struct AgentObs {
+  int64_t nodes = 0;
+  std::vector<float> x;                 // nodes x kNodeFeatures
+  std::vector<std::vector<int>> nb;
+  std::vector<uint8_t> mask, rule_mask;
+};
+
+AgentObs agent_obs(const Observation& o, int64_t max_nodes) {
+  AgentObs a;
+  a.nodes = std::min(o.num_nodes, max_nodes);
+  a.x.assign(o.node_features.begin(), o.node_features.begin() + a.nodes * kNodeFeatures);
+  std::vector<std::set<int>> nb(a.nodes);
+  for (int n = 0; n < a.nodes; ++n) nb[n].insert(n);
+  for (auto [p, c] : o.edges)
+    if (p < a.nodes && c < a.nodes) {
+      nb[p].insert(c);
+      nb[c].insert(p);
+    }
+  for (auto& s : nb) a.nb.emplace_back(s.begin(), s.end());
+  a.mask = o.mask;
+  a.rule_mask = o.rule_mask;
+  return a;
+}
+
+// y = W x + b for W (out x in) row-major, as nn::Linear stores it.
+void linear(const HostTensor& w, const HostTensor& b, const float* x, float* y) {
+  int64_t out = w.shape[0], in = w.shape[1];
+  const float *W = w.ptr<float>(), *B = b.ptr<float>();
+  for (int64_t o = 0; o < out; ++o) {
+    float s = B[o];
+    for (int64_t k = 0; k < in; ++k) s += W[o * in + k] * x[k];
+    y[o] = s;
+  }
+}
+
+std::vector<double> log_softmax_masked(const std::vector<float>& logits, const uint8_t* mask) {
+  double mx = -1e300;
+  for (size_t k = 0; k < logits.size(); ++k)
+    if (mask[k]) mx = std::max(mx, double(logits[k]));
+  double sum = 0;
+  for (size_t k = 0; k < logits.size(); ++k)
+    if (mask[k]) sum += std::exp(logits[k] - mx);
+  std::vector<double> lp(logits.size(), -1e30);
+  for (size_t k = 0; k < logits.size(); ++k)
+    if (mask[k]) lp[k] = logits[k] - mx - std::log(sum);
+  return lp;
+}
+
+// The policy and value network on the CPU, from the learner's parameters by name.
+class PolicyNet {
+ public:
+  PolicyNet(std::map<std::string, HostTensor> w, int64_t rules, int64_t locations)
+      : w_(std::move(w)), rules_(rules), locations_(locations) {}
+
+  struct Out {
+    std::vector<float> g;          // graph embedding
+    std::vector<double> rule_logp;  // masked
+    double value = 0;
+  };
+
+  Out encode(const AgentObs& o) const {
+    const int64_t H = w_.at("enc1.weight").shape[0];
+    std::vector<float> h(o.nodes * kNodeFeatures), agg, z(o.nodes * H);
+    h = o.x;
+    int64_t width = kNodeFeatures;
+    for (const char* layer : {"enc1", "enc2"}) {
+      agg.assign(o.nodes * width, 0.f);
+      for (int64_t n = 0; n < o.nodes; ++n) {
+        float inv = 1.f / static_cast<float>(o.nb[n].size());
+        for (int j : o.nb[n])
+          for (int64_t k = 0; k < width; ++k) agg[n * width + k] += inv * h[j * width + k];
+      }
+      const HostTensor &W = w_.at(cat(layer, ".weight")), &B = w_.at(cat(layer, ".bias"));
+      for (int64_t n = 0; n < o.nodes; ++n) {
+        linear(W, B, &agg[n * width], &z[n * H]);
+        for (int64_t k = 0; k < H; ++k) z[n * H + k] = std::max(0.f, z[n * H + k]);
+      }
+      h = z;
+      width = H;
+    }
+    Out r;
+    r.g.assign(H, 0.f);
+    for (int64_t n = 0; n < o.nodes; ++n)
+      for (int64_t k = 0; k < H; ++k) r.g[k] += h[n * H + k] / static_cast<float>(o.nodes);
+    r.rule_logp = log_softmax_masked(mlp("rule", r.g), o.rule_mask.data());
+    r.value = mlp("value", r.g)[0];
+    return r;
+  }
+
+  std::vector<double> location_logp(const Out& e, int rule, const AgentObs& o) const {
+    std::vector<float> in = e.g;
+    for (int64_t k = 0; k < rules_; ++k) in.push_back(k == rule ? 1.f : 0.f);
+    return log_softmax_masked(mlp("loc", in), &o.mask[rule * locations_]);
+  }
+
+ private:
+  // nn::MLP with two layers: tanh between them, identity at the output.
+  std::vector<float> mlp(const std::string& name, const std::vector<float>& x) const {
+    const HostTensor& w0 = w_.at(name + ".0.weight");
+    std::vector<float> h(w0.shape[0]);
+    linear(w0, w_.at(name + ".0.bias"), x.data(), h.data());
+    for (float& v : h) v = std::tanh(v);
+    const HostTensor& w1 = w_.at(name + ".1.weight");
+    std::vector<float> y(w1.shape[0]);
+    linear(w1, w_.at(name + ".1.bias"), h.data(), y.data());
+    return y;
+  }
+  std::map<std::string, HostTensor> w_;
+  int64_t rules_, locations_;
+};
+
+int sample(const std::vector<double>& logp, std::mt19937_64& rng, bool greedy) {
+  if (greedy) return static_cast<int>(std::max_element(logp.begin(), logp.end()) - logp.begin());
+  std::uniform_real_distribution<double> u(0, 1);
+  double r = u(rng), acc = 0;
+  int last = 0;
+  for (size_t k = 0; k < logp.size(); ++k) {
+    if (logp[k] < -1e20) continue;
+    acc += std::exp(logp[k]);
+    last = static_cast<int>(k);
+    if (r <= acc) return last;
+  }
+  return last;
+}
+
+struct Transition {
+  AgentObs obs;
+  int rule = 0, loc = 0;
+  double logp = 0, value = 0, reward = 0, adv = 0, ret = 0;
+  bool done = false;
+};
+
+struct Episode {
+  std::vector<Transition> steps;
+  Graph final_graph;
+  double final_cost = 0;
+  std::vector<Match> taken;
+};
+
+// Rollouts with the current parameters, and the learner's minibatches.
+class Rollouts {
+ public:
+  Rollouts(const Graph& g, CostModel& cost, const PpoOptions& o)
+      : o_(o), rng_(o.seed), t0_(Clock::now()) {
+    EnvOptions eo;
+    eo.max_locations = o.max_locations;
+    eo.max_steps = o.max_steps;
+    env_ = std::make_unique<RewriteEnv>(g, cost, eo);
+    rules_ = RewriteEnv::num_rules() + 1;
+    // Room for the nodes that merges add (concats and splits).
+    max_nodes_ = static_cast<int64_t>(g.nodes.size()) * 5 / 4 + 16;
+  }
+
+  int64_t rules() const { return rules_; }
+  int64_t max_nodes() const { return max_nodes_; }
+  std::shared_ptr<PolicyNet> net;
+  std::vector<CurvePoint> curve;
+  std::vector<std::string> names;
+  int64_t last_step = 0, env_steps = 0;
+  double env_seconds = 0;
+
+  std::vector<ir::TensorType> batch_types() const {
+    const int64_t B = o_.batch, N = max_nodes_, R = rules_, L = o_.max_locations;
+    std::vector<std::vector<int64_t>> shapes = {{B, N, kNodeFeatures}, {B, N, N}, {B, 1, N},
+                                                {B, 1, R},  {B, 1, R},  {B, 1, L},
+                                                {B, 1, L},  {B, 1, 1},  {B, 1, 1},
+                                                {B, 1, 1}};
+    std::vector<ir::TensorType> t;
+    for (const auto& s : shapes)
+      t.push_back({ir::DType::Float32, tempo::Shape(std::vector<Expr>(s.begin(), s.end()))});
+    return t;
+  }
+
+  Episode play(const PolicyNet& n, bool greedy) {
+    auto t = Clock::now();
+    Episode e;
+    Observation obs = env_->reset();
+    AgentObs a = agent_obs(obs, max_nodes_);
+    env_seconds += since(t);
+    while (true) {
+      Transition tr;
+      PolicyNet::Out out = n.encode(a);
+      tr.rule = sample(out.rule_logp, rng_, greedy);
+      std::vector<double> lp = n.location_logp(out, tr.rule, a);
+      tr.loc = sample(lp, rng_, greedy);
+      tr.logp = out.rule_logp[tr.rule] + lp[tr.loc];
+      tr.value = out.value;
+      t = Clock::now();
+      StepResult s = env_->step(tr.rule, tr.loc);
+      ++env_steps;
+      tr.reward = 100 * s.reward / env_->initial_cost();
+      tr.done = s.done;
+      tr.obs = std::move(a);
+      a = agent_obs(s.observation, max_nodes_);
+      env_seconds += since(t);
+      e.steps.push_back(std::move(tr));
+      if (s.done) break;
+    }
+    e.final_graph = env_->graph();
+    e.final_cost = env_->cost();
+    e.taken = env_->taken();
+    return e;
+  }
+
+  // The learner's step `step`: new rollouts at the start of each round, then a minibatch.
+  std::vector<HostTensor> operator()(const std::vector<HostTensor>& params, int64_t step) {
+    const int64_t per = o_.updates_per_rollout;
+    const bool in_time = o_.max_seconds <= 0 || since(t0_) < o_.max_seconds;
+    const bool collect = step % per == 0 && step < last_step && (in_time || buffer_.empty());
+    if (collect || step == last_step) {
+      std::map<std::string, HostTensor> w;
+      for (size_t k = 0; k < names.size(); ++k) w[names[k]] = params[k];
+      net = std::make_shared<PolicyNet>(w, rules_, o_.max_locations);
+    }
+    if (collect) {
+      buffer_.clear();
+      for (int64_t k = 0; k < o_.episodes_per_rollout; ++k) {
+        Episode e = play(*net, false);
+        double total = 0;
+        for (const auto& t : e.steps) total += t.reward;
+        curve.push_back({since(t0_), static_cast<int64_t>(curve.size()), total});
+        advantages(e.steps);
+        for (auto& t : e.steps) buffer_.push_back(std::move(t));
+      }
+      normalize_advantages();
+    }
+    return batch();
+  }
+
+ private:
+  void advantages(std::vector<Transition>& ep) const {
+    double next_value = 0, gae = 0;
+    for (int64_t k = static_cast<int64_t>(ep.size()) - 1; k >= 0; --k) {
+      Transition& t = ep[k];
+      double nv = t.done ? 0 : next_value;
+      double delta = t.reward + o_.gamma * nv - t.value;
+      gae = delta + o_.gamma * o_.lambda * (t.done ? 0 : gae);
+      t.adv = gae;
+      t.ret = gae + t.value;
+      next_value = t.value;
+    }
+  }
+
+  void normalize_advantages() {
+    double mean = 0, var = 0;
+    for (const auto& t : buffer_) mean += t.adv;
+    mean /= static_cast<double>(buffer_.size());
+    for (const auto& t : buffer_) var += (t.adv - mean) * (t.adv - mean);
+    double sd = std::sqrt(var / static_cast<double>(buffer_.size())) + 1e-8;
+    norm_.assign(buffer_.size(), 0);
+    for (size_t k = 0; k < buffer_.size(); ++k) norm_[k] = (buffer_[k].adv - mean) / sd;
+  }
+
+  std::vector<HostTensor> batch() {
+    auto types = batch_types();
+    std::vector<HostTensor> out;
+    for (const auto& t : types) {
+      std::vector<int64_t> s;
+      for (const Expr& d : t.shape.dims) s.push_back(d.value());
+      out.emplace_back(ir::DType::Float32, s);
+    }
+    const int64_t N = max_nodes_, R = rules_, L = o_.max_locations, F = kNodeFeatures;
+    std::uniform_int_distribution<size_t> pick(0, buffer_.size() - 1);
+    for (int64_t b = 0; b < o_.batch; ++b) {
+      size_t k = pick(rng_);
+      const Transition& t = buffer_[k];
+      const AgentObs& a = t.obs;
+      float* x = out[0].ptr<float>() + b * N * F;
+      std::copy(a.x.begin(), a.x.end(), x);
+      float* adj = out[1].ptr<float>() + b * N * N;
+      float* m = out[2].ptr<float>() + b * N;
+      for (int64_t n = 0; n < a.nodes; ++n) {
+        for (int j : a.nb[n]) adj[n * N + j] = 1.f / static_cast<float>(a.nb[n].size());
+        m[n] = 1.f / static_cast<float>(a.nodes);
+      }
+      float* rpen = out[3].ptr<float>() + b * R;
+      for (int64_t r = 0; r < R; ++r) rpen[r] = a.rule_mask[r] ? 0.f : -1e9f;
+      out[4].ptr<float>()[b * R + t.rule] = 1;
+      float* lpen = out[5].ptr<float>() + b * L;
+      for (int64_t l = 0; l < L; ++l) lpen[l] = a.mask[t.rule * L + l] ? 0.f : -1e9f;
+      out[6].ptr<float>()[b * L + t.loc] = 1;
+      out[7].ptr<float>()[b] = static_cast<float>(t.logp);
+      out[8].ptr<float>()[b] = static_cast<float>(norm_[k]);
+      out[9].ptr<float>()[b] = static_cast<float>(t.ret);
+    }
+    return out;
+  }
+
+  PpoOptions o_;
+  std::unique_ptr<RewriteEnv> env_;
+  std::mt19937_64 rng_;
+  Clock::time_point t0_;
+  int64_t rules_ = 0, max_nodes_ = 0;
+  std::vector<Transition> buffer_;
+  std::vector<double> norm_;
+};
+
+}  // namespace
+
+AgentResult train_ppo(const Graph& g, CostModel& cost, const PpoOptions& o) {
+  if (o.rollouts < 1 || o.episodes_per_rollout < 1 || o.updates_per_rollout < 1 || o.batch < 1 ||
+      o.hidden < 1)
+    throw UserError("PPO options: rollouts, episodes, updates, batch and hidden must be positive");
+  auto t0 = Clock::now();
+  auto roll = std::make_shared<Rollouts>(g, cost, o);
+  const int64_t R = roll->rules(), L = o.max_locations, H = o.hidden;
+
+  Context ctx;
+  Dim i = ctx.dim("i", "I");
+  nn::Linear enc1(ctx, kNodeFeatures, H, i), enc2(ctx, H, H, i);
+  nn::MLP rule_head(ctx, {H, H, R}, i, nn::tanh), loc_head(ctx, {H + R, H, L}, i, nn::tanh),
+      value_head(ctx, {H, H, 1}, i, nn::tanh);
+  std::vector<nn::Parameter> params;
+  std::vector<std::pair<const char*, const nn::Module*>> modules = {
+      {"enc1", &enc1}, {"enc2", &enc2}, {"rule", &rule_head}, {"loc", &loc_head},
+      {"value", &value_head}};
+  for (const auto& [prefix, m] : modules)
+    for (const auto& [name, p] : m->named_parameters()) {
+      roll->names.push_back(cat(prefix, ".", name));
+      params.push_back(p);
+    }
+  auto batch_fn = [roll](const std::vector<HostTensor>& in, const std::vector<int64_t>& point) {
+    return (*roll)(in, point[0]);
+  };
+  const std::vector<RT> b =
+      ctx.udf("rewrite_rollouts", batch_fn, nn::as_rts(params), roll->batch_types(), {i});
+  const RT &X = b[0], &A = b[1], &M = b[2], &rpen = b[3], &rhot = b[4], &lpen = b[5],
+           &lhot = b[6], &old_logp = b[7], &adv = b[8], &ret = b[9];
+  RT h1 = enc1(A.matmul(X)).relu();
+  RT h2 = enc2(A.matmul(h1)).relu();
+  RT emb = M.matmul(h2);  // [B, 1, H]: the mean over the graph's nodes
+  RT rule_lp = (rule_head(emb) + rpen).log_softmax(-1);
+  RT loc_lp = (loc_head(tempo::cat(std::vector<RT>{emb, rhot}, 2)) + lpen).log_softmax(-1);
+  RT logp = (rhot * rule_lp).sum(-1, true) + (lhot * loc_lp).sum(-1, true);
+  RT ratio = (logp - old_logp).exp();
+  RT surrogate = (ratio * adv).minimum(ratio.clamp(1 - o.clip, 1 + o.clip) * adv);
+  RT value_loss = (value_head(emb) - ret).square() * 0.5;
+  RT entropy = -(rule_lp.exp() * rule_lp).sum(-1, true);
+  RT loss = (-surrogate + value_loss - entropy * o.entropy).mean();
+  optim::Adam adam(params, o.learning_rate);
+  optim::minimize(loss, adam, /*max_grad_norm=*/1.0);
+  const RT kept_loss = loss.retain();
+  // At a rollout's first update the parameters are those that acted: the learner's log-probs
+  // must equal the CPU forward pass's (a check of one against the other).
+  const RT kept_gap = (logp - old_logp).abs().mean().retain();
+
+  // One more step than the rounds need: its UDF call sees the parameters after the last update.
+  const int64_t steps = o.rollouts * o.updates_per_rollout;
+  roll->last_step = steps;
+  CompileOptions co;
+  co.whole_component = false;
+  co.proximity = false;
+  co.seed = o.seed;
+  Executable exe = ctx.compile({{i.bound, steps + 1}}, co);
+  exe.run();
+
+  AgentResult r;
+  for (int64_t k = 0; k < o.rollouts; ++k) {
+    double sum = 0;
+    for (int64_t u = 0; u < o.updates_per_rollout; ++u)
+      sum += exe.get(kept_loss, {k * o.updates_per_rollout + u}).at(0);
+    r.losses.push_back(sum / static_cast<double>(o.updates_per_rollout));
+    r.logp_gap = std::max(r.logp_gap, exe.get(kept_gap, {k * o.updates_per_rollout}).at(0));
+  }
+  // The trained policy: the greedy episode and a few sampled ones; the cheapest final graph.
+  r.initial_cost = cost.graph_cost(g);
+  r.best = g;
+  r.best_cost = r.initial_cost;
+  for (int64_t k = 0; k <= o.eval_episodes; ++k) {
+    Episode e = roll->play(*roll->net, k == 0);
+    if (e.final_cost < r.best_cost) {
+      r.best_cost = e.final_cost;
+      r.best = e.final_graph;
+      r.steps = e.taken;
+    }
+  }
+  r.curve = roll->curve;
+  r.env_steps = roll->env_steps;
+  r.env_seconds = roll->env_seconds;
+  r.seconds = since(t0);
+  return r;
+}
+
+}  // namespace tempo::rewrite
