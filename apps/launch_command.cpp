@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -38,16 +39,22 @@ const char* kUsage =
     "  --timeout S      seconds the ranks wait for each other at the rendezvous and in each\n"
     "                   collective before failing (TEMPO_DIST_TIMEOUT; default 60)\n";
 
-// Stops the ranks still running: SIGTERM, then SIGKILL after a grace period.
+volatile sig_atomic_t g_interrupted = 0;  // SIGINT or SIGTERM reached the launcher
+void on_signal(int sig) {
+  g_interrupted = sig;
+}
+
+// Stops the ranks still running, each with the processes it started (its process group):
+// SIGTERM, then SIGKILL after a grace period.
 void stop_all(std::vector<pid_t>& pids) {
   for (pid_t p : pids)
-    if (p > 0) kill(p, SIGTERM);
+    if (p > 0) kill(-p, SIGTERM);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   for (pid_t& p : pids) {
     if (p <= 0) continue;
     while (waitpid(p, nullptr, WNOHANG) == 0) {
       if (std::chrono::steady_clock::now() > deadline) {
-        kill(p, SIGKILL);
+        kill(-p, SIGKILL);
         waitpid(p, nullptr, 0);
         break;
       }
@@ -106,6 +113,13 @@ int run_launch_command(int argc, char** argv) {
                              addr == "localhost" ? std::string("127.0.0.1") : addr));
   }
 
+  // The ranks run in their own process groups, so a terminal's Ctrl-C reaches the launcher
+  // alone: it stops them (no SA_RESTART: waitpid returns EINTR).
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
   std::vector<pid_t> pids(n, 0);
   std::fflush(stdout);
   std::fflush(stderr);
@@ -116,6 +130,7 @@ int run_launch_command(int argc, char** argv) {
       throw UserError(cat("tempo launch: cannot start rank ", r, ": ", std::strerror(errno)));
     }
     if (pid == 0) {
+      setpgid(0, 0);  // a group per rank, so that stopping it stops what it started
       setenv("RANK", std::to_string(r).c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
       setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
@@ -136,6 +151,7 @@ int run_launch_command(int argc, char** argv) {
                    std::strerror(errno));
       _exit(127);
     }
+    setpgid(pid, pid);  // also here: the group exists before any kill, whoever runs first
     pids[r] = pid;
   }
 
@@ -144,6 +160,12 @@ int run_launch_command(int argc, char** argv) {
     int st = 0;
     pid_t done = waitpid(-1, &st, 0);
     if (done < 0) {
+      if (errno == EINTR && g_interrupted) {
+        std::fprintf(stderr, "tempo launch: interrupted (%s); stopping the ranks\n",
+                     strsignal(g_interrupted));
+        stop_all(pids);
+        return 128 + g_interrupted;
+      }
       if (errno == EINTR) continue;
       break;
     }
