@@ -9,6 +9,7 @@
 #include "rewrite/bench.h"
 #include "rewrite/enumerate.h"
 #include "rewrite/subst.h"
+#include "nn/safetensors.h"
 #include "util/error.h"
 
 namespace {
@@ -21,12 +22,14 @@ const char* kUsage =
     "TASO-style graph substitutions over InceptionV3, ResNet-18/50, SqueezeNet 1.1 and BERT-base,\n"
     "costed by per-operator LibTorch runtimes measured on this machine (one thread).\n\n"
     "  tempo rewrite bench [--model NAME] [--quick] [--budget N] [--seconds S]\n"
-    "                      [--bert-layers L] [--cost-cache FILE] [--reps N]\n"
+    "                      [--bert-layers L] [--cost-cache FILE] [--reps N] [--no-agents]\n"
+    "                      [--plot FILE]\n"
     "      per model: the runtime of the original graph and after TASO's backtracking search\n"
     "      (alpha 1.05, N expanded graphs, default 200; at most S seconds, default 120), by the\n"
     "      cost model and measured end to end (the fastest of N runs, default 5), and the largest\n"
     "      output difference of the optimized graph; --quick: budget 40, 30 s, BERT with 2 layers\n"
-    "      (default 12)\n"
+    "      (default 12); then trains the PPO agent per model (unless --no-agents) and prints\n"
+    "      its table; --plot writes its training curves (SVG)\n"
     "  tempo rewrite substitutions [--enumerate N]\n"
     "      lists the substitution library and enumerates graphs of up to N operators (default\n"
     "      2, at most 3) for verified equivalent pairs\n\n"
@@ -50,6 +53,7 @@ int bench(const Args& a) {
   o.reps = get_int(a, "--reps", 5, 1, 1000);
   if (a.has("--seconds")) o.max_seconds = cli::parse_double("--seconds", a.get("--seconds", ""));
   o.cost_cache = a.get("--cost-cache", "");
+  o.agents = !a.has("--no-agents");
   std::vector<std::string> models = model_names();
   if (a.has("--model")) {
     std::string m = a.get("--model", "");
@@ -65,7 +69,13 @@ int bench(const Args& a) {
     rows.push_back(bench_model(m, cost, o));
   }
   std::printf("%s", bench_table(rows).c_str());
+  if (o.agents) std::printf("\n%s", agent_table(rows).c_str());
   std::printf("\n%zu operator configurations measured\n", cost.measured());
+  if (a.has("--plot")) {
+    std::string path = a.get("--plot", "");
+    nn::write_atomic(path, curve_plot(rows));
+    std::printf("training curves: %s\n", path.c_str());
+  }
   return 0;
 }
 
@@ -100,8 +110,9 @@ int run_rewrite_command(int argc, char** argv) {
     }
   if (sub == "bench")
     return bench(cli::parse_options(
-        argc, argv, 2, {"--model", "--budget", "--seconds", "--bert-layers", "--cost-cache", "--reps"},
-        {"--quick"}, "rewrite"));
+        argc, argv, 2,
+        {"--model", "--budget", "--seconds", "--bert-layers", "--cost-cache", "--reps", "--plot"},
+        {"--quick", "--no-agents"}, "rewrite"));
   if (sub == "substitutions")
     return substitutions(cli::parse_options(argc, argv, 2, {"--enumerate"}, {}, "rewrite"));
   throw UserError(cat("unknown rewrite command '", sub, "' (bench or substitutions)"));

@@ -177,6 +177,8 @@ class Rollouts {
     eo.max_locations = o.max_locations;
     eo.max_steps = o.max_steps;
     env_ = std::make_unique<RewriteEnv>(g, cost, eo);
+    best.final_graph = g;
+    best.final_cost = env_->initial_cost();
     rules_ = RewriteEnv::num_rules() + 1;
     // Room for the nodes that merges add (concats and splits).
     max_nodes_ = static_cast<int64_t>(g.nodes.size()) * 5 / 4 + 16;
@@ -187,6 +189,7 @@ class Rollouts {
   std::shared_ptr<PolicyNet> net;
   std::vector<CurvePoint> curve;
   std::vector<std::string> names;
+  Episode best;  // the cheapest graph any episode reached (training and evaluation)
   int64_t last_step = 0, env_steps = 0;
   double env_seconds = 0;
 
@@ -206,6 +209,8 @@ class Rollouts {
     auto t = Clock::now();
     Episode e;
     Observation obs = env_->reset();
+    e.final_cost = env_->cost();
+    e.final_graph = env_->graph();
     AgentObs a = agent_obs(obs, max_nodes_);
     env_seconds += since(t);
     while (true) {
@@ -225,11 +230,15 @@ class Rollouts {
       a = agent_obs(s.observation, max_nodes_);
       env_seconds += since(t);
       e.steps.push_back(std::move(tr));
+      // The cheapest graph of the episode (a later step may make it worse again).
+      if (env_->cost() < e.final_cost) {
+        e.final_cost = env_->cost();
+        e.final_graph = env_->graph();
+        e.taken = env_->taken();
+      }
       if (s.done) break;
     }
-    e.final_graph = env_->graph();
-    e.final_cost = env_->cost();
-    e.taken = env_->taken();
+    if (e.final_cost < best.final_cost) best = e;
     return e;
   }
 
@@ -393,18 +402,13 @@ AgentResult train_ppo(const Graph& g, CostModel& cost, const PpoOptions& o) {
     r.losses.push_back(sum / static_cast<double>(o.updates_per_rollout));
     r.logp_gap = std::max(r.logp_gap, exe.get(kept_gap, {k * o.updates_per_rollout}).at(0));
   }
-  // The trained policy: the greedy episode and a few sampled ones; the cheapest final graph.
+  // The trained policy plays the greedy episode and a few sampled ones; the result is the
+  // cheapest graph that any episode reached, in training or after it.
   r.initial_cost = cost.graph_cost(g);
-  r.best = g;
-  r.best_cost = r.initial_cost;
-  for (int64_t k = 0; k <= o.eval_episodes; ++k) {
-    Episode e = roll->play(*roll->net, k == 0);
-    if (e.final_cost < r.best_cost) {
-      r.best_cost = e.final_cost;
-      r.best = e.final_graph;
-      r.steps = e.taken;
-    }
-  }
+  for (int64_t k = 0; k <= o.eval_episodes; ++k) roll->play(*roll->net, k == 0);
+  r.best = roll->best.final_graph;
+  r.best_cost = roll->best.final_cost;
+  r.steps = roll->best.taken;
   r.curve = roll->curve;
   r.env_steps = roll->env_steps;
   r.env_seconds = roll->env_seconds;

@@ -43,7 +43,7 @@ struct CurvePoint {
 };
 
 struct AgentResult {
-  Graph best;
+  Graph best;  // the cheapest graph an episode reached (training or evaluation after it)
   double initial_cost = 0, best_cost = 0;
   std::vector<Match> steps;  // from the original graph to `best`
   double seconds = 0;        // training and evaluation wall time

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "util/error.h"
+#include "util/plot.h"
 
 namespace tempo::rewrite {
 
@@ -26,7 +27,70 @@ BenchRow bench_model(const std::string& model, CostModel& cost, const BenchOptio
   r.taso_expanded = s.expanded;
   r.taso_measured = cost.measure_graph(s.best, o.reps);
   r.max_difference = max_difference(evaluate(s.best), evaluate(g));
+  if (o.agents) {
+    AgentResult a = train_ppo(g, cost, bench_ppo_options(model, o.quick));
+    r.has_ppo = true;
+    r.ppo_ops = a.best.num_ops();
+    r.ppo_steps = static_cast<int64_t>(a.steps.size());
+    r.ppo_env_steps = a.env_steps;
+    r.ppo_cost = a.best_cost;
+    r.ppo_seconds = a.seconds;
+    r.ppo_env_seconds = a.env_seconds;
+    r.ppo_measured = cost.measure_graph(a.best, o.reps);
+    r.ppo_max_difference = max_difference(evaluate(a.best), evaluate(g));
+    r.ppo_curve = a.curve;
+  }
   return r;
+}
+
+PpoOptions bench_ppo_options(const std::string& model, bool quick) {
+  PpoOptions p;
+  p.max_steps = model == "bert" && !quick ? 64 : 40;  // BERT-12 has 4 useful steps per layer
+  if (quick) {
+    p.rollouts = 8;
+    p.episodes_per_rollout = 4;
+    p.updates_per_rollout = 4;
+    p.batch = 16;
+    p.max_steps = 24;
+    p.max_seconds = 20;
+  } else {
+    p.rollouts = 30;
+    p.episodes_per_rollout = 8;
+    p.updates_per_rollout = 4;
+    p.batch = 24;
+    p.max_seconds = 120;
+  }
+  return p;
+}
+
+std::string agent_table(const std::vector<BenchRow>& rows) {
+  std::string t =
+      "| model | original ms | TASO ms | PPO ms | PPO vs TASO | TASO s | PPO s (train) | PPO env "
+      "steps | PPO measured ms | PPO max diff |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  char line[512];
+  for (const BenchRow& r : rows) {
+    if (!r.has_ppo) continue;
+    std::snprintf(line, sizeof line,
+                  "| %s | %.2f | %.2f | %.2f | %+.1f%% | %.1f | %.1f | %lld | %.2f | %.1e |\n",
+                  r.model.c_str(), r.cost, r.taso_cost, r.ppo_cost,
+                  100 * (r.ppo_cost - r.taso_cost) / r.taso_cost, r.taso_seconds, r.ppo_seconds,
+                  static_cast<long long>(r.ppo_env_steps), r.ppo_measured, r.ppo_max_difference);
+    t += line;
+  }
+  return t;
+}
+
+std::string curve_plot(const std::vector<BenchRow>& rows) {
+  std::vector<PlotSeries> series;
+  for (const BenchRow& r : rows) {
+    if (!r.has_ppo) continue;
+    PlotSeries s{r.model, {}};
+    for (const CurvePoint& c : r.ppo_curve)
+      s.points.push_back({static_cast<double>(c.episode), c.improvement});
+    series.push_back(std::move(s));
+  }
+  return line_plot_svg("PPO on the rewrite environment", "episode",
+                       "runtime decrease (% of original, cost model)", series);
 }
 
 std::string bench_table(const std::vector<BenchRow>& rows) {

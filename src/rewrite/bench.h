@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "rewrite/agent.h"
 #include "rewrite/search.h"
 
 namespace tempo::rewrite {
@@ -18,7 +19,11 @@ struct BenchOptions {
   int bert_layers = 0;         // 0: 12, quick 2
   std::string cost_cache;      // the cost model's on-disk cache
   int reps = 5;                // end-to-end measurements: the fastest of reps runs
+  bool agents = true;          // train the PPO agent per model
 };
+
+// The PPO agent's settings in the bench (smaller with quick).
+PpoOptions bench_ppo_options(const std::string& model, bool quick);
 
 struct BenchRow {
   std::string model;
@@ -28,10 +33,19 @@ struct BenchRow {
   double taso_seconds = 0;
   int64_t taso_steps = 0, taso_expanded = 0;
   double max_difference = 0;  // optimized vs original outputs
+  bool has_ppo = false;
+  int64_t ppo_ops = 0, ppo_steps = 0, ppo_env_steps = 0;
+  double ppo_cost = 0, ppo_measured = 0, ppo_seconds = 0, ppo_env_seconds = 0;
+  double ppo_max_difference = 0;
+  std::vector<CurvePoint> ppo_curve;
 };
 
 BenchRow bench_model(const std::string& model, CostModel& cost, const BenchOptions& options);
 // A markdown table of the rows.
 std::string bench_table(const std::vector<BenchRow>& rows);
+// The agents' table (runtime after each method, optimization wall time) when trained.
+std::string agent_table(const std::vector<BenchRow>& rows);
+// The PPO training curves (runtime decrease per episode) as an SVG line plot.
+std::string curve_plot(const std::vector<BenchRow>& rows);
 
 }  // namespace tempo::rewrite
