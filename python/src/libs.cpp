@@ -274,13 +274,15 @@ rl::TrainConfig train_config(const std::string& algo, py::handle env, const py::
       c.env_options.obs_shape = value.cast<std::vector<int64_t>>();
     else if (k == "episode_length")
       c.env_options.episode_length = as_int();
-    else
+    else if (k == "distributed") {  // one rank of a job started by `tempo launch` or torchrun
+      if (as_bool()) c.communicator = connect(DistributedConfig::from_env());
+    } else
       throw py::type_error(cat(
           "train() got an unknown option '", k,
           "' (options: seed, iterations, num_envs, steps, lr, lr_decay, orthogonal_init, gamma, "
           "gae_lambda, ent_coef, vf_coef, max_grad_norm, clip, epochs, minibatches, n_step, "
           "normalize_returns, per_step, hidden, layers, optimizer, verbose, codegen, profile, "
-          "memory_budget, save_dir, save_every, obs_shape, episode_length)"));
+          "memory_budget, save_dir, save_every, obs_shape, episode_length, distributed)"));
   }
   return c;
 }
@@ -498,7 +500,9 @@ void bind_libs(py::module_& m) {
       .def_readonly("launches", &rl::TrainResult::launches)
       .def_readonly("peak_tracked_bytes", &rl::TrainResult::peak_tracked_bytes)
       .def_readonly("iteration_seconds", &rl::TrainResult::iteration_seconds)
-      .def_readonly("profile", &rl::TrainResult::profile);
+      .def_readonly("profile", &rl::TrainResult::profile)
+      .def_readonly("collectives", &rl::TrainResult::collectives)
+      .def_readonly("collective_seconds", &rl::TrainResult::collective_seconds);
   rl.def(
       "train",
       [](const std::string& algo, py::handle env, bool log, py::kwargs kw) {

@@ -34,6 +34,10 @@ def train(algo, env="CartPole-v1", log=True, **config):
     and every save_every iterations; `tempo eval --load DIR` runs it), ... With log=True it
     prints progress; on_iteration(curve) is called after each iteration with the curve so far
     (an exception it raises stops training and reaches the caller; so does Ctrl-C).
+    distributed=True makes this process one rank of a data-parallel job started by
+    `tempo launch -n N -- python3 script.py` (or torchrun): RANK, WORLD_SIZE, MASTER_ADDR and
+    MASTER_PORT say where; each rank acts on its own num_envs environments, gradients are
+    averaged across ranks, and rank 0 alone prints progress and saves.
     Returns a TrainResult (curve, final_mean_return, compile_seconds, run_seconds, ...)."""
     return _rl.train(algo, env, log, **config)
 
