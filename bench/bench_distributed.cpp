@@ -5,6 +5,7 @@
 //
 // The binary runs its own ranks: it re-executes itself with torchrun's variables set and each
 // rank writes one line of figures; rank 0's are reported (every rank runs the same schedule).
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,11 +65,13 @@ int worker(const Setup& s, const std::string& out) {
 struct Figures {
   double run = 0, iteration = 0, collective = 0;
   int64_t collectives = 0;
+  double cpu = 0, wall = 0;  // CPU seconds of all ranks and the job's wall time (with compiles)
 };
 
 Figures run_ranks(int world, const std::string& dir) {
   fs::create_directories(dir);
   const int port = tempo::pick_free_port();
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<pid_t> pids;
   for (int r = 0; r < world; ++r) {
     pid_t pid = fork();
@@ -87,13 +90,17 @@ Figures run_ranks(int world, const std::string& dir) {
     }
     pids.push_back(pid);
   }
+  Figures f;
   for (pid_t p : pids) {
     int st = 0;
-    waitpid(p, &st, 0);
+    rusage ru{};
+    wait4(p, &st, 0, &ru);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
       throw tempo::UserError(tempo::cat("a rank of the ", world, "-rank run failed"));
+    f.cpu += static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+             1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
   }
-  Figures f;
+  f.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::ifstream in(dir + "/rank0.txt");
   if (!(in >> f.run >> f.iteration >> f.collectives >> f.collective))
     throw tempo::UserError(tempo::cat("rank 0 of the ", world, "-rank run wrote no figures"));
@@ -141,8 +148,8 @@ int main(int argc, char** argv) {
         static_cast<long long>(s.iterations), std::thread::hardware_concurrency());
     std::printf(
         "| ranks | env steps/s (all ranks) | per rank | speed-up | collectives/iter "
-        "| ms in collectives/iter | share of the iteration |\n");
-    std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        "| ms in collectives/iter | share of the iteration | cores busy |\n");
+    std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     double base = 0;
     for (int w : s.ranks) {
       Figures f = run_ranks(w, tempo::cat(dir, "/", w));
@@ -150,9 +157,11 @@ int main(int argc, char** argv) {
       const double sps = static_cast<double>(w * s.envs * s.steps) / f.iteration;
       if (base == 0) base = sps;  // the speed-up is against the first row
       const double per_iter = f.collective / static_cast<double>(s.iterations);
-      std::printf("| %d | %.0f | %.0f | %.2fx | %.1f | %.2f | %.0f%% |\n", w, sps, sps / w,
+      // Cores busy: the ranks' CPU time over the job's wall time (compiles included); below
+      // the ranks' count, ranks waited for a core or for each other.
+      std::printf("| %d | %.0f | %.0f | %.2fx | %.1f | %.2f | %.0f%% | %.2f |\n", w, sps, sps / w,
                   sps / base, static_cast<double>(f.collectives) / s.iterations, per_iter * 1e3,
-                  100.0 * per_iter / f.iteration);
+                  100.0 * per_iter / f.iteration, f.cpu / f.wall);
       std::fflush(stdout);
     }
     fs::remove_all(dir);
