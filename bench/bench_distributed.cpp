@@ -62,13 +62,33 @@ int worker(const Setup& s, const std::string& out) {
   return 0;
 }
 
+// One rank of the all-reduce alone: the mean of a tensor the size of that gradient (0.8M floats)
+// at each of `iterations` steps, nothing else; writes "collectives collective_seconds".
+int allreduce_worker(const Setup& s, const std::string& out) {
+  std::shared_ptr<tempo::Communicator> comm = tempo::connect(tempo::DistributedConfig::from_env());
+  tempo::Context ctx;
+  tempo::Dim i = ctx.dim("i", "I");
+  // The policy network's parameters: 12288 -> 64 -> 64 -> 4 with biases.
+  const int64_t n = 12288 * 64 + 64 + 64 * 64 + 64 + 64 * 4 + 4;
+  tempo::RT x = ctx.ones({n}) * ctx.symbol(i.var).cast(tempo::DType::Float32);
+  tempo::RT total = tempo::all_reduce(x, true).sum().retain();
+  tempo::CompileOptions o;
+  o.communicator = comm;
+  tempo::Executable exe = ctx.compile({{i.bound, s.iterations}}, o);
+  exe.run();
+  std::ofstream(tempo::cat(out, "/rank", comm->rank(), ".txt"))
+      << comm->collectives() << ' ' << comm->collective_seconds() << '\n';
+  comm->barrier();
+  return 0;
+}
+
 struct Figures {
   double run = 0, iteration = 0, collective = 0;
   int64_t collectives = 0;
   double cpu = 0, wall = 0;  // CPU seconds of all ranks and the job's wall time (with compiles)
 };
 
-Figures run_ranks(int world, const std::string& dir) {
+Figures run_ranks(int world, const std::string& dir, const std::string& mode) {
   fs::create_directories(dir);
   const int port = tempo::pick_free_port();
   const auto t0 = std::chrono::steady_clock::now();
@@ -82,6 +102,7 @@ Figures run_ranks(int world, const std::string& dir) {
       setenv("MASTER_ADDR", "127.0.0.1", 1);
       setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       setenv("TEMPO_BENCH_DIST_OUT", dir.c_str(), 1);
+      setenv("TEMPO_BENCH_DIST_MODE", mode.c_str(), 1);
       setenv("OMP_NUM_THREADS", "1", 1);
       char name[] = "bench_distributed";
       char* args[] = {name, nullptr};
@@ -102,7 +123,8 @@ Figures run_ranks(int world, const std::string& dir) {
   }
   f.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::ifstream in(dir + "/rank0.txt");
-  if (!(in >> f.run >> f.iteration >> f.collectives >> f.collective))
+  if (mode == "allreduce" ? !(in >> f.collectives >> f.collective)
+                          : !(in >> f.run >> f.iteration >> f.collectives >> f.collective))
     throw tempo::UserError(tempo::cat("rank 0 of the ", world, "-rank run wrote no figures"));
   return f;
 }
@@ -138,7 +160,10 @@ int main(int argc, char** argv) {
   from_env("TEMPO_BENCH_DIST_STEPS", s.steps);
   from_env("TEMPO_BENCH_DIST_ITERATIONS", s.iterations);
   try {
-    if (const char* out = std::getenv("TEMPO_BENCH_DIST_OUT")) return worker(s, out);
+    if (const char* out = std::getenv("TEMPO_BENCH_DIST_OUT")) {
+      const char* mode = std::getenv("TEMPO_BENCH_DIST_MODE");
+      return mode && std::string(mode) == "allreduce" ? allreduce_worker(s, out) : worker(s, out);
+    }
     const std::string dir =
         (fs::temp_directory_path() / tempo::cat("tempo_bench_dist_", getpid())).string();
     std::printf(
@@ -152,7 +177,7 @@ int main(int argc, char** argv) {
     std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     double base = 0;
     for (int w : s.ranks) {
-      Figures f = run_ranks(w, tempo::cat(dir, "/", w));
+      Figures f = run_ranks(w, tempo::cat(dir, "/", w), "train");
       // Steady state: the median iteration (the first pays for warm-up).
       const double sps = static_cast<double>(w * s.envs * s.steps) / f.iteration;
       if (base == 0) base = sps;  // the speed-up is against the first row
@@ -162,6 +187,17 @@ int main(int argc, char** argv) {
       std::printf("| %d | %.0f | %.0f | %.2fx | %.1f | %.2f | %.0f%% | %.2f |\n", w, sps, sps / w,
                   sps / base, static_cast<double>(f.collectives) / s.iterations, per_iter * 1e3,
                   100.0 * per_iter / f.iteration, f.cpu / f.wall);
+      std::fflush(stdout);
+    }
+    // The transport alone: the same gradient's all-reduce with nothing else to wait for.
+    std::printf("\nThe gradient's all-reduce alone (790916 float32, 3.2 MB, %lld times):\n\n",
+                static_cast<long long>(s.iterations));
+    std::printf("| ranks | ms per all-reduce | GB/s (bytes / time) |\n| ---: | ---: | ---: |\n");
+    for (int w : s.ranks) {
+      if (w < 2) continue;
+      Figures f = run_ranks(w, tempo::cat(dir, "/allreduce", w), "allreduce");
+      const double ms = 1e3 * f.collective / static_cast<double>(f.collectives);
+      std::printf("| %d | %.2f | %.2f |\n", w, ms, 790916 * 4 / (ms * 1e6));
       std::fflush(stdout);
     }
     fs::remove_all(dir);
