@@ -23,13 +23,14 @@ const char* kUsage =
     "costed by per-operator LibTorch runtimes measured on this machine (one thread).\n\n"
     "  tempo rewrite bench [--model NAME] [--quick] [--budget N] [--seconds S]\n"
     "                      [--bert-layers L] [--cost-cache FILE] [--reps N] [--no-agents]\n"
-    "                      [--plot FILE]\n"
+    "                      [--plot PREFIX]\n"
     "      per model: the runtime of the original graph and after TASO's backtracking search\n"
     "      (alpha 1.05, N expanded graphs, default 200; at most S seconds, default 120), by the\n"
     "      cost model and measured end to end (the fastest of N runs, default 5), and the largest\n"
     "      output difference of the optimized graph; --quick: budget 40, 30 s, BERT with 2 layers\n"
-    "      (default 12); then trains the PPO agent per model (unless --no-agents) and prints\n"
-    "      its table; --plot writes its training curves (SVG)\n"
+    "      (default 12); then trains the PPO agent and the world-model agent per model (unless\n"
+    "      --no-agents) and prints their table; --plot writes their training curves to\n"
+    "      PREFIX_ppo.svg and PREFIX_dream.svg\n"
     "  tempo rewrite substitutions [--enumerate N]\n"
     "      lists the substitution library and enumerates graphs of up to N operators (default\n"
     "      2, at most 3) for verified equivalent pairs\n\n"
@@ -71,10 +72,11 @@ int bench(const Args& a) {
   std::printf("%s", bench_table(rows).c_str());
   if (o.agents) std::printf("\n%s", agent_table(rows).c_str());
   std::printf("\n%zu operator configurations measured\n", cost.measured());
-  if (a.has("--plot")) {
-    std::string path = a.get("--plot", "");
-    nn::write_atomic(path, curve_plot(rows));
-    std::printf("training curves: %s\n", path.c_str());
+  if (a.has("--plot") && o.agents) {
+    std::string prefix = a.get("--plot", "");
+    nn::write_atomic(prefix + "_ppo.svg", curve_plot(rows));
+    nn::write_atomic(prefix + "_dream.svg", dream_plot(rows));
+    std::printf("training curves: %s_ppo.svg %s_dream.svg\n", prefix.c_str(), prefix.c_str());
   }
   return 0;
 }

@@ -26,7 +26,7 @@ BenchRow bench_model(const std::string& model, CostModel& cost, const BenchOptio
   r.taso_steps = static_cast<int64_t>(s.steps.size());
   r.taso_expanded = s.expanded;
   r.taso_measured = cost.measure_graph(s.best, o.reps);
-  r.max_difference = max_difference(evaluate(s.best), evaluate(g));
+  r.max_difference = verify(model, g, s.best);
   if (o.agents) {
     AgentResult a = train_ppo(g, cost, bench_ppo_options(model, o.quick));
     r.has_ppo = true;
@@ -37,8 +37,21 @@ BenchRow bench_model(const std::string& model, CostModel& cost, const BenchOptio
     r.ppo_seconds = a.seconds;
     r.ppo_env_seconds = a.env_seconds;
     r.ppo_measured = cost.measure_graph(a.best, o.reps);
-    r.ppo_max_difference = max_difference(evaluate(a.best), evaluate(g));
+    r.ppo_max_difference = verify(model, g, a.best);
     r.ppo_curve = a.curve;
+    WorldModelResult w = train_world_model(g, cost, bench_world_model_options(model, o.quick));
+    r.has_wm = true;
+    r.wm_ops = w.best.num_ops();
+    r.wm_steps = static_cast<int64_t>(w.steps.size());
+    r.wm_cost = w.best_cost;
+    r.wm_seconds = w.seconds;
+    r.wm_real_steps = w.real_steps;
+    r.wm_dream_steps = w.dream_steps;
+    r.wm_real_seconds = w.real_seconds;
+    r.wm_dream_seconds = w.dream_seconds;
+    r.wm_measured = cost.measure_graph(w.best, o.reps);
+    r.wm_max_difference = verify(model, g, w.best);
+    r.wm_curve = w.dream_curve;
   }
   return r;
 }
@@ -63,20 +76,49 @@ PpoOptions bench_ppo_options(const std::string& model, bool quick) {
   return p;
 }
 
+WorldModelOptions bench_world_model_options(const std::string& model, bool quick) {
+  WorldModelOptions w;
+  w.max_steps = model == "bert" && !quick ? 64 : 40;
+  if (quick) {
+    w.random_episodes = 8;
+    w.wm_steps = 100;
+    w.rollouts = 8;
+    w.episodes_per_rollout = 8;
+    w.max_steps = 24;
+  }
+  return w;
+}
+
+double verify(const std::string& model, const Graph& original, const Graph& optimized) {
+  EvalOptions e;
+  if (model == "bert") e.weight_scale = 0.1;
+  return max_difference(evaluate(optimized, e), evaluate(original, e));
+}
+
 std::string agent_table(const std::vector<BenchRow>& rows) {
   std::string t =
-      "| model | original ms | TASO ms | PPO ms | PPO vs TASO | TASO s | PPO s (train) | PPO env "
-      "steps | PPO measured ms | PPO max diff |\n|---|---|---|---|---|---|---|---|---|---|\n";
-  char line[512];
+      "| model | original ms | TASO ms | PPO ms | world model ms | PPO vs TASO | WM vs TASO | "
+      "TASO s | PPO s | WM s | PPO env steps | WM real / dream steps | real ms/step | dream "
+      "ms/step | max diff (TASO, PPO, WM) |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  char line[768];
   for (const BenchRow& r : rows) {
     if (!r.has_ppo) continue;
-    std::snprintf(line, sizeof line,
-                  "| %s | %.2f | %.2f | %.2f | %+.1f%% | %.1f | %.1f | %lld | %.2f | %.1e |\n",
-                  r.model.c_str(), r.cost, r.taso_cost, r.ppo_cost,
-                  100 * (r.ppo_cost - r.taso_cost) / r.taso_cost, r.taso_seconds, r.ppo_seconds,
-                  static_cast<long long>(r.ppo_env_steps), r.ppo_measured, r.ppo_max_difference);
+    std::snprintf(
+        line, sizeof line,
+        "| %s | %.2f | %.2f | %.2f | %.2f | %+.1f%% | %+.1f%% | %.1f | %.1f | %.1f | %lld | %lld "
+        "/ %lld | %.3f | %.4f | %.0e, %.0e, %.0e |\n",
+        r.model.c_str(), r.cost, r.taso_cost, r.ppo_cost, r.wm_cost,
+        100 * (r.ppo_cost - r.taso_cost) / r.taso_cost,
+        100 * (r.wm_cost - r.taso_cost) / r.taso_cost, r.taso_seconds, r.ppo_seconds,
+        r.wm_seconds, static_cast<long long>(r.ppo_env_steps),
+        static_cast<long long>(r.wm_real_steps), static_cast<long long>(r.wm_dream_steps),
+        1e3 * r.wm_real_seconds / std::max<int64_t>(1, r.wm_real_steps),
+        1e3 * r.wm_dream_seconds / std::max<int64_t>(1, r.wm_dream_steps), r.max_difference,
+        r.ppo_max_difference, r.wm_max_difference);
     t += line;
   }
+  t += "\n(ms: runtime by the cost model; PPO/WM vs TASO: + is slower than TASO's graph)\n";
   return t;
 }
 
@@ -91,6 +133,19 @@ std::string curve_plot(const std::vector<BenchRow>& rows) {
   }
   return line_plot_svg("PPO on the rewrite environment", "episode",
                        "runtime decrease (% of original, cost model)", series);
+}
+
+std::string dream_plot(const std::vector<BenchRow>& rows) {
+  std::vector<PlotSeries> series;
+  for (const BenchRow& r : rows) {
+    if (!r.has_wm) continue;
+    PlotSeries s{r.model, {}};
+    for (const CurvePoint& c : r.wm_curve)
+      s.points.push_back({static_cast<double>(c.episode), c.improvement});
+    series.push_back(std::move(s));
+  }
+  return line_plot_svg("Controller in the world model (imagined episodes)", "episode",
+                       "predicted runtime decrease (% of original)", series);
 }
 
 std::string bench_table(const std::vector<BenchRow>& rows) {

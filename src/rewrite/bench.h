@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "rewrite/agent.h"
+#include "rewrite/world_model.h"
 #include "rewrite/search.h"
 
 namespace tempo::rewrite {
@@ -24,6 +25,9 @@ struct BenchOptions {
 
 // The PPO agent's settings in the bench (smaller with quick).
 PpoOptions bench_ppo_options(const std::string& model, bool quick);
+WorldModelOptions bench_world_model_options(const std::string& model, bool quick);
+// The largest output difference of `optimized` from `original` (values suited to the model).
+double verify(const std::string& model, const Graph& original, const Graph& optimized);
 
 struct BenchRow {
   std::string model;
@@ -38,6 +42,11 @@ struct BenchRow {
   double ppo_cost = 0, ppo_measured = 0, ppo_seconds = 0, ppo_env_seconds = 0;
   double ppo_max_difference = 0;
   std::vector<CurvePoint> ppo_curve;
+  bool has_wm = false;
+  int64_t wm_ops = 0, wm_steps = 0, wm_real_steps = 0, wm_dream_steps = 0;
+  double wm_cost = 0, wm_measured = 0, wm_seconds = 0, wm_max_difference = 0;
+  double wm_real_seconds = 0, wm_dream_seconds = 0;
+  std::vector<CurvePoint> wm_curve;
 };
 
 BenchRow bench_model(const std::string& model, CostModel& cost, const BenchOptions& options);
@@ -45,7 +54,8 @@ BenchRow bench_model(const std::string& model, CostModel& cost, const BenchOptio
 std::string bench_table(const std::vector<BenchRow>& rows);
 // The agents' table (runtime after each method, optimization wall time) when trained.
 std::string agent_table(const std::vector<BenchRow>& rows);
-// The PPO training curves (runtime decrease per episode) as an SVG line plot.
+// The training curves as SVG line plots: PPO's real episodes, the controller's dream episodes.
 std::string curve_plot(const std::vector<BenchRow>& rows);
+std::string dream_plot(const std::vector<BenchRow>& rows);
 
 }  // namespace tempo::rewrite

@@ -94,6 +94,7 @@ torch::Tensor named_value(const Node& n, const EvalOptions& o) {
     if (n.op == Op::Weight) fan_in = s.size() == 4 ? double(s[1] * s[2] * s[3]) : double(s[0]);
     std::uniform_real_distribution<double> d(-1, 1);
     double scale = std::sqrt(6.0 / fan_in);  // He's scaling: ReLU layers keep their variance
+    if (n.op == Op::Weight) scale *= o.weight_scale;
     for (auto& x : v) x = d(rng) * scale;
   }
   auto t = torch::from_blob(v.data(), {count}, torch::kFloat64).clone().reshape(s);

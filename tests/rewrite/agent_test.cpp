@@ -19,7 +19,7 @@ Graph small_fire() {
   return g;
 }
 
-TEST(RewriteAgent, PpoTrainsAndKeepsOutputs) {
+TEST(rewrite_agent, PpoTrainsAndKeepsOutputs) {
   CostOptions co;
   co.rounds = 1;
   co.min_ms = 0.2;

@@ -19,7 +19,7 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
-TEST(RewriteGraph, ShapeInference) {
+TEST(rewrite_graph, ShapeInference) {
   Graph g;
   Ref x = g.input("x", {1, 3, 9, 9});
   Ref c = g.conv(x, g.weight("w", {8, 3, 3, 3}), 2, Pad::Valid);
@@ -32,7 +32,7 @@ TEST(RewriteGraph, ShapeInference) {
   EXPECT_EQ(g.shape(g.enlarge(g.weight("w3", {4, 3, 1, 1}), 3, 3)), (Shape{4, 3, 3, 3}));
 }
 
-TEST(RewriteGraph, ShapeMismatchIsAClearError) {
+TEST(rewrite_graph, ShapeMismatchIsAClearError) {
   Graph g;
   Ref a = g.input("a", {4, 5}), b = g.weight("b", {6, 7});
   std::string e = error_of([&] { g.matmul(a, b); });
@@ -48,13 +48,13 @@ TEST(RewriteGraph, ShapeMismatchIsAClearError) {
   EXPECT_NE(e.find("input channels 3 vs weight's 2"), std::string::npos) << e;
 }
 
-TEST(RewriteGraph, UnknownModelNamesTheKnownOnes) {
+TEST(rewrite_graph, UnknownModelNamesTheKnownOnes) {
   std::string e = error_of([] { build_model("vgg16"); });
   EXPECT_NE(e.find("unknown model 'vgg16'"), std::string::npos) << e;
   EXPECT_NE(e.find("resnet50"), std::string::npos) << e;
 }
 
-TEST(RewriteGraph, ModelsHaveTheirPublishedShapes) {
+TEST(rewrite_graph, ModelsHaveTheirPublishedShapes) {
   Graph r18 = build_model("resnet18");
   EXPECT_EQ(r18.shape(r18.outputs[0]), (Shape{1, 1000}));
   Graph r50 = build_model("resnet50");
@@ -74,7 +74,7 @@ TEST(RewriteGraph, ModelsHaveTheirPublishedShapes) {
   for (const Graph* g : {&r18, &r50, &inc, &sq, &bert}) EXPECT_NO_THROW(g->validate());
 }
 
-TEST(RewriteGraph, RebuiltDropsDeadNodesAndKeepsHash) {
+TEST(rewrite_graph, RebuiltDropsDeadNodesAndKeepsHash) {
   Graph g;
   Ref x = g.input("x", {2, 3});
   g.unary(Op::Tanh, x);  // dead
@@ -85,7 +85,7 @@ TEST(RewriteGraph, RebuiltDropsDeadNodesAndKeepsHash) {
   EXPECT_EQ(evaluate(r)[0].data, evaluate(g)[0].data);
 }
 
-TEST(RewriteCost, MeasuredOncePerKeyAndCachedOnDisk) {
+TEST(rewrite_cost, MeasuredOncePerKeyAndCachedOnDisk) {
   std::string file = ::testing::TempDir() + "rewrite_costs.txt";
   std::remove(file.c_str());
   Graph g;
@@ -105,7 +105,7 @@ TEST(RewriteCost, MeasuredOncePerKeyAndCachedOnDisk) {
   EXPECT_EQ(again.measurements(), 0);
 }
 
-TEST(RewriteCost, WeightOnlyNodesAreFolded) {
+TEST(rewrite_cost, WeightOnlyNodesAreFolded) {
   Graph g;
   Ref w = g.binary(Op::Add, g.weight("w1", {32, 32}), g.weight("w2", {32, 32}));
   g.outputs = {g.matmul(g.input("x", {8, 32}), w)};

@@ -37,7 +37,7 @@ Graph replay(Graph g, const std::vector<Match>& steps) {
   return g;
 }
 
-TEST(RewriteEnumerate, FindsVerifiedSubstitutions) {
+TEST(rewrite_enumerate, FindsVerifiedSubstitutions) {
   EnumerationResult r = enumerate_substitutions(2);
   EXPECT_GT(r.graphs, 300);
   EXPECT_GT(r.verified, 20);
@@ -47,7 +47,7 @@ TEST(RewriteEnumerate, FindsVerifiedSubstitutions) {
   EXPECT_TRUE(transpose_of_matmul || !r.examples.empty());
 }
 
-TEST(RewriteSearch, TasoSearchImprovesAndKeepsOutputs) {
+TEST(rewrite_search, TasoSearchImprovesAndKeepsOutputs) {
   Graph g = fire_graph();
   CostModel cost(fast_costs());
   SearchOptions o;
@@ -61,7 +61,7 @@ TEST(RewriteSearch, TasoSearchImprovesAndKeepsOutputs) {
   EXPECT_LT(r.best.num_ops(), g.num_ops());
 }
 
-TEST(RewriteSearch, BertLayerSearchKeepsOutputs) {
+TEST(rewrite_search, BertLayerSearchKeepsOutputs) {
   Graph g = build_model("bert", 1);
   CostModel cost(fast_costs());
   SearchOptions o;
@@ -71,7 +71,17 @@ TEST(RewriteSearch, BertLayerSearchKeepsOutputs) {
   EXPECT_LT(max_difference(evaluate(r.best), evaluate(g)), 1e-4);
 }
 
-TEST(RewriteEnv, MaskNoOpRewardAndErrors) {
+TEST(rewrite_search, SqueezeNetSearchKeepsOutputs) {
+  Graph g = build_model("squeezenet");
+  CostModel cost(fast_costs());
+  SearchOptions o;
+  o.budget = 8;
+  SearchResult r = taso_search(g, cost, o);
+  EXPECT_LT(r.best_cost, r.initial_cost);
+  EXPECT_LT(max_difference(evaluate(r.best), evaluate(g)), 1e-4);
+}
+
+TEST(rewrite_env, MaskNoOpRewardAndErrors) {
   CostModel cost(fast_costs());
   RewriteEnv env(fire_graph(), cost);
   Observation o = env.reset();

@@ -17,7 +17,7 @@ void expect_same(const Graph& a, const Graph& b, const std::string& what) {
   }
 }
 
-TEST(RewriteSubst, EveryRuleVerifiedOnItsExample) {
+TEST(rewrite_subst, EveryRuleVerifiedOnItsExample) {
   ASSERT_GE(rules().size(), 20u);
   for (size_t k = 0; k < rules().size(); ++k) {
     const Rule& r = rules()[k];
@@ -32,7 +32,7 @@ TEST(RewriteSubst, EveryRuleVerifiedOnItsExample) {
   }
 }
 
-TEST(RewriteSubst, RulesVerifiedOnModelLocations) {
+TEST(rewrite_subst, RulesVerifiedOnModelLocations) {
   // Small stand-ins of the models' patterns: a fire module and an attention layer.
   Graph sq;
   {
@@ -50,7 +50,7 @@ TEST(RewriteSubst, RulesVerifiedOnModelLocations) {
   }
 }
 
-TEST(RewriteSubst, RandomSequencesKeepOutputs) {
+TEST(rewrite_subst, RandomSequencesKeepOutputs) {
   Graph g0;
   {
     Ref x = g0.input("x", {1, 8, 9, 9});

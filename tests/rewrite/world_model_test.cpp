@@ -7,7 +7,7 @@
 namespace tempo::rewrite {
 namespace {
 
-TEST(RewriteWorldModel, TrainsInTheDreamAndKeepsOutputs) {
+TEST(rewrite_worldmodel, TrainsInTheDreamAndKeepsOutputs) {
   Graph g;
   {
     Ref x = g.input("x", {1, 8, 10, 10});
