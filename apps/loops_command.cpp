@@ -113,6 +113,9 @@ void print_training(const PearlTraining& t, int programs) {
               "pre-training)\n",
               programs, static_cast<long long>(t.episodes),
               static_cast<long long>(t.transformations), t.seconds, t.pretrain_seconds);
+  std::printf("  episodes %.1f s (compiling and timing %.1f s), learner and the rest %.1f s\n",
+              t.episode_seconds, t.measure_seconds,
+              t.seconds - t.episode_seconds - t.pretrain_seconds);
   if (!t.pretrain_loss.empty())
     std::printf("  pre-training loss (run-time regression): %.3f -> %.3f\n",
                 t.pretrain_loss.front(), t.pretrain_loss.back());

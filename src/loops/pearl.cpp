@@ -271,7 +271,7 @@ struct Episode {
   std::vector<StepRecord> steps;
   std::vector<std::pair<int, Action>> actions;  // (branch, transformation)
   Measurement m;
-  double speedup = 1;
+  double speedup = 1, measure_seconds = 0;
   int64_t illegal = 0;
 };
 
@@ -326,7 +326,9 @@ Episode play(LoopEnv& env, GraphEncoder& enc, const PearlNetwork& net, const Pea
     }
     ep.steps.push_back(std::move(s));
   }
+  const Clock::time_point t0 = Clock::now();
   ep.m = ev.measure(env.program(), env.schedule());
+  ep.measure_seconds = since(t0);
   ep.speedup = base_ms / ep.m.ms;
   return ep;
 }
@@ -477,7 +479,10 @@ class Rollouts {
     int64_t episodes = 0;
     while (filled < B) {
       Slot& s = slots_[std::uniform_int_distribution<size_t>(0, slots_.size() - 1)(rng_)];
+      const Clock::time_point t0 = Clock::now();
       Episode ep = play(*s.env, *s.enc, *network, o_, ev_, s.base_ms, &rng_);
+      t_.episode_seconds += since(t0);
+      t_.measure_seconds += ep.measure_seconds;
       ++episodes;
       ++t_.episodes;
       t_.transformations += static_cast<int64_t>(ep.actions.size());

@@ -3,6 +3,7 @@
 #include <isl/ctx.h>
 #include <isl/map.h>
 #include <isl/options.h>
+#include <isl/space.h>
 #include <isl/union_map.h>
 #include <isl/union_set.h>
 
@@ -200,8 +201,14 @@ Dependences::~Dependences() {
 bool Dependences::legal(const Schedule& s) const {
   std::string str = s.to_isl(p_);
   isl_union_map* sched = parse_umap(ctx_, str);
-  isl_union_map* after = isl_union_map_lex_ge_union_map(isl_union_map_copy(sched), sched);
-  isl_union_map* violated = isl_union_map_intersect(isl_union_map_copy(deps_), after);
+  // The dependences in schedule time (every statement maps into one space of max_rows
+  // dimensions): a violation is a source at or after its sink. Mapping the few dependence
+  // pieces is much cheaper than comparing the schedule with itself over whole domains.
+  isl_union_map* times = isl_union_map_apply_range(
+      isl_union_map_apply_domain(isl_union_map_copy(deps_), isl_union_map_copy(sched)), sched);
+  const unsigned n = static_cast<unsigned>(max_rows(s));
+  isl_map* ge = isl_map_lex_ge(isl_space_set_alloc(ctx_, 0, n));
+  isl_union_map* violated = isl_union_map_intersect(times, isl_union_map_from_map(ge));
   isl_bool empty = isl_union_map_is_empty(violated);
   isl_union_map_free(violated);
   if (empty < 0) internal_error("isl failed checking a schedule's legality");
@@ -303,6 +310,19 @@ std::optional<Schedule> LoopEnv::try_action(const Action& a) {
   if (done_) return std::nullopt;
   std::optional<Schedule> s = apply(schedule_, branch_, a);
   if (!s || a.kind == Kind::Next) return s;
+  // Unrolling changes no order and no parallel loop: legal as the current schedule is.
+  if (a.kind == Kind::Unroll) return s;
+  if (memoize_ && a.kind == Kind::Tile && (a.size1 != 32 || a.size2 != 32)) {
+    // Part of the canonical key: a tiling legal with the smallest sizes offered (32) is legal
+    // with larger ones (fewer tile boundaries for a dependence to cross backwards), so the
+    // nine sizes of a loop pair cost one check. A larger tile judged illegal this way may be
+    // legal (degenerate, past the loop's extent): the mask only errs on the safe side.
+    Action small = a;
+    small.size1 = small.size2 = 32;
+    std::optional<Schedule> r = apply(schedule_, branch_, small);
+    if (!r || !legal(*r)) return std::nullopt;
+    return s;
+  }
   if (!legal(*s)) return std::nullopt;
   return s;
 }
