@@ -264,6 +264,16 @@ for args in "--help" "expr --help" "generate --help" "eval --help" "train --help
 done
 
 rm -f /tmp/tempo_cli_err.$$
+# Graph rewrites (src/rewrite): the substitution library lists itself; an unknown model and a bad
+# option value are one-line errors.
+if ! "$tempo" rewrite substitutions --enumerate 1 | grep -q "substitutions in the library"; then
+  echo "FAIL: tempo rewrite substitutions"
+  failures=$((failures + 1))
+fi
+expect_error "unknown model 'vgg16'" rewrite bench --model vgg16
+expect_error "--budget expects an integer" rewrite bench --budget many
+expect_error "unknown rewrite command 'tune'" rewrite tune
+
 if [[ $failures -ne 0 ]]; then
   echo "$failures CLI check(s) failed"
   exit 1
