@@ -98,12 +98,15 @@ std::string supervised_worker(const std::shared_ptr<Communicator>& comm) {
   return dump({exe.get(trained, {19})});
 }
 
-// REINFORCE on CartPole: no return normalization, so each rank's loss is a mean over its own
-// envs and the ranks' average is the whole batch's mean (see README: data-parallel training).
+// An RL algorithm on CartPole: each rank's loss is a mean over its own envs, normalizations use
+// the whole job's statistics, so the ranks' average gradient is the whole batch's (README:
+// data-parallel training). TEMPO_DIST_RAW=1: REINFORCE without return normalization.
 std::string rl_worker(const std::shared_ptr<Communicator>& comm) {
   rl::TrainConfig cfg = rl::TrainConfig::defaults(env_str("TEMPO_DIST_ALGO", "reinforce"));
-  cfg.per_step = false;
-  cfg.normalize_returns = false;
+  if (env_str("TEMPO_DIST_RAW") == "1") {
+    cfg.per_step = false;
+    cfg.normalize_returns = false;
+  }
   cfg.num_envs = std::stoll(env_str("TEMPO_DIST_ENVS", "4"));
   cfg.steps = 16;
   cfg.iterations = 6;
@@ -241,12 +244,32 @@ TEST(Distributed, SupervisedRanksAgreeAndMatchOneProcess) {
   expect_close(ref, rank_output(four, 0), 1e-5);
 }
 
-TEST(Distributed, ReinforceTwoRanksOfNEnvsMatchOneRankOf2NEnvs) {
-  Job one = run_job("rl", 1, {{"TEMPO_DIST_ENVS", "8"}});
-  Job two = run_job("rl", 2, {{"TEMPO_DIST_ENVS", "4"}});
+// 2 ranks x 4 envs against 1 rank x 8 envs: the same envs, the same action noise.
+void expect_two_ranks_match_one(std::map<std::string, std::string> vars) {
+  vars["TEMPO_DIST_ENVS"] = "8";
+  Job one = run_job("rl", 1, vars);
+  vars["TEMPO_DIST_ENVS"] = "4";
+  Job two = run_job("rl", 2, vars);
   std::string ref = rank_output(one, 0), r0 = rank_output(two, 0);
   EXPECT_EQ(r0, rank_output(two, 1));
   expect_close(ref, r0, 1e-4);
+  // Not trivially equal: 4 envs in one process train differently.
+  vars["TEMPO_DIST_ENVS"] = "4";
+  Job small = run_job("rl", 1, vars);
+  std::vector<double> a = numbers(ref), b = numbers(rank_output(small, 0));
+  double diff = 0;
+  for (size_t k = 0; k < std::min(a.size(), b.size()); ++k)
+    diff = std::max(diff, std::abs(a[k] - b[k]));
+  EXPECT_GT(diff, 1e-3);
+}
+
+TEST(Distributed, ReinforceTwoRanksOfNEnvsMatchOneRankOf2NEnvs) {
+  expect_two_ranks_match_one({{"TEMPO_DIST_RAW", "1"}});
+}
+
+TEST(Distributed, NormalizedReinforceAndA2cMatchAcrossWorldSizes) {
+  expect_two_ranks_match_one({});  // per-step REINFORCE, returns normalized over the job
+  expect_two_ranks_match_one({{"TEMPO_DIST_ALGO", "a2c"}});  // advantages normalized over the job
 }
 
 TEST(Distributed, PpoRanksHoldIdenticalParameters) {

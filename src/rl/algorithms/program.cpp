@@ -84,15 +84,22 @@ RT rollout(const RT& x, const Dim& t) {
   return x[index_with(x, t, slice(0, t.bound))];
 }
 
+// The mean over all elements; in a data-parallel program over every rank's elements (each rank
+// holds as many), so that statistics are the whole job's batch's, as in one process.
+RT job_mean(const RT& x) {
+  RT m = x.mean();
+  return x.ctx().data_parallel() ? all_reduce(m, true) : m;
+}
+
 // The standard deviation of a centered RT over all elements (population, eps inside the sqrt, as
 // CleanRL's advantage normalization).
 RT deviation(const RT& centered) {
-  return (centered.square().mean() + 1e-8).sqrt();
+  return (job_mean(centered.square()) + 1e-8).sqrt();
 }
 
 // Normalizes over all elements (per point of the domain).
 RT normalized(const RT& x) {
-  RT c = x - x.mean();
+  RT c = x - job_mean(x);
   return c / deviation(c);
 }
 

@@ -53,7 +53,10 @@ struct Acting {
 
 // x read over the whole of t at the current point of x's other dims: x[i, 0:T] (T, ...).
 RT rollout(const RT& x, const Dim& t);
-// Normalized over all elements (CleanRL's advantage normalization).
+// The mean over all elements, in a data-parallel program over every rank's (an AllReduce).
+RT job_mean(const RT& x);
+// Normalized over all elements (CleanRL's advantage normalization), every rank's in a
+// data-parallel program.
 RT normalized(const RT& x);
 // The standard deviation of a centered RT over all elements (eps inside the sqrt).
 RT deviation(const RT& centered);

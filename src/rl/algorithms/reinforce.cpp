@@ -15,7 +15,7 @@ RT reinforce_loss(Acting& a) {
     if (cfg.normalize_returns) {
       // Statistics of the whole rollout: every step waits for its end.
       RT all = rollout(G, t);
-      RT mean = all.mean();
+      RT mean = job_mean(all);
       G = (G - mean) / deviation(all - mean);
     }
     RT step_loss = -(a.policy->log_prob(a.actions) * G.detach()).mean() -
