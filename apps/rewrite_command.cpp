@@ -26,7 +26,7 @@ const char* kUsage =
     "                      [--plot PREFIX]\n"
     "      per model: the runtime of the original graph and after TASO's backtracking search\n"
     "      (alpha 1.05, N expanded graphs, default 200; at most S seconds, default 120), by the\n"
-    "      cost model and measured end to end (the fastest of N runs, default 5), and the largest\n"
+    "      cost model and measured end to end (the fastest of N runs, default 10), and the largest\n"
     "      output difference of the optimized graph; --quick: budget 40, 30 s, BERT with 2 layers\n"
     "      (default 12); then trains the PPO agent and the world-model agent per model (unless\n"
     "      --no-agents) and prints their table; --plot writes their training curves to\n"
@@ -51,7 +51,7 @@ int bench(const Args& a) {
   o.quick = a.has("--quick");
   o.budget = get_int(a, "--budget", 0, 1, 1000000);
   o.bert_layers = get_int(a, "--bert-layers", 0, 1, 48);
-  o.reps = get_int(a, "--reps", 5, 1, 1000);
+  o.reps = get_int(a, "--reps", 10, 1, 1000);
   if (a.has("--seconds")) o.max_seconds = cli::parse_double("--seconds", a.get("--seconds", ""));
   o.cost_cache = a.get("--cost-cache", "");
   o.agents = !a.has("--no-agents");

@@ -234,7 +234,7 @@ double CostModel::measure_op(const Graph& g, int n) {
   return best;
 }
 
-double CostModel::measure_graph(const Graph& g, int reps) {
+double CostModel::measure_graph(const Graph& g, int reps, double* ops_in_graph_ms) {
   ThreadsGuard threads(options_.threads);
   torch::NoGradGuard no_grad;
   // Inputs, weights and everything computed only from weights, once, before timing.
@@ -251,7 +251,14 @@ double CostModel::measure_graph(const Graph& g, int reps) {
       vals[k] = run_node(n, in);
     }
   }
+  // Each value is released after its last reader, as an executor would: the run's memory is
+  // then reused from one op to the next instead of growing with the graph.
+  std::vector<int> last_use(g.nodes.size(), -1);
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    for (const Ref& r : g.nodes[k].inputs) last_use[r.node] = static_cast<int>(k);
+  for (const Ref& r : g.outputs) last_use[r.node] = static_cast<int>(g.nodes.size());
   double best = std::numeric_limits<double>::infinity();
+  std::vector<double> op_best(g.nodes.size(), std::numeric_limits<double>::infinity());
   for (int rep = 0; rep <= reps; ++rep) {  // the first run warms up
     std::vector<std::vector<torch::Tensor>> run = vals;
     auto start = Clock::now();
@@ -260,10 +267,24 @@ double CostModel::measure_graph(const Graph& g, int reps) {
       if (folded[k] || n.op == Op::Input) continue;
       std::vector<torch::Tensor> in;
       for (const Ref& r : n.inputs) in.push_back(run[r.node][r.out]);
+      auto op_start = Clock::now();
       run[k] = run_node(n, in);
+      if (rep > 0)
+        op_best[k] = std::min(
+            op_best[k], std::chrono::duration<double, std::milli>(Clock::now() - op_start).count());
+      in.clear();
+      for (const Ref& r : n.inputs)
+        if (last_use[r.node] == static_cast<int>(k) && !folded[r.node] &&
+            g.nodes[r.node].op != Op::Input)
+          run[r.node].clear();
     }
     double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     if (rep > 0) best = std::min(best, ms);
+  }
+  if (ops_in_graph_ms) {
+    *ops_in_graph_ms = 0;
+    for (size_t k = 0; k < g.nodes.size(); ++k)
+      if (!folded[k] && g.nodes[k].op != Op::Input) *ops_in_graph_ms += op_best[k];
   }
   return best;
 }

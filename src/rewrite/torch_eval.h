@@ -53,7 +53,10 @@ class CostModel {
   double op_cost(const Graph& g, int n);
   double graph_cost(const Graph& g);
   // End-to-end: the fastest of `reps` runs of the whole graph (constants folded beforehand).
-  double measure_graph(const Graph& g, int reps = 5);
+  // `ops_in_graph_ms`: the sum over ops of each op's fastest time within those runs, which
+  // checks the cost model's additivity (inputs as the graph leaves them, caches as the graph
+  // leaves them) apart from preemption on a loaded machine, which whole runs cannot escape.
+  double measure_graph(const Graph& g, int reps = 5, double* ops_in_graph_ms = nullptr);
   size_t measured() const { return costs_.size(); }
   int64_t measurements() const { return measurements_; }  // new keys measured by this object
 
