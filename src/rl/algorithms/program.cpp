@@ -408,7 +408,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   auto kept = std::make_shared<std::vector<HostTensor>>();
   if (cfg.keep_parameters) {
     std::vector<RT> trained;
-    for (const nn::Parameter& p : params) trained.push_back(after_iteration(p, i)[i.var == i.bound - 1]);
+    for (const nn::Parameter& p : params)
+      trained.push_back(after_iteration(p, i)[i.var == i.bound - 1]);
     auto keep_fn = [kept](const std::vector<HostTensor>& in, const std::vector<int64_t>&) {
       *kept = in;
       return std::vector<HostTensor>{};
