@@ -23,14 +23,14 @@ const char* kUsage =
     "costed by per-operator LibTorch runtimes measured on this machine (one thread).\n\n"
     "  tempo rewrite bench [--model NAME] [--quick] [--budget N] [--seconds S]\n"
     "                      [--bert-layers L] [--cost-cache FILE] [--reps N] [--no-agents]\n"
-    "                      [--plot PREFIX]\n"
+    "                      [--plot PREFIX] [--tau T]\n"
     "      per model: the runtime of the original graph and after TASO's backtracking search\n"
     "      (alpha 1.05, N expanded graphs, default 200; at most S seconds, default 120), by the\n"
     "      cost model and measured end to end (the fastest of N runs, default 10), and the largest\n"
     "      output difference of the optimized graph; --quick: budget 40, 30 s, BERT with 2 layers\n"
     "      (default 12); then trains the PPO agent and the world-model agent per model (unless\n"
     "      --no-agents) and prints their table; --plot writes their training curves to\n"
-    "      PREFIX_ppo.svg and PREFIX_dream.svg\n"
+    "      PREFIX_ppo.svg and PREFIX_dream.svg; --tau: the dream's temperature (default 1)\n"
     "  tempo rewrite substitutions [--enumerate N]\n"
     "      lists the substitution library and enumerates graphs of up to N operators (default\n"
     "      2, at most 3) for verified equivalent pairs\n\n"
@@ -55,6 +55,10 @@ int bench(const Args& a) {
   if (a.has("--seconds")) o.max_seconds = cli::parse_double("--seconds", a.get("--seconds", ""));
   o.cost_cache = a.get("--cost-cache", "");
   o.agents = !a.has("--no-agents");
+  if (a.has("--tau")) {
+    o.tau = cli::parse_double("--tau", a.get("--tau", ""));
+    if (o.tau <= 0) throw UserError("--tau must be positive");
+  }
   std::vector<std::string> models = model_names();
   if (a.has("--model")) {
     std::string m = a.get("--model", "");
@@ -113,7 +117,8 @@ int run_rewrite_command(int argc, char** argv) {
   if (sub == "bench")
     return bench(cli::parse_options(
         argc, argv, 2,
-        {"--model", "--budget", "--seconds", "--bert-layers", "--cost-cache", "--reps", "--plot"},
+        {"--model", "--budget", "--seconds", "--bert-layers", "--cost-cache", "--reps", "--plot",
+         "--tau"},
         {"--quick", "--no-agents"}, "rewrite"));
   if (sub == "substitutions")
     return substitutions(cli::parse_options(argc, argv, 2, {"--enumerate"}, {}, "rewrite"));

@@ -39,7 +39,7 @@ BenchRow bench_model(const std::string& model, CostModel& cost, const BenchOptio
     r.ppo_measured = cost.measure_graph(a.best, o.reps);
     r.ppo_max_difference = verify(model, g, a.best);
     r.ppo_curve = a.curve;
-    WorldModelResult w = train_world_model(g, cost, bench_world_model_options(model, o.quick));
+    WorldModelResult w = train_world_model(g, cost, bench_world_model_options(model, o.quick, o.tau));
     r.has_wm = true;
     r.wm_ops = w.best.num_ops();
     r.wm_steps = static_cast<int64_t>(w.steps.size());
@@ -76,8 +76,9 @@ PpoOptions bench_ppo_options(const std::string& model, bool quick) {
   return p;
 }
 
-WorldModelOptions bench_world_model_options(const std::string& model, bool quick) {
+WorldModelOptions bench_world_model_options(const std::string& model, bool quick, double tau) {
   WorldModelOptions w;
+  w.tau = tau;
   w.max_steps = model == "bert" && !quick ? 64 : 40;
   if (quick) {
     w.random_episodes = 8;

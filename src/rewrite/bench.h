@@ -20,12 +20,14 @@ struct BenchOptions {
   int bert_layers = 0;         // 0: 12, quick 2
   std::string cost_cache;      // the cost model's on-disk cache
   int reps = 10;               // end-to-end measurements: the fastest of reps runs
-  bool agents = true;          // train the PPO agent per model
+  bool agents = true;          // train the PPO and world-model agents per model
+  double tau = 1.0;            // the world model's temperature in the dream
 };
 
 // The PPO agent's settings in the bench (smaller with quick).
 PpoOptions bench_ppo_options(const std::string& model, bool quick);
-WorldModelOptions bench_world_model_options(const std::string& model, bool quick);
+WorldModelOptions bench_world_model_options(const std::string& model, bool quick,
+                                            double tau = 1.0);
 // The largest output difference of `optimized` from `original` (values suited to the model).
 double verify(const std::string& model, const Graph& original, const Graph& optimized);
 
