@@ -14,6 +14,7 @@
 #include "api/tempo.h"
 #include "nn/module.h"
 #include "optim/optim.h"
+#include "rewrite/policy_math.h"
 #include "util/error.h"
 
 namespace tempo::rewrite {
@@ -22,6 +23,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using ir::HostTensor;
+using detail::linear;
+using detail::masked_log_softmax;
+using detail::sample;
 
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -53,30 +57,6 @@ AgentObs agent_obs(const Observation& o, int64_t max_nodes) {
   return a;
 }
 
-// y = W x + b for W (out x in) row-major, as nn::Linear stores it.
-void linear(const HostTensor& w, const HostTensor& b, const float* x, float* y) {
-  int64_t out = w.shape[0], in = w.shape[1];
-  const float *W = w.ptr<float>(), *B = b.ptr<float>();
-  for (int64_t o = 0; o < out; ++o) {
-    float s = B[o];
-    for (int64_t k = 0; k < in; ++k) s += W[o * in + k] * x[k];
-    y[o] = s;
-  }
-}
-
-std::vector<double> log_softmax_masked(const std::vector<float>& logits, const uint8_t* mask) {
-  double mx = -1e300;
-  for (size_t k = 0; k < logits.size(); ++k)
-    if (mask[k]) mx = std::max(mx, double(logits[k]));
-  double sum = 0;
-  for (size_t k = 0; k < logits.size(); ++k)
-    if (mask[k]) sum += std::exp(logits[k] - mx);
-  std::vector<double> lp(logits.size(), -1e30);
-  for (size_t k = 0; k < logits.size(); ++k)
-    if (mask[k]) lp[k] = logits[k] - mx - std::log(sum);
-  return lp;
-}
-
 // The policy and value network on the CPU, from the learner's parameters by name.
 class PolicyNet {
  public:
@@ -91,8 +71,7 @@ class PolicyNet {
 
   Out encode(const AgentObs& o) const {
     const int64_t H = w_.at("enc1.weight").shape[0];
-    std::vector<float> h(o.nodes * kNodeFeatures), agg, z(o.nodes * H);
-    h = o.x;
+    std::vector<float> h = o.x, agg, z(o.nodes * H), y;
     int64_t width = kNodeFeatures;
     for (const char* layer : {"enc1", "enc2"}) {
       agg.assign(o.nodes * width, 0.f);
@@ -103,8 +82,8 @@ class PolicyNet {
       }
       const HostTensor &W = w_.at(cat(layer, ".weight")), &B = w_.at(cat(layer, ".bias"));
       for (int64_t n = 0; n < o.nodes; ++n) {
-        linear(W, B, &agg[n * width], &z[n * H]);
-        for (int64_t k = 0; k < H; ++k) z[n * H + k] = std::max(0.f, z[n * H + k]);
+        linear(W, B, &agg[n * width], y);
+        for (int64_t k = 0; k < H; ++k) z[n * H + k] = std::max(0.f, y[k]);
       }
       h = z;
       width = H;
@@ -113,7 +92,7 @@ class PolicyNet {
     r.g.assign(H, 0.f);
     for (int64_t n = 0; n < o.nodes; ++n)
       for (int64_t k = 0; k < H; ++k) r.g[k] += h[n * H + k] / static_cast<float>(o.nodes);
-    r.rule_logp = log_softmax_masked(mlp("rule", r.g), o.rule_mask.data());
+    r.rule_logp = masked_log_softmax(mlp("rule", r.g), o.rule_mask.data());
     r.value = mlp("value", r.g)[0];
     return r;
   }
@@ -121,38 +100,22 @@ class PolicyNet {
   std::vector<double> location_logp(const Out& e, int rule, const AgentObs& o) const {
     std::vector<float> in = e.g;
     for (int64_t k = 0; k < rules_; ++k) in.push_back(k == rule ? 1.f : 0.f);
-    return log_softmax_masked(mlp("loc", in), &o.mask[rule * locations_]);
+    return masked_log_softmax(mlp("loc", in), &o.mask[rule * locations_]);
   }
 
  private:
   // nn::MLP with two layers: tanh between them, identity at the output.
   std::vector<float> mlp(const std::string& name, const std::vector<float>& x) const {
     const HostTensor& w0 = w_.at(name + ".0.weight");
-    std::vector<float> h(w0.shape[0]);
-    linear(w0, w_.at(name + ".0.bias"), x.data(), h.data());
+    std::vector<float> h, y;
+    linear(w0, w_.at(name + ".0.bias"), x.data(), h);
     for (float& v : h) v = std::tanh(v);
-    const HostTensor& w1 = w_.at(name + ".1.weight");
-    std::vector<float> y(w1.shape[0]);
-    linear(w1, w_.at(name + ".1.bias"), h.data(), y.data());
+    linear(w_.at(name + ".1.weight"), w_.at(name + ".1.bias"), h.data(), y);
     return y;
   }
   std::map<std::string, HostTensor> w_;
   int64_t rules_, locations_;
 };
-
-int sample(const std::vector<double>& logp, std::mt19937_64& rng, bool greedy) {
-  if (greedy) return static_cast<int>(std::max_element(logp.begin(), logp.end()) - logp.begin());
-  std::uniform_real_distribution<double> u(0, 1);
-  double r = u(rng), acc = 0;
-  int last = 0;
-  for (size_t k = 0; k < logp.size(); ++k) {
-    if (logp[k] < -1e20) continue;
-    acc += std::exp(logp[k]);
-    last = static_cast<int>(k);
-    if (r <= acc) return last;
-  }
-  return last;
-}
 
 struct Transition {
   AgentObs obs;

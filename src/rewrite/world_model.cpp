@@ -13,6 +13,7 @@
 #include "api/tempo.h"
 #include "nn/module.h"
 #include "optim/optim.h"
+#include "rewrite/policy_math.h"
 #include "util/error.h"
 
 namespace tempo::rewrite {
@@ -22,6 +23,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using ir::HostTensor;
 using Weights = std::map<std::string, HostTensor>;
+using detail::masked_log_softmax;
+using detail::sample;
+
+// The shared dense layer over a vector.
+void linear(const HostTensor& w, const HostTensor& b, const std::vector<float>& x,
+            std::vector<float>& y) {
+  detail::linear(w, b, x.data(), y);
+}
 
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -49,18 +58,6 @@ std::vector<float> latent(const RewriteEnv& env, const Observation& o) {
   return z;
 }
 
-void linear(const HostTensor& w, const HostTensor& b, const std::vector<float>& x,
-            std::vector<float>& y) {
-  int64_t out = w.shape[0], in = w.shape[1];
-  y.assign(out, 0.f);
-  const float *W = w.ptr<float>(), *B = b.ptr<float>();
-  for (int64_t o = 0; o < out; ++o) {
-    float s = B[o];
-    for (int64_t k = 0; k < in; ++k) s += W[o * in + k] * x[k];
-    y[o] = s;
-  }
-}
-
 std::vector<float> mlp2(const Weights& w, const std::string& name, const std::vector<float>& x) {
   std::vector<float> h, y;
   linear(w.at(name + ".0.weight"), w.at(name + ".0.bias"), x, h);
@@ -69,37 +66,11 @@ std::vector<float> mlp2(const Weights& w, const std::string& name, const std::ve
   return y;
 }
 
-std::vector<double> masked_log_softmax(const std::vector<float>& logits,
-                                       const std::vector<uint8_t>& mask) {
-  double mx = -1e300, sum = 0;
-  for (size_t k = 0; k < logits.size(); ++k)
-    if (mask[k]) mx = std::max(mx, double(logits[k]));
-  for (size_t k = 0; k < logits.size(); ++k)
-    if (mask[k]) sum += std::exp(logits[k] - mx);
-  std::vector<double> lp(logits.size(), -1e30);
-  for (size_t k = 0; k < logits.size(); ++k)
-    if (mask[k]) lp[k] = logits[k] - mx - std::log(sum);
-  return lp;
-}
-
-int sample(const std::vector<double>& logp, std::mt19937_64& rng, bool greedy) {
-  if (greedy) return static_cast<int>(std::max_element(logp.begin(), logp.end()) - logp.begin());
-  std::uniform_real_distribution<double> u(0, 1);
-  double r = u(rng), acc = 0;
-  int last = 0;
-  for (size_t k = 0; k < logp.size(); ++k) {
-    if (logp[k] < -1e20) continue;
-    acc += std::exp(logp[k]);
-    last = static_cast<int>(k);
-    if (r <= acc) return last;
-  }
-  return last;
-}
-
 // The MDN-RNN on the CPU.
 struct MdnRnn {
   Weights w;
   int64_t hidden = 0, mixtures = 0;
+  double reward_scale = 1;  // the learned reward times this: percent of the original runtime
   std::vector<float> step(const std::vector<float>& z, int a, const std::vector<float>& h) const {
     std::vector<float> x = z, y;
     for (int64_t k = 0; k < num_actions(); ++k) x.push_back(k == a ? 1.f : 0.f);
@@ -132,7 +103,7 @@ struct MdnRnn {
       double s = std::exp(std::clamp(double(ls[k * Z + i]), -5.0, 2.0)) * std::sqrt(tau);
       z[i] = static_cast<float>(mu[k * Z + i] + s * n(rng));
     }
-    reward = r[0];
+    reward = r[0] * reward_scale;
     done = d[0] > 0;  // sigmoid > 0.5
   }
 };
@@ -277,7 +248,7 @@ class Dream {
       s.mask.assign(num_actions(), 0);
       for (int64_t a = 0; a < num_actions(); ++a) s.mask[a] = z[mask_offset() + a] > 0.5f;
       s.mask[num_actions() - 1] = 1;  // the no-op is always legal
-      std::vector<double> lp = masked_log_softmax(mlp2(w, "policy", s.obs), s.mask);
+      std::vector<double> lp = masked_log_softmax(mlp2(w, "policy", s.obs), s.mask.data());
       s.action = sample(lp, rng_, false);
       s.logp = lp[s.action];
       s.value = mlp2(w, "value", s.obs)[0];
@@ -381,7 +352,6 @@ WorldModelResult train_world_model(const Graph& g, CostModel& cost, const WorldM
                   : legal[std::uniform_int_distribution<size_t>(0, legal.size() - 1)(rng)];
       StepResult s = env.step(a, 0);
       ++res.real_steps;
-      remember();
       RealStep r{z, {}, a, static_cast<float>(100 * s.reward / env.initial_cost()),
                  s.done ? 1.f : 0.f};
       obs = std::move(s.observation);
@@ -394,8 +364,19 @@ WorldModelResult train_world_model(const Graph& g, CostModel& cost, const WorldM
     episodes.push_back(std::move(ep));
   }
 
+  // Rewards are learned in units of their standard deviation over the recorded steps (percent
+  // of the original runtime can be tens on a small graph); the dream scales them back.
+  double sum = 0, sq = 0, count = 0;
+  for (const auto& ep : episodes)
+    for (const RealStep& r : ep) sum += r.reward, sq += r.reward * r.reward, ++count;
+  const double reward_scale =
+      std::max(1e-3, std::sqrt(std::max(0.0, sq / count - (sum / count) * (sum / count))));
+  for (auto& ep : episodes)
+    for (RealStep& r : ep) r.reward = static_cast<float>(r.reward / reward_scale);
+
   // 2. The MDN-RNN, unrolled over sequences of seq_len steps.
   MdnRnn wm;
+  wm.reward_scale = reward_scale;
   wm.hidden = Hd;
   wm.mixtures = K;
   {
@@ -476,7 +457,8 @@ WorldModelResult train_world_model(const Graph& g, CostModel& cost, const WorldM
     res.dream_curve = dream->curve;
   }
 
-  // 4. The controller in the real environment (greedy, then sampled), h from the real latents.
+  // 4. The controller in the real environment (greedy, then sampled), h from the real latents;
+  // the result is the cheapest graph these episodes reach (not the random episodes').
   for (int64_t e = 0; e <= o.eval_episodes; ++e) {
     Observation obs = env.reset();
     std::vector<float> z = latent(env, obs), h(Hd, 0.f);
@@ -484,7 +466,7 @@ WorldModelResult train_world_model(const Graph& g, CostModel& cost, const WorldM
       std::vector<float> in = z;
       in.insert(in.end(), h.begin(), h.end());
       std::vector<uint8_t> mask(obs.rule_mask.begin(), obs.rule_mask.end());
-      int a = sample(masked_log_softmax(mlp2(controller, "policy", in), mask), rng, e == 0);
+      int a = sample(masked_log_softmax(mlp2(controller, "policy", in), mask.data()), rng, e == 0);
       StepResult s = env.step(a, 0);
       remember();
       h = wm.step(z, a, h);

@@ -43,7 +43,7 @@ struct WorldModelOptions {
 };
 
 struct WorldModelResult {
-  Graph best;
+  Graph best;  // the cheapest graph the trained controller reached in the real environment
   double initial_cost = 0, best_cost = 0;
   std::vector<Match> steps;
   double seconds = 0;  // all of it: random episodes, world model, controller, evaluation
