@@ -68,6 +68,11 @@ class GlooProcessGroup final : public TorchProcessGroup {
     o.rootRank = root;
     run("broadcast", [&] { return pg_->broadcast(ts, o); });
   }
+  int64_t broadcast_value(int64_t v, int root) override {
+    torch::Tensor t = torch::full({1}, v, torch::kInt64);
+    broadcast(t, root);
+    return t.item<int64_t>();
+  }
   void barrier() override {
     run("barrier", [&] { return pg_->barrier(); });
   }

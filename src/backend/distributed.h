@@ -17,6 +17,8 @@ class ProcessGroup {
   virtual int64_t collectives() const = 0;        // run so far
   virtual double collective_seconds() const = 0;  // wall time spent in them
   virtual void barrier() = 0;
+  // Rank `root`'s v on every rank (e.g. to check that the ranks agree on something).
+  virtual int64_t broadcast_value(int64_t v, int root) = 0;
 };
 
 struct ProcessGroupConfig {

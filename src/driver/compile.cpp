@@ -184,6 +184,8 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   bo.codegen = options.codegen && !switched_off("TEMPO_NO_CODEGEN");
   bo.donation = options.donation && !switched_off("TEMPO_NO_DONATION");
   bo.process_group = driver::process_group_of(options.communicator);
+  if (bo.process_group)
+    driver::check_same_schedule(*bo.process_group, impl->schedule.str(impl->graph), where(loc));
   impl->backend = backend::make_libtorch_backend(backend::default_device(), bo);
   impl->backend->seed(options.seed);
   const bool blocks = options.block_stores && !switched_off("TEMPO_NO_BLOCK_STORES");

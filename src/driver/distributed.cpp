@@ -3,6 +3,7 @@
 #include "driver/distributed.h"
 
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace tempo {
 
@@ -45,6 +46,17 @@ std::shared_ptr<backend::ProcessGroup> process_group_of(const std::shared_ptr<Co
         "CompileOptions::communicator must come from tempo::connect (another "
         "Communicator cannot carry the backend's collectives)");
   return bc->process_group();
+}
+
+void check_same_schedule(backend::ProcessGroup& pg, const std::string& schedule,
+                         const std::string& where) {
+  if (pg.world_size() == 1) return;
+  const auto mine = static_cast<int64_t>(fnv1a(schedule));
+  if (pg.broadcast_value(mine, 0) != mine)
+    throw UserError(cat("compile at ", where, ": rank ", pg.rank(), " of ", pg.world_size(),
+                        " compiled another schedule than rank 0; every rank must build the same "
+                        "program with the same options and bounds, or their collectives would "
+                        "not meet"));
 }
 
 }  // namespace driver

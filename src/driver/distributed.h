@@ -11,4 +11,9 @@ namespace tempo::driver {
 // Null for a null communicator; UserError for one that connect() did not make.
 std::shared_ptr<backend::ProcessGroup> process_group_of(const std::shared_ptr<Communicator>& c);
 
+// Collectives meet only if every rank runs the same schedule: UserError on a rank whose schedule
+// (its text) differs from rank 0's, instead of collectives that never meet or mix tensors.
+void check_same_schedule(backend::ProcessGroup& pg, const std::string& schedule,
+                         const std::string& where);
+
 }  // namespace tempo::driver

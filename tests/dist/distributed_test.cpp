@@ -117,11 +117,24 @@ std::string rl_worker(const std::shared_ptr<Communicator>& comm) {
   return dump(r.parameters);
 }
 
-// Rank 1 leaves right after joining; rank 0's all-reduce must fail, not hang.
+// Rank 1 leaves after compiling, before running; rank 0's all-reduce must fail, not hang.
 std::string dying_worker(const std::shared_ptr<Communicator>& comm) {
-  if (comm->rank() == 1) _exit(3);
   Context ctx;
   RT x = all_reduce(ctx.ones({4}), true).retain();
+  CompileOptions o;
+  o.communicator = comm;
+  Executable exe = ctx.compile({}, o);
+  if (comm->rank() == 1) _exit(3);
+  exe.run();
+  return "finished";
+}
+
+// Rank 1 builds another program than rank 0: it must refuse to run it.
+std::string mismatched_worker(const std::shared_ptr<Communicator>& comm) {
+  Context ctx;
+  RT x = all_reduce(ctx.ones({4}), true);
+  if (comm->rank() == 1) x = x + all_reduce(ctx.ones({2}).sum(), false);
+  x.retain();
   CompileOptions o;
   o.communicator = comm;
   Executable exe = ctx.compile({}, o);
@@ -136,6 +149,7 @@ int worker_main(const std::string& mode) {
     std::string result = mode == "supervised" ? supervised_worker(comm)
                          : mode == "rl"       ? rl_worker(comm)
                          : mode == "die"      ? dying_worker(comm)
+                         : mode == "mismatch" ? mismatched_worker(comm)
                                               : "unknown mode " + mode;
     write_file(cat(out, "/rank", comm->rank(), ".txt"), result);
     return 0;
@@ -284,9 +298,20 @@ TEST(Distributed, ARankThatDiesFailsTheOthersWithinTheTimeout) {
   EXPECT_EQ(job.status[1], 3);
   EXPECT_EQ(job.status[0], 1) << "rank 0 should fail, not finish or hang";
   std::string err = read_file(cat(job.dir, "/error0.txt"));
-  EXPECT_NE(err.find("all-reduce failed"), std::string::npos) << err;
+  EXPECT_NE(err.find("all-reduce failed: another rank died or did not answer within 5 s"),
+            std::string::npos)
+      << err;
   EXPECT_NE(err.find("rank 0 of 2"), std::string::npos) << err;
   EXPECT_LT(job.seconds, 20);
+}
+
+TEST(Distributed, RanksWithDifferentSchedulesFailClearly) {
+  Job job = run_job("mismatch", 2, {{"TEMPO_DIST_TIMEOUT", "5"}}, 30);
+  EXPECT_EQ(job.status[1], 1);
+  std::string err = read_file(cat(job.dir, "/error1.txt"));
+  EXPECT_NE(err.find("rank 1 of 2 compiled another schedule than rank 0"), std::string::npos)
+      << err;
+  EXPECT_EQ(job.status[0], 1) << "rank 0 should fail when rank 1 leaves";
 }
 
 TEST(Distributed, UnreachableRendezvousFailsClearly) {
