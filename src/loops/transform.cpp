@@ -152,7 +152,8 @@ std::optional<Schedule> apply(const Schedule& s, int stmt, const Action& a) {
         r[ri].parallel = true;
         break;
       case Kind::Unroll:
-        if (r[ri].unroll == a.factor) return std::nullopt;
+        // Once per loop: changing the factor again would only let an agent mark time.
+        if (r[ri].unroll != 0) return std::nullopt;
         r[ri].unroll = a.factor;
         break;
       case Kind::Tile: {

@@ -71,6 +71,21 @@ TEST(Codegen, MeasurementsAreMemoized) {
   EXPECT_EQ(a.checksum, b.checksum);
 }
 
+TEST(Codegen, WithoutMemoizationEveryMeasurementRuns) {
+  Evaluator ev(test_options(), /*memoize=*/false);
+  Program p = benchmark("mvt", Size::Small);
+  Schedule s = Schedule::original(p);
+  Measurement a = ev.measure(p, s), b = ev.measure(p, s);
+  EXPECT_EQ(ev.stats().time_hits, 0);
+  EXPECT_EQ(ev.stats().time_misses, 2);
+  EXPECT_EQ(a.checksum, b.checksum);
+  LoopEnv env(p);
+  env.set_memoize(false);
+  env.legal_mask();
+  env.legal_mask();
+  EXPECT_EQ(env.stats().legality_hits, 0);
+}
+
 TEST(Baselines, IslSchedulerAndPollyKeepTheChecksum) {
   Evaluator ev(test_options());
   for (const char* name : {"jacobi2d", "seidel2d", "doitgen", "blur"}) {
