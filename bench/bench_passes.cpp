@@ -47,6 +47,7 @@ std::vector<Config> configs(bool quick) {
   for (const PassOptions::Switch& s : PassOptions::switches()) {
     std::string name = s.name;
     if (quick && name != "vectorize" && name != "lifting" && name != "cse") continue;
+    if (!(PassOptions{}.*s.on)) continue;  // off by default (recompute): "all passes" already
     PassOptions o;
     o.set(name, false);
     out.push_back({"no " + name, o});

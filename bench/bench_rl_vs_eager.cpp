@@ -89,6 +89,7 @@ struct Case {
   // Tempo's REINFORCE recomputing the forward pass over the rollout as the eager baseline does,
   // instead of learning from the acting pass per timestep (TrainConfig::per_step, its default).
   bool recompute = false;
+  bool normalize = true;  // REINFORCE: returns normalized over the rollout (both systems)
   int64_t budget = 0;  // Tempo's CompileOptions::memory_budget (bytes; 0: none)
 
   std::string env_label() const { return obs.empty() ? env : env + " " + obs; }
@@ -110,6 +111,7 @@ TrainConfig config_of(const Case& c, int64_t iterations) {
   cfg.proximity = c.proximity;
   if (c.epochs > 0) cfg.epochs = c.epochs;
   if (c.recompute) cfg.per_step = false;
+  cfg.normalize_returns = c.normalize;
   cfg.iterations = iterations;
   cfg.seed = 1;
   cfg.memory_budget = c.budget;
@@ -181,6 +183,7 @@ std::string child_command(const std::string& system, const Case& c, int64_t iter
   if (!c.obs.empty()) cmd << " --obs " << c.obs;
   if (c.proximity) cmd << " --proximity";
   if (c.recompute) cmd << " --recompute";
+  if (!c.normalize) cmd << " --no-normalize";
   if (c.budget > 0) cmd << " --memory-budget " << c.budget;
   if (profile) cmd << " --profile";
   cmd << (profile ? "" : " 2>&1");
@@ -452,6 +455,8 @@ int main_impl(int argc, char** argv) {
       o.c.proximity = true;
     else if (a == "--recompute")
       o.c.recompute = true;
+    else if (a == "--no-normalize")
+      o.c.normalize = false;
     else if (a == "--memory-budget")
       o.c.budget = tempo::parse_bytes(next(), "--memory-budget");
     else {
@@ -513,50 +518,68 @@ int main_impl(int argc, char** argv) {
   }
 
   if (o.only.empty() || o.only == "nstep") {
-    // REINFORCE at a large observation: Monte-Carlo returns (n = 0) against n-step returns.
-    // --quick: a smaller observation, so that the set stays within its 3 minutes.
+    // REINFORCE at a large observation: Monte-Carlo returns (n = 0) against n-step returns
+    // (not normalized, in both systems: statistics of the whole rollout would make every step
+    // wait for its end). With proximity Tempo interleaves n-step learning with acting (TEMPO
+    // Fig. 23): its peak stays flat in T while the eager actor-learner keeps the rollout.
+    // --quick: a smaller observation and T = 128 only, so that the set stays within minutes.
     const std::string obs = o.quick ? "3x16x16" : "3x64x64";
+    std::vector<int64_t> lengths = {128, 1024};
+    if (o.quick) lengths = {128};
     emit("\n### Monte-Carlo vs n-step REINFORCE (synthetic " + obs +
-         ", 16 envs, T = 128, 2 x 64 hidden)\n\n"
-         "| returns | system | s/iter | steps/s | tracked / heap peak MiB | peak RSS MiB (+growth) "
-         "| compile s |\n|---|---|---|---|---|---|---|\n");
+         ", 16 envs, 2 x 64 hidden)\n\n"
+         "| T | returns | system | s/iter | steps/s | tracked / heap peak MiB | Tempo / eager peak "
+         "| peak RSS MiB (+growth) | compile s |\n|---|---|---|---|---|---|---|---|---|\n");
     int order = 0;
-    for (int64_t n : {0, 8}) {
-      Case c;
-      c.env = "synthetic";
-      c.obs = obs;
-      c.n_step = n;
-      std::vector<std::pair<std::string, Case>> runs;
-      Case prox = c;
-      prox.proximity = true;
-      Case recompute = c;
-      recompute.recompute = true;
-      runs.push_back({"Tempo", c});
-      runs.push_back({"Tempo, proximity", prox});
-      runs.push_back({"Tempo, recompute", recompute});
-      runs.push_back({"eager", c});
-      if (order++ % 2) std::reverse(runs.begin(), runs.end());
-      std::vector<std::string> lines;
-      for (const auto& [label, rc] : runs) {
-        const bool tempo = label != "eager";
-        RunStats s = run_child(
-            child_command(tempo ? "tempo" : "eager", rc, o.iterations, o.warmup, o.threads, false));
-        std::ostringstream l;
-        l << "| " << (n == 0 ? "Monte-Carlo" : "n-step, n = " + std::to_string(n)) << " | " << label
-          << " | ";
-        if (!s.ok) {
-          l << "failed | | | | |\n";
-          lines.push_back(l.str() + "\nfailed run: " + s.error + "\n\n");
-          continue;
+    for (int64_t T : lengths)
+      for (int64_t n : {0, 8, 64}) {
+        Case c;
+        c.env = "synthetic";
+        c.obs = obs;
+        c.steps = T;
+        c.n_step = n;
+        c.normalize = n == 0;
+        std::vector<std::pair<std::string, Case>> runs;
+        Case prox = c;
+        prox.proximity = true;
+        Case recompute = c;
+        recompute.recompute = true;
+        if (T == lengths[0]) {
+          runs.push_back({"Tempo", c});
+          runs.push_back({"Tempo, recompute", recompute});
         }
-        l << fmt(s.sec_per_iter, 4) << " | " << fmt(16.0 * 128.0 / s.sec_per_iter, 0) << " | "
-          << mib(s.mem_bytes) << (tempo ? " (tracked)" : " (heap)") << " | " << rss_cell(s) << " | "
-          << (tempo ? fmt(s.compile_seconds, 1) : "-") << " |\n";
-        lines.push_back(l.str());
+        runs.push_back({"Tempo, proximity", prox});
+        runs.push_back({"eager", c});
+        if (order++ % 2) std::reverse(runs.begin(), runs.end());
+        std::vector<std::pair<std::string, RunStats>> results;
+        double eager_peak = std::nan("");
+        for (const auto& [label, rc] : runs) {
+          const bool tempo = label != "eager";
+          results.push_back({label, run_child(child_command(tempo ? "tempo" : "eager", rc,
+                                                            o.iterations, o.warmup, o.threads,
+                                                            false))});
+          if (!tempo && results.back().second.ok) eager_peak = results.back().second.mem_bytes;
+        }
+        std::vector<std::string> lines;
+        for (const auto& [label, s] : results) {
+          const bool tempo = label != "eager";
+          std::ostringstream l;
+          l << "| " << T << " | " << (n == 0 ? "Monte-Carlo" : "n-step, n = " + std::to_string(n))
+            << " | " << label << " | ";
+          if (!s.ok) {
+            l << "failed | | | | | |\n";
+            lines.push_back(l.str() + "\nfailed run: " + s.error + "\n\n");
+            continue;
+          }
+          l << fmt(s.sec_per_iter, 4) << " | " << fmt(16.0 * T / s.sec_per_iter, 0) << " | "
+            << mib(s.mem_bytes) << (tempo ? " (tracked)" : " (heap)") << " | "
+            << (tempo ? fmt(ratio(s.mem_bytes, eager_peak), 3) : "-") << " | " << rss_cell(s)
+            << " | " << (tempo ? fmt(s.compile_seconds, 1) : "-") << " |\n";
+          lines.push_back(l.str());
+        }
+        std::sort(lines.begin(), lines.end());  // same order for every row, whoever ran first
+        for (const std::string& l : lines) emit(l);
       }
-      std::sort(lines.begin(), lines.end());  // same order for both n, whoever ran first
-      for (const std::string& l : lines) emit(l);
-    }
   }
 
   if (o.only == "budget") {

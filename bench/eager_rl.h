@@ -249,7 +249,8 @@ inline EagerResult run_eager(const tempo::rl::TrainConfig& cfg) {
     if (!use_value) {
       auto [logp, ent] = logp_ent(pi->forward(O), act_buf);
       torch::Tensor G = eager_discounted(rew_buf, done_buf, cfg.gamma, cfg.n_step);
-      update(-(logp * eager_normalized(G)).mean() - cfg.ent_coef * ent.mean());
+      if (cfg.normalize_returns) G = eager_normalized(G);
+      update(-(logp * G).mean() - cfg.ent_coef * ent.mean());
     } else {
       torch::Tensor adv, ret;
       {

@@ -10,7 +10,7 @@
 
 namespace tempo {
 
-// One switch per pass of the pipeline (passes/pipeline.cpp), all on by default.
+// One switch per pass of the pipeline (passes/pipeline.cpp), all on by default but `recompute`.
 struct PassOptions {
   bool simplify_indices = true;  // simplify every dependence expression and condition
   bool fold_constants = true;    // elementwise ops on constant fills become fills
@@ -37,6 +37,11 @@ struct PassOptions {
   // it as the recurrence goes and frees what it reads n steps later. CompileOptions::proximity
   // turns it on. What needs a whole recurrence (Monte-Carlo returns) is batched as before.
   bool interleave = false;
+  // Recomputation (passes/recompute.h): an elementwise activation kept through a loop for a
+  // later reader is recomputed there from the inputs that reader keeps anyway. Off by default
+  // (it trades compute for memory); the memory planner turns it on, with `interleave`, when a
+  // program does not fit its budget, before it swaps anything.
+  bool recompute = false;
   bool check_ir = false;         // validate the IR after every pass that changed it
   bool verbose = false;          // per pass: time and op count, to stderr
 
@@ -53,6 +58,7 @@ struct PassOptions {
         {"cse", &PassOptions::cse},
         {"domain-reduction", &PassOptions::domain_reduction},
         {"lifting", &PassOptions::lifting},
+        {"recompute", &PassOptions::recompute},
         {"vectorize", &PassOptions::vectorize},
         {"tiling", &PassOptions::tiling},
         {"dce", &PassOptions::dce},

@@ -111,7 +111,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
                         options.memory_budget));
   // The pass pipeline, into impl; `tile_above` > 0 tiles windows above it where the options do
   // not say otherwise (tiling for memory), and `for_memory` interleaves what can run as a
-  // recurrence goes (PassOptions::interleave).
+  // recurrence goes and recomputes cheap activations (PassOptions::interleave, ::recompute).
   auto optimize = [&](int64_t tile_above, bool for_memory) {
     passes::Program program(graph_, retained_);
     for (const auto& [b, v] : bounds) program.bound_values.emplace_back(b.name(), v);
@@ -119,6 +119,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
     po.verbose |= options.verbose;
     if (po.tile_above_bytes == 0) po.tile_above_bytes = tile_above;
     po.interleave |= for_memory;
+    po.recompute |= for_memory;
     // TEMPO_NO_PASS=vectorize,lifting (or =all) turns passes off without recompiling the
     // program, e.g. to run a test suite with the pipeline on and off.
     if (const char* off = std::getenv("TEMPO_NO_PASS")) {

@@ -12,6 +12,7 @@
 #include "passes/fusion.h"
 #include "passes/graph_edit.h"
 #include "passes/lifting.h"
+#include "passes/recompute.h"
 #include "passes/simplify_indices.h"
 #include "passes/tiling.h"
 #include "passes/vectorize.h"
@@ -41,6 +42,8 @@ constexpr Pass kPipeline[] = {
     // Before vectorization (an op that does not vary along t must not be batched), after lifting
     // (whose reads of the scan's last point, x[0:T].sum(), do not vary along t).
     {"domain-reduction", &Options::domain_reduction, reduce_domains},
+    // Before vectorization, which batches the copies over the window the late reader reads.
+    {"recompute", &Options::recompute, recompute_activations},
     {"vectorize", &Options::vectorize, vectorize},
     // Again after vectorization, whose batched ops match rules that per-step ops do not (a sum
     // over t of per-step matmuls).

@@ -172,7 +172,7 @@ isl::map Scheduler::last_readers(const Group& grp, const std::vector<std::pair<O
   for (const isl::map& m : pieces) last = last.unite(prefix(m.reverse(), depth));
   if (opt_.proximity || opt_.memory_proximity) {
     const int producer = group_of_[grp.members[0]];
-    std::map<int, std::optional<isl::map>> memo;
+    auto& memo = latest_memo_[{producer, depth}];  // shared by the group's bundles
     std::vector<char> visiting(groups_.size(), 0);
     for (const isl::map& m : pieces) {  // reader X[x] -> R[p]
       auto it = exec_stmts_.find(isl_map_get_tuple_name(m.get(), isl_dim_in));

@@ -346,6 +346,8 @@ class Scheduler {
   std::vector<Group> groups_;
   // Reads between groups, per reading group: source group -> X[x] -> Y[y] (built when needed).
   std::vector<std::map<int, isl::map>> group_reads_;
+  // latest_dependence's results per (producer group, depth), per reading group.
+  std::map<std::pair<int, size_t>, std::map<int, std::optional<isl::map>>> latest_memo_;
   std::map<OpId, size_t> position_;        // op -> position among its group's members
   std::map<std::string, int> exec_stmts_;  // statement name -> group
   std::map<std::string, std::vector<std::pair<OpId, int>>> dealloc_stmts_;

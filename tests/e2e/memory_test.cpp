@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 
@@ -134,6 +135,54 @@ TEST(MemoryBudget, TheSwapPolicyDecides) {
         a.ctx.compile({{a.i.bound, 3}, {a.t.bound, 32}}, co);
       },
       {"swap policy: index"});
+}
+
+// Recomputation (passes/recompute.h): the activation act = tanh(s) feeds the recurrence at each
+// step and a learner that reads the states and the activations of the whole loop after it. With
+// recomputation the learner computes tanh over the states it keeps anyway, so the activations are
+// freed at their own step: about one rollout less at the peak, the same values. Under a budget
+// that this meets, compile recomputes instead of swapping anything.
+struct Recurrent {
+  Context ctx;
+  Dim t = ctx.dim("t", "T");
+  RT learned;
+  Recurrent() {
+    RT o = source(ctx, {t}, {kRow});
+    RT s = ctx.placeholder({DType::Float32, {kRow}}, {t}, "s");
+    RT act = s.tanh().named("act");
+    s[0] = o[0];
+    s[t.var + 1] = act * 0.5 + o;
+    learned = (s[slice(0, t.bound)] * act[slice(0, t.bound)]).sum(0).named("learned").retain();
+  }
+};
+
+TEST(MemoryBudget, RecomputesCheapActivationsInsteadOfKeepingThem) {
+  if (!passes_on()) GTEST_SKIP() << "compares recomputation on and off itself";
+  const int64_t steps = 32, rollout = steps * kRow * 4;
+  std::vector<Recurrent> programs(3);
+  std::vector<Executable> exes;
+  auto compile = [&](int k, CompileOptions co) {
+    exes.push_back(programs[k].ctx.compile({{programs[k].t.bound, steps}}, co));
+    exes.back().run();
+    return exes.back().memory();
+  };
+  CompileOptions kept, recomputed;
+  recomputed.passes.recompute = true;
+  const int64_t kept_peak = compile(0, kept).peak_bytes;
+  const int64_t recomputed_peak = compile(1, recomputed).peak_bytes;
+  std::cout << "peak kept " << kept_peak << " B, recomputed " << recomputed_peak << " B\n";
+  EXPECT_GE(kept_peak, 2 * rollout);
+  EXPECT_LE(recomputed_peak, kept_peak - rollout * 3 / 4);
+  // A budget that recomputation meets and keeping does not: nothing is swapped.
+  CompileOptions budget;
+  budget.memory_budget = (kept_peak + recomputed_peak) / 2;
+  const MemoryStats fit = compile(2, budget);
+  EXPECT_LE(fit.peak_bytes, budget.memory_budget);
+  EXPECT_EQ(fit.host_peak_bytes, 0);
+  EXPECT_EQ(exes[2].schedule_str().find("evict"), std::string::npos) << exes[2].schedule_str();
+  for (int k = 1; k < 3; ++k)
+    expect_close(to_torch(exes[k].get(programs[k].learned, {})),
+                 to_torch(exes[0].get(programs[0].learned, {})), "learned", 1e-5);
 }
 
 TEST(MemoryBudget, ParsesSizes) {
