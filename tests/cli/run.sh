@@ -163,37 +163,6 @@ if [[ $? -eq 0 || "$err" != *"tempo: error: distributed: rank 1 of 2: cannot rea
 fi
 rm -rf "$dist"
 
-# launch: a data-parallel job on loopback (rank 0 alone prints and writes the curve); bad usage,
-# bad variables, a rank that fails, and a rendezvous nobody serves are clear errors.
-expect_error "missing -n N" launch -- tempo train ppo
-expect_error "the number of ranks must be 1..64" launch -n 0 -- tempo train ppo
-expect_error "-n expects an integer" launch -n two -- tempo train ppo
-expect_error "missing the command to run" launch -n 2
-expect_error "unknown option --bogus" launch -n 2 --bogus -- tempo train ppo
-WORLD_SIZE=2 RANK=2 expect_error "RANK=2 is outside [0, WORLD_SIZE=2)" train reinforce
-WORLD_SIZE=2 expect_error "RANK is not set" train reinforce
-dist="$(mktemp -d "${TMPDIR:-/tmp}/tempo-dist.XXXXXX")"
-if ! "$tempo" launch -n 2 -- tempo train reinforce --iterations 3 --out "$dist/out" >"$dist/log" 2>&1 ||
-  [[ "$(grep -c '^final mean return' "$dist/log")" -ne 1 ]] || ! grep -q '^data parallel: 2 ranks' "$dist/log" ||
-  [[ ! -s "$dist/out/curve.csv" ]]; then
-  echo "FAIL: tempo launch -n 2 -- tempo train: $(tail -3 "$dist/log")"
-  failures=$((failures + 1))
-fi
-SECONDS=0
-err="$("$tempo" launch -n 3 -- sh -c '[ "$RANK" = 1 ] || sleep 30; exit 3' 2>&1 >/dev/null)"
-rc=$?
-if [[ $rc -eq 0 || "$err" != *"rank 1 of 3 exited with status 3; stopping the other ranks"* || $SECONDS -gt 15 ]]; then
-  echo "FAIL: a failing rank stops the job (exit $rc after ${SECONDS}s): $err"
-  failures=$((failures + 1))
-fi
-port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-err="$(RANK=1 WORLD_SIZE=2 MASTER_PORT=$port TEMPO_DIST_TIMEOUT=1 "$tempo" train reinforce 2>&1 >/dev/null)"
-if [[ $? -eq 0 || "$err" != *"tempo: error: distributed: rank 1 of 2: cannot reach the rendezvous at 127.0.0.1:$port"* ]]; then
-  echo "FAIL: an unreachable rendezvous: $err"
-  failures=$((failures + 1))
-fi
-rm -rf "$dist"
-
 # Memory placement (src/mmap): a generated instance solved; bad instance files are one-line errors.
 mmap_dir="$(mktemp -d)"
 "$tempo" mmap generate --buffers 64 --seed 3 --out "$mmap_dir/i.txt" >/dev/null ||
