@@ -281,13 +281,16 @@ bool Dependences::parallel_ok(const std::string& schedule_isl, int dim,
 }
 
 LoopEnv::LoopEnv(Program p)
-    : deps_(std::make_shared<Dependences>(p)), schedule_(Schedule::original(p)) {}
+    : deps_(std::make_shared<Dependences>(p)), schedule_(Schedule::original(p)) {
+  visited_.insert(schedule_.key(program()));
+}
 
 void LoopEnv::reset() {
   schedule_ = Schedule::original(program());
   branch_ = 0;
   done_ = false;
   history_.clear();
+  visited_ = {schedule_.key(program())};
 }
 
 bool LoopEnv::legal(const Schedule& s) {
@@ -311,6 +314,7 @@ std::optional<Schedule> LoopEnv::try_action(const Action& a) {
   if (done_) return std::nullopt;
   std::optional<Schedule> s = apply(schedule_, branch_, a);
   if (!s || a.kind == Kind::Next) return s;
+  if (visited_.count(s->key(program()))) return std::nullopt;
   // Unrolling changes no order and no parallel loop: legal as the current schedule is.
   if (a.kind == Kind::Unroll) return s;
   if (memoize_ && a.kind == Kind::Tile && (a.size1 != 32 || a.size2 != 32)) {
@@ -346,6 +350,7 @@ bool LoopEnv::step(int index) {
     return true;
   }
   schedule_ = std::move(*s);
+  visited_.insert(schedule_.key(program()));
   return true;
 }
 

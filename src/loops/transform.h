@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "loops/program.h"
@@ -99,7 +100,8 @@ class LoopEnv {
   bool done() const { return done_; }
   const std::vector<Action>& history() const { return history_; }
 
-  // The schedule after `a` if it is legal (memoized by schedule key), else nullopt.
+  // The schedule after `a` if it is legal (memoized by schedule key) and not one this episode
+  // has already been at (interchanging a pair twice), else nullopt.
   std::optional<Schedule> try_action(const Action& a);
   std::vector<bool> legal_mask();  // over action_space()
   // Applies action `index` of the action space; false (and no change) when it is illegal.
@@ -114,6 +116,7 @@ class LoopEnv {
   int branch_ = 0;
   bool done_ = false;
   std::vector<Action> history_;
+  std::unordered_set<std::string> visited_;  // schedule keys of this episode
   std::unordered_map<std::string, bool> legal_memo_;
   bool memoize_ = true;
   MemoStats stats_;

@@ -83,6 +83,14 @@ TEST(Transform, StructuralLimits) {
   EXPECT_THROW(mvt.step(num_actions()), UserError);
 }
 
+TEST(Transform, AnEpisodeDoesNotGoBackToASchedule) {
+  LoopEnv mvt(benchmark("mvt", Size::Small));
+  ASSERT_TRUE(mvt.step(index_of(act(Kind::Interchange, 0, 1))));
+  EXPECT_FALSE(mvt.try_action(act(Kind::Interchange, 0, 1)));  // back to the original order
+  mvt.reset();
+  EXPECT_TRUE(mvt.try_action(act(Kind::Interchange, 0, 1)));
+}
+
 TEST(Transform, FinishedEpisodeHasNoLegalAction) {
   LoopEnv env(benchmark("cvtcolor", Size::Small));
   EXPECT_TRUE(env.step(num_actions() - 1));
