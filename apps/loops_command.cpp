@@ -221,7 +221,7 @@ int bench(const Args& a) {
   geomean_row(1);
   std::printf("\npaper (Pearl on Tiramisu, 64-core nodes): 3.16x geomean over unoptimized, 2.02x over "
               "the Tiramisu autoscheduler, 3.36x over Pluto\n");
-  if (count[0][4] && count[0][3])
+  if (count[0][4] && count[0][3] && count[0][1])
     std::printf("here: Pearl %s over unoptimized, %s over Polly, %s over isl+tile\n",
                 ratio(std::exp(log_sum[0][4] / count[0][4])).c_str(),
                 ratio(std::exp(log_sum[0][4] / count[0][4] - log_sum[0][3] / count[0][3])).c_str(),
@@ -320,10 +320,12 @@ int optimize(const Args& a) {
   std::printf("unoptimized %.3f ms, optimized %.3f ms: speedup %s\n", base.ms, r.ms,
               speedup(r, base).c_str());
   const MemoStats& st = ev.stats();
-  const MemoStats& ls = env.stats();
-  std::printf("memoization: legality %lld hits / %lld misses, timing %lld hits / %lld misses\n",
-              static_cast<long long>(ls.legality_hits), static_cast<long long>(ls.legality_misses),
-              static_cast<long long>(st.time_hits), static_cast<long long>(st.time_misses));
+  const MemoStats& ls = env.stats();  // the beam search's environment
+  if (!a.has("--actions") && !net)
+    std::printf("memoization: legality %lld hits / %lld misses, timing %lld hits / %lld misses\n",
+                static_cast<long long>(ls.legality_hits),
+                static_cast<long long>(ls.legality_misses), static_cast<long long>(st.time_hits),
+                static_cast<long long>(st.time_misses));
   return same_checksum(r.checksum, base.checksum) ? 0 : 1;
 }
 
