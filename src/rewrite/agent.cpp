@@ -25,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 using ir::HostTensor;
 using detail::linear;
 using detail::masked_log_softmax;
+using detail::episode_advantages;
 using detail::sample;
 
 double since(Clock::time_point t0) {
@@ -232,16 +233,7 @@ class Rollouts {
 
  private:
   void advantages(std::vector<Transition>& ep) const {
-    double next_value = 0, gae = 0;
-    for (int64_t k = static_cast<int64_t>(ep.size()) - 1; k >= 0; --k) {
-      Transition& t = ep[k];
-      double nv = t.done ? 0 : next_value;
-      double delta = t.reward + o_.gamma * nv - t.value;
-      gae = delta + o_.gamma * o_.lambda * (t.done ? 0 : gae);
-      t.adv = gae;
-      t.ret = gae + t.value;
-      next_value = t.value;
-    }
+    episode_advantages(ep, o_.gamma, o_.lambda);
   }
 
   void normalize_advantages() {

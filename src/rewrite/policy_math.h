@@ -1,5 +1,5 @@
 // The agents' CPU forward-pass pieces (agent.cpp, world_model.cpp): dense layers in nn::Linear's
-// layout, masked log-softmax and sampling from it.
+// layout, masked log-softmax and sampling from it, and advantages of an episode.
 #pragma once
 
 #include <algorithm>
@@ -52,6 +52,22 @@ inline int sample(const std::vector<double>& logp, std::mt19937_64& rng, bool gr
     if (r <= acc) return last;
   }
   return last;
+}
+
+// GAE over one episode, from its end: each step's `adv` and `ret` from its `reward`, `value` and
+// `done` (no bootstrap after a done step or past the episode's end).
+template <typename Step>
+void episode_advantages(std::vector<Step>& ep, double gamma, double lambda) {
+  double next_value = 0, gae = 0;
+  for (int64_t k = static_cast<int64_t>(ep.size()) - 1; k >= 0; --k) {
+    Step& s = ep[static_cast<size_t>(k)];
+    const double nv = s.done ? 0 : next_value;
+    const double delta = s.reward + gamma * nv - s.value;
+    gae = delta + gamma * lambda * (s.done ? 0 : gae);
+    s.adv = gae;
+    s.ret = gae + s.value;
+    next_value = s.value;
+  }
 }
 
 }  // namespace tempo::rewrite::detail

@@ -24,6 +24,7 @@ using Clock = std::chrono::steady_clock;
 using ir::HostTensor;
 using Weights = std::map<std::string, HostTensor>;
 using detail::masked_log_softmax;
+using detail::episode_advantages;
 using detail::sample;
 
 // The shared dense layer over a vector.
@@ -269,16 +270,7 @@ class Dream {
       if (ep.back().done) break;
     }
     curve.push_back({since(t0_), static_cast<int64_t>(curve.size()), total});
-    double next_value = 0, gae = 0;
-    for (int64_t k = static_cast<int64_t>(ep.size()) - 1; k >= 0; --k) {
-      DreamStep& s = ep[k];
-      double nv = s.done ? 0 : next_value;
-      double delta = s.reward + o_.gamma * nv - s.value;
-      gae = delta + o_.gamma * o_.lambda * (s.done ? 0 : gae);
-      s.adv = gae;
-      s.ret = gae + s.value;
-      next_value = s.value;
-    }
+    episode_advantages(ep, o_.gamma, o_.lambda);
     for (auto& s : ep) buffer_.push_back(std::move(s));
   }
 
