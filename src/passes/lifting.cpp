@@ -201,7 +201,7 @@ bool streams_along(const ir::Graph& g, OpId x, const Dim& d) {
     if (k == d) break;
     outer.push_back(k);
   }
-  return streams(recurrence_lookahead(g, d, outer, recurrent_along(g, outer))[x]);
+  return streams(recurrence_lookahead(g, d, outer)[x]);
 }
 
 bool lift_window_sum(ir::Graph& g, const std::vector<std::vector<EdgeId>>& readers, OpId id,

@@ -95,8 +95,7 @@ std::vector<bool> recurrent_along(const Graph& g, const Dims& outer) {
   for (const OpNode& op : g.ops())
     for (EdgeId id : op.inputs) {
       const ir::Edge& e = g.edge(id);
-      if (comp[e.source] == comp[e.sink] && !ordered(e))
-        cyclic[comp[e.sink]] = true;
+      if (comp[e.source] == comp[e.sink] && !ordered(e)) cyclic[comp[e.sink]] = true;
     }
   std::vector<bool> out(g.num_ops(), false);
   for (const OpNode& op : g.ops()) out[op.id] = cyclic[comp[op.id]];
@@ -132,14 +131,30 @@ int64_t reads_ahead(const Graph& g, const ir::Edge& e, const Dim& d) {
 
 }  // namespace
 
-std::vector<int64_t> recurrence_lookahead(const Graph& g, const Dim& d, const Dims& outer,
-                                          const std::vector<bool>& recurrent) {
+std::vector<int64_t> recurrence_lookahead(const Graph& g, const Dim& d, const Dims& outer) {
+  // The recurrences along d: cycles (not ordered by an outer dimension) through a read of another
+  // point of d, s[t - 1]. A cycle along another dimension (the steps of a rollout, when d is the
+  // iteration) is read at the same point of d, as any op is.
+  auto ordered = [&](const ir::Edge& e) { return carried_outside(g, e, outer); };
+  std::vector<int> comp = components(g, [&](const ir::Edge& e) { return !ordered(e); });
+  std::vector<bool> cycle_along_d(g.num_ops(), false);  // per component
+  for (const ir::Edge& e : g.edges()) {
+    if (comp[e.source] != comp[e.sink] || ordered(e)) continue;
+    const int at = position(g.op(e.source).domain, d);
+    if (at >= 0 && position(g.op(e.sink).domain, d) >= 0 && e.phi.is_seq() &&
+        !e.phi.arg(static_cast<size_t>(at)).same(d.var))
+      cycle_along_d[static_cast<size_t>(comp[e.sink])] = true;
+  }
+  std::vector<bool> recurrent(g.num_ops(), false);
   std::vector<int64_t> ahead(g.num_ops(), kNoRecurrence);
   for (const OpNode& op : g.ops())
-    if (recurrent[op.id]) ahead[op.id] = 0;
-  // A fixed point: look-aheads only grow, and every chain of non-recurrent ops is acyclic along
-  // d, so this ends; a value that keeps growing (a cycle through outer dims read at the same
-  // point) is capped at kWhole.
+    if (cycle_along_d[static_cast<size_t>(comp[op.id])]) {
+      recurrent[op.id] = true;
+      ahead[op.id] = 0;
+    }
+  // A fixed point: look-aheads only grow; other ops are acyclic along d (a cycle along another
+  // dimension reads the same point of d, so it adds nothing), so this ends, and a value that
+  // would keep growing is capped at kWhole.
   const int64_t cap = static_cast<int64_t>(g.num_ops()) + 1;
   for (bool changed = true; changed;) {
     changed = false;

@@ -20,14 +20,14 @@ bool carried_outside(const ir::Graph& g, const ir::Edge& e, const Dims& outer);
 // along d (s[t + 1] = f(s[t])) and along dimensions after it.
 std::vector<bool> recurrent_along(const ir::Graph& g, const Dims& outer);
 
-// Per op, how many steps of d ahead of its own point it needs a recurrent op (`recurrent`) at
-// the same point of the outer dimensions: kNoRecurrence where it needs none (only sources, or
-// points of earlier outer iterations), kWhole where it needs all of one (x[t:T], a sum over d,
-// a fixed point like x[T - 1]), else k >= 0 (r[t:min(t + n, T)] read by an n-step return: n - 1).
+// Per op, how many steps of d ahead of its own point it needs a recurrence along d (a cycle
+// through a read of another point of d, s[t - 1]) at the same point of the outer dimensions:
+// kNoRecurrence where it needs none (only sources, or points of earlier outer iterations), kWhole
+// where it needs all of one (x[t:T], a sum over d, a fixed point like x[T - 1]), else k >= 0
+// (r[t:min(t + n, T)] read by an n-step return: n - 1). The recurrence's own ops have 0.
 inline constexpr int64_t kNoRecurrence = std::numeric_limits<int64_t>::min();
 inline constexpr int64_t kWhole = std::numeric_limits<int64_t>::max();
-std::vector<int64_t> recurrence_lookahead(const ir::Graph& g, const Dim& d, const Dims& outer,
-                                          const std::vector<bool>& recurrent);
+std::vector<int64_t> recurrence_lookahead(const ir::Graph& g, const Dim& d, const Dims& outer);
 
 // Whether a look-ahead is bounded: the op can run as the recurrence goes.
 inline bool streams(int64_t lookahead) {

@@ -157,7 +157,7 @@ class Vectorizer {
     // With interleaving, what reads a recurrence a bounded number of steps ahead stays per
     // point too, so that it runs as the recurrence goes (passes/lookahead.h).
     if (p_.options.interleave) {
-      const std::vector<int64_t> ahead = recurrence_lookahead(g_, d_, outer_, cyclic);
+      const std::vector<int64_t> ahead = recurrence_lookahead(g_, d_, outer_);
       for (const OpNode& op : g_.ops())
         if (streams(ahead[op.id])) in_[op.id] = false;
     }
