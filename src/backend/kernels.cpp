@@ -189,7 +189,8 @@ std::unique_ptr<Kernel> cluster_kernel(const std::string& who, const ir::Graph& 
   SymShape shape(step.shape.dims, layout);
   std::vector<SymShape> out_shapes;
   std::vector<torch::ScalarType> in_types, out_types;
-  for (const auto& [id, k] : step.inputs) in_types.push_back(to_torch(body.op(id).outputs[k].dtype));
+  for (const auto& [id, k] : step.inputs)
+    in_types.push_back(to_torch(body.op(id).outputs[k].dtype));
   for (const auto& [id, k] : step.outputs) {
     out_types.push_back(to_torch(body.op(id).outputs[k].dtype));
     out_shapes.emplace_back(body.op(id).outputs[k].shape.dims, layout);
@@ -206,8 +207,8 @@ std::unique_ptr<Kernel> cluster_kernel(const std::string& who, const ir::Graph& 
     for (size_t k = 0; k < in_types.size(); ++k) {
       torch::Tensor t = as(tensor_of(in[k]), in_types[k]);
       t = access[k] == Access::Expand ? t.expand(sh).contiguous() : t.contiguous();
-      const int64_t want = access[k] == Access::Scalar ? 1
-                           : access[k] == Access::Row  ? cols
+      const int64_t want = access[k] == Access::Scalar   ? 1
+                           : access[k] == Access::Row    ? cols
                            : access[k] == Access::Column ? rows
                                                          : rows * cols;
       if (t.numel() != want)
@@ -336,16 +337,15 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
       std::shared_ptr<TorchProcessGroup> pg = state.process_group;
       const bool mean = int_attr(0) == 1;
       if (!pg || pg->world_size() == 1)
-        return kernel(who, [](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
-          out[0] = in[0];
-        });
+        return kernel(
+            who, [](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) { out[0] = in[0]; });
       const torch::Device device = state.device;
       return kernel(who, [pg, mean, device](const ValuePtr* in, size_t, const int64_t*,
                                             ValuePtr* out) {
         // Values are immutable (others may hold the input): reduce a copy, on the CPU
         // (Gloo's transport).
-        torch::Tensor t = tensor_of(in[0]).to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true)
-                              .contiguous();
+        torch::Tensor t =
+            tensor_of(in[0]).to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
         pg->all_reduce_sum(t);
         if (mean) t.div_(pg->world_size());
         out[0] = wrap(t.to(device));
@@ -355,19 +355,18 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
       std::shared_ptr<TorchProcessGroup> pg = state.process_group;
       const int64_t root = int_attr(0);
       if (pg && root >= pg->world_size())
-        throw UserError(cat(who, ": broadcast from rank ", root, " in a job of ",
-                            pg->world_size(), " ranks"));
+        throw UserError(
+            cat(who, ": broadcast from rank ", root, " in a job of ", pg->world_size(), " ranks"));
       if (!pg || pg->world_size() == 1)
-        return kernel(who, [](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
-          out[0] = in[0];
-        });
+        return kernel(
+            who, [](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) { out[0] = in[0]; });
       const torch::Device device = state.device;
-      return kernel(who, [pg, root, device](const ValuePtr* in, size_t, const int64_t*,
-                                            ValuePtr* out) {
-        torch::Tensor t = tensor_of(in[0]).to(torch::kCPU, false, true).contiguous();
-        pg->broadcast(t, static_cast<int>(root));
-        out[0] = wrap(t.to(device));
-      });
+      return kernel(who,
+                    [pg, root, device](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+                      torch::Tensor t = tensor_of(in[0]).to(torch::kCPU, false, true).contiguous();
+                      pg->broadcast(t, static_cast<int>(root));
+                      out[0] = wrap(t.to(device));
+                    });
     }
 
     // ---- elementwise unary ----
@@ -506,11 +505,11 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
       const int64_t d = int_attr(0);
       const double gamma = a.scalar;
       const bool reverse = a.exprs[0].value() != 0;
-      return kernel(who, [d, gamma, reverse](const ValuePtr* in, size_t n, const int64_t*,
-                                             ValuePtr* out) {
-        const torch::Tensor* done = n == 2 ? &tensor_of(in[1]) : nullptr;
-        out[0] = wrap(discounted_cumsum(tensor_of(in[0]), done, d, gamma, reverse));
-      });
+      return kernel(
+          who, [d, gamma, reverse](const ValuePtr* in, size_t n, const int64_t*, ValuePtr* out) {
+            const torch::Tensor* done = n == 2 ? &tensor_of(in[1]) : nullptr;
+            out[0] = wrap(discounted_cumsum(tensor_of(in[0]), done, d, gamma, reverse));
+          });
     }
     case ir::OpKind::CumSum: {
       const int64_t d = int_attr(0);
@@ -597,17 +596,19 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
         out[0] = wrap(tensor_of(in[0]).select(d, pos.eval(env)));
       });
     }
-    case ir::OpKind::IndexSelect: {
-      const int64_t d = int_attr(0);
-      return kernel(who, [d](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
-        out[0] = wrap(tensor_of(in[0]).index_select(d, as(tensor_of(in[1]), torch::kInt64)));
-      });
-    }
+    // A gather may read a value kept in host memory (a swapped rollout read where it is, e.g.
+    // PPO's minibatch rows): it runs there and only the selected elements move to the device.
+    case ir::OpKind::IndexSelect:
     case ir::OpKind::Gather: {
       const int64_t d = int_attr(0);
-      return kernel(who, [d](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
-        out[0] = wrap(tensor_of(in[0]).gather(d, as(tensor_of(in[1]), torch::kInt64)));
-      });
+      const bool rows = op.kind == ir::OpKind::IndexSelect;
+      const torch::Device device = state.device;
+      return kernel(
+          who, [d, rows, device](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+            const torch::Tensor& src = tensor_of(in[0]);
+            torch::Tensor idx = as(tensor_of(in[1]), torch::kInt64).to(src.device());
+            out[0] = wrap((rows ? src.index_select(d, idx) : src.gather(d, idx)).to(device));
+          });
     }
     case ir::OpKind::ScatterAdd:
     case ir::OpKind::IndexAdd: {

@@ -104,6 +104,49 @@ std::vector<size_t> largest_first(const std::vector<SwapCandidate>& candidates, 
   return pick_until_covered(candidates, order, excess);
 }
 
+namespace {
+
+// Whether edge `eid` is only the source (input 0) of gathers: of a gather op, or of gathers
+// alone inside a fused region.
+bool gathers(const ir::Graph& g, ir::EdgeId eid) {
+  const ir::OpNode& r = g.op(g.edge(eid).sink);
+  if (r.kind == ir::OpKind::IndexSelect || r.kind == ir::OpKind::Gather)
+    return r.inputs.front() == eid;
+  if (r.kind != ir::OpKind::Fused) return false;
+  const auto input = std::find(r.inputs.begin(), r.inputs.end(), eid) - r.inputs.begin();
+  const ir::Graph& body = r.attrs.region->body;
+  bool read = false;
+  for (const ir::OpNode& p : body.ops()) {
+    if (p.kind != ir::OpKind::Param || p.attrs.ints.at(0) != input) continue;
+    for (const auto& [op, out] : r.attrs.region->outputs)
+      if (op == p.id) return false;  // passed through as an output of the region
+    for (ir::EdgeId use : body.out_edges(p.id)) {
+      if (!gathers(body, use)) return false;
+      read = true;
+    }
+  }
+  return read;
+}
+
+// The late reads of a swapped output that can read its host copies where they are: gathers
+// (only what they select moves to the device: PPO's minibatch rows of a rollout that does not
+// fit) and views read by gathers alone (a flattened rollout), whose outputs then stay in host
+// memory too.
+void plan_host_reads(const ir::Graph& g, schedule::Swap& sw) {
+  for (ir::EdgeId eid : sw.late) {
+    const ir::OpNode& r = g.op(g.edge(eid).sink);
+    const std::vector<ir::EdgeId> outs = g.out_edges(r.id);
+    const bool view =
+        backend::is_view(r.kind) && r.inputs.size() == 1 && !outs.empty() &&
+        std::all_of(outs.begin(), outs.end(), [&](ir::EdgeId out) { return gathers(g, out); });
+    if (!view && !gathers(g, eid)) continue;
+    sw.host_reads.push_back(eid);
+    if (view) sw.on_host.push_back(r.id);
+  }
+}
+
+}  // namespace
+
 schedule::Schedule schedule_within_budget(const ir::Graph& g, schedule::ScheduleOptions& so,
                                           const Dims& dims, const Bounds& bounds,
                                           const CompileOptions& options,
@@ -157,9 +200,14 @@ schedule::Schedule schedule_within_budget(const ir::Graph& g, schedule::Schedule
         throw UserError(
             cat("swap policy: index ", k, " is not one of the ", candidates.size(), " candidates"));
       if (!fixed.emplace(candidates[k].op, candidates[k].output).second) continue;
-      so.swaps.push_back({candidates[k].op, candidates[k].output, late[k]});
+      schedule::Swap sw{candidates[k].op, candidates[k].output, late[k], {}, {}};
+      plan_host_reads(g, sw);
       log(cat("memory: swapping ", candidates[k].rt, " (", bytes_str(candidates[k].bytes),
-              " at the peak) to host between its producer and its late readers"));
+              " at the peak) to host between its producer and its late readers",
+              sw.host_reads.empty() ? std::string()
+                                    : cat(" (", sw.host_reads.size(), " of ", sw.late.size(),
+                                          " read in host memory by gathers)")));
+      so.swaps.push_back(std::move(sw));
     }
     sched = schedule::compute_schedule(g, so);
   }

@@ -246,6 +246,8 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
         blocked[s] = 1;
     }
     for (const auto& [op, out] : schedule.swapped) blocked[store_index_[op] + out] = -1;
+    for (ir::OpId op : schedule.on_host)
+      for (size_t k = 0; k < graph.op(op).outputs.size(); ++k) blocked[store_index_[op] + k] = -1;
     for (size_t s = 0; s < stores_.size(); ++s) {
       const size_t dim = static_cast<size_t>(block_dims_[s]);
       if (blocked[s] == 1) stores_[s]->use_blocks(&backend, 0, dim);
@@ -256,6 +258,9 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
   // Swapped outputs keep their evicted points in host memory (point stores only).
   for (const auto& [op, out] : schedule.swapped)
     stores_[store_index_[op] + out]->use_host(&host_memory_);
+  for (ir::OpId op : schedule.on_host)
+    for (size_t k = 0; k < graph.op(op).outputs.size(); ++k)
+      stores_[store_index_[op] + k]->keep_on_host(&host_memory_);
 
   // Compile the AST.
   prepare_report_ = backend.prepare(graph, layout_);

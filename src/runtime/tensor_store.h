@@ -27,7 +27,8 @@ struct BufferTrace {
   };
   std::vector<Event> events;
   // Per executed statement k (the memory timeline's steps): its events are
-  // events[k ? ends[k - 1] : 0 : ends[k]]; its wall time; its op; the stores' device bytes after it.
+  // events[k ? ends[k - 1] : 0 : ends[k]]; its wall time; its op; the stores' device bytes after
+  // it.
   std::vector<size_t> ends;
   std::vector<int64_t> ns;
   std::vector<ir::OpId> ops;
@@ -54,8 +55,7 @@ struct MemoryAccount {
     if (it->second.refs++ == 0) {
       live_bytes += it->second.bytes;
       if (live_bytes > peak_bytes) peak_bytes = live_bytes;
-      if (trace)
-        trace->events.push_back({it->first, it->second.bytes, BufferTrace::Kind::Acquire});
+      if (trace) trace->events.push_back({it->first, it->second.bytes, BufferTrace::Kind::Acquire});
     }
   }
   void release(const Value& v) {
@@ -116,6 +116,11 @@ class PointStore {
   bool blocked() const { return blocks_backend_ != nullptr; }
   // Swapping (TEMPO §5.2): values moved to host memory are counted in `host` instead.
   void use_host(MemoryAccount* host) { host_memory_ = host; }
+  // Every value is in host memory (views of swapped values read by gathers): counted in `host`.
+  void keep_on_host(MemoryAccount* host) {
+    memory_ = host;
+    on_host_only_ = true;
+  }
   // Moves the value at `point` to host memory (evict) or back (load) through `backend`; a point
   // with no value (not produced: the op's condition) or already there is skipped. A loaded
   // value keeps its host copy, so evicting it again drops the device copy without copying.
@@ -161,7 +166,7 @@ class PointStore {
   // Bytes of the values this store held at its fullest during the current run (values shared
   // with other stores counted here too).
   int64_t peak_bytes() const { return peak_bytes_; }
-  int64_t bytes() const { return bytes_ - host_bytes_; }  // held on the device now
+  int64_t bytes() const { return on_host_only_ ? 0 : bytes_ - host_bytes_; }  // on the device now
   const std::string& who() const { return who_; }
 
  private:
@@ -210,6 +215,7 @@ class PointStore {
   size_t rank_;
   MemoryAccount* memory_;
   MemoryAccount* host_memory_ = nullptr;
+  bool on_host_only_ = false;                          // keep_on_host
   std::unordered_set<int64_t> on_host_;                // keys of the values moved to host memory
   int64_t host_bytes_ = 0;                             // their bytes
   std::unordered_map<int64_t, ValuePtr> host_copies_;  // host copies of loaded values
@@ -230,9 +236,9 @@ class PointStore {
   // Block `b`'s rows from `start` on, moved to the front of a new block (window stores).
   void roll(Block& b, int64_t start);
   Backend* blocks_backend_ = nullptr;
-  int64_t window_ = 0;      // > 0: window store for reads of at most this many rows
+  int64_t window_ = 0;           // > 0: window store for reads of at most this many rows
   size_t block_dim_ = SIZE_MAX;  // the dimension along which a block's rows lie (default: last)
-  int64_t block_rows_ = 1;  // rows of a block: that dimension's bound, or 2 x window
+  int64_t block_rows_ = 1;       // rows of a block: that dimension's bound, or 2 x window
   int64_t dim_bound_ = 1, dim_stride_ = 1;  // that dimension's bound and key stride
   // A key as (the key of its block: that dimension's coordinate zeroed, the coordinate).
   std::pair<int64_t, int64_t> block_of(int64_t k) const {

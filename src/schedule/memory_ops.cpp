@@ -83,8 +83,13 @@ void Scheduler::build_deallocations() {
         parts.emplace_back(base, all.subtract(bundle.carried));
         parts.emplace_back(base + "c", bundle.carried);
       }
-      isl::map last;
-      if (bound_depth_ > 0) last = last_readers(grp, bundle.outputs, bundle.pieces);
+      std::vector<isl::map> lasts;
+      if (bound_depth_ > 0) {
+        const size_t shared = shared_depth(grp, bundle.outputs);
+        const size_t full = std::min(g_.op(grp.members[0]).domain.size(), bound_depth_);
+        if (shared > 0) lasts.push_back(last_readers(grp, bundle.pieces, shared));
+        if (full > shared && shared > 0) lasts.push_back(last_readers(grp, bundle.pieces, full));
+      }
       for (const auto& [name, points] : parts) {
         dealloc_stmts_[name] = bundle.outputs;
         isl::set dom = with_name(points, name);
@@ -95,7 +100,7 @@ void Scheduler::build_deallocations() {
         // ...and after every reader of that point.
         for (const isl::map& m : bundle.pieces)
           add_dealloc_dep(with_range_name(m, name).intersect_range(dom));
-        if (!last.is_null()) bound_lifetime(grp, name, last.intersect_domain(points));
+        for (const isl::map& last : lasts) bound_lifetime(grp, name, last.intersect_domain(points));
       }
       if (auto sw = swapped.find(bundle.outputs[0]); sw != swapped.end())
         build_swap(grp, *sw->second);
@@ -116,7 +121,8 @@ void Scheduler::build_swap(Group& grp, const Swap& sw) {
     const Edge& e = g_.edge(eid);
     if (e.source_output != sw.output) continue;
     if (std::find(sw.late.begin(), sw.late.end(), eid) != sw.late.end()) {
-      groups_[group_of_[e.sink]].loads.push_back({sw.op, sw.output, e.phi, e.sink});
+      if (std::find(sw.host_reads.begin(), sw.host_reads.end(), eid) == sw.host_reads.end())
+        groups_[group_of_[e.sink]].loads.push_back({sw.op, sw.output, e.phi, e.sink});
       continue;
     }
     in_group = in_group && &groups_[group_of_[e.sink]] == &grp && is_identity(e);
@@ -149,9 +155,10 @@ void Scheduler::build_swap(Group& grp, const Swap& sw) {
 // update u + 2, a window's K/V step right after the last query that reads it. Where that makes
 // the program unschedulable, it is scheduled again without these constraints.
 //
-// last_readers: R[p] -> [d0..dk] of the last reader of p (null where no bound applies).
-isl::map Scheduler::last_readers(const Group& grp, const std::vector<std::pair<OpId, int>>& outputs,
-                                 const std::vector<isl::map>& pieces) {
+// shared_depth: the leading dimensions every reader shares with the producer; last_readers:
+// R[p] -> [d0..dk] of the last reader of p at a depth.
+size_t Scheduler::shared_depth(const Group& grp,
+                               const std::vector<std::pair<OpId, int>>& outputs) const {
   const Dims& dims = g_.op(grp.members[0]).domain;
   size_t depth = dims.size();
   for (const auto& [id, out] : outputs)
@@ -164,12 +171,30 @@ isl::map Scheduler::last_readers(const Group& grp, const std::vector<std::pair<O
         ++shared;
       depth = shared;
     }
-  depth = std::min(depth, bound_depth_);
-  if (depth == 0) return isl::map();
+  return std::min(depth, bound_depth_);
+}
+
+isl::map Scheduler::last_readers(const Group& grp, const std::vector<isl::map>& pieces,
+                                 size_t depth) {
   isl::map self = with_range_name(grp.domain.identity(), "R");
   self = isl::manage(isl_map_set_tuple_name(self.release(), isl_dim_in, "R"));
   isl::map last = prefix(self, depth);
-  for (const isl::map& m : pieces) last = last.unite(prefix(m.reverse(), depth));
+  const Dims& dims = g_.op(grp.members[0]).domain;
+  for (const isl::map& m : pieces) {  // reader X[x] -> R[p]
+    auto it = exec_stmts_.find(isl_map_get_tuple_name(m.get(), isl_dim_in));
+    bool shares = it != exec_stmts_.end();
+    if (shares) {
+      const Dims& reader = g_.op(groups_[it->second].members[0]).domain;
+      for (size_t k = 0; k < depth && shares; ++k)
+        shares = k < reader.size() && reader[k].var.same(dims[k].var);
+    }
+    // A reader that does not share them is timed by the points it reads: right after the one
+    // point it reads (the parameters of (i, 0)), or after the last of several.
+    if (shares)
+      last = last.unite(prefix(m.reverse(), depth));
+    else if (!m.is_single_valued())
+      last = last.unite(m.reverse().apply_range(prefix(m, depth).lexmax()));
+  }
   if (opt_.proximity || opt_.memory_proximity) {
     const int producer = group_of_[grp.members[0]];
     auto& memo = latest_memo_[{producer, depth}];  // shared by the group's bundles
@@ -184,9 +209,9 @@ isl::map Scheduler::last_readers(const Group& grp, const std::vector<std::pair<O
   return last.lexmax();
 }
 
-std::optional<isl::map> Scheduler::latest_dependence(
-    int x, int producer, size_t depth, std::map<int, std::optional<isl::map>>& memo,
-    std::vector<char>& visiting) {
+std::optional<isl::map> Scheduler::latest_dependence(int x, int producer, size_t depth,
+                                                     std::map<int, std::optional<isl::map>>& memo,
+                                                     std::vector<char>& visiting) {
   if (auto it = memo.find(x); it != memo.end()) return it->second;
   if (group_reads_.empty()) {
     group_reads_.resize(groups_.size());

@@ -27,7 +27,10 @@ Schedule Scheduler::run() {
   out.fused = opt_.fuse;
   out.bounded = bound_depth_ > 0;
   if (opt_.deallocate)
-    for (const Swap& sw : opt_.swaps) out.swapped.emplace_back(sw.op, sw.output);
+    for (const Swap& sw : opt_.swaps) {
+      out.swapped.emplace_back(sw.op, sw.output);
+      out.on_host.insert(out.on_host.end(), sw.on_host.begin(), sw.on_host.end());
+    }
   return out;
 }
 

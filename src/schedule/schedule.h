@@ -17,6 +17,11 @@ struct Swap {
   ir::OpId op = -1;
   int output = 0;
   std::vector<ir::EdgeId> late;
+  // Late readers that read the host copies where they are instead of loading them (a subset of
+  // `late`): gathers, whose selected elements alone move to the device, and views read only by
+  // gathers, whose outputs stay in host memory (`on_host`).
+  std::vector<ir::EdgeId> host_reads;
+  std::vector<ir::OpId> on_host;
 };
 
 struct ScheduleOptions {

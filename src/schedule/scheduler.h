@@ -288,11 +288,16 @@ class Scheduler {
   // the point p is freed before the producer runs at p with dk = (the last reader's dk) + 1: a
   // rollout step before the same step of the next iteration, PPO's parameters of update u before
   // update u + 2, a window's K/V step right after the last query that reads it. Where that makes
-  // the program unschedulable, it is scheduled again without these constraints.
+  // the program unschedulable, it is scheduled again without these constraints. A second,
+  // deeper bound (where they share at least one) times the readers that do not share all of
+  // them by the points they read: PPO's acting at (i, t) and the transposed weights at (i) read
+  // the parameters of (i, 0), so without it every update's parameters would live to the end of
+  // the iteration.
   //
-  // last_readers: R[p] -> [d0..dk] of the last reader of p (null where no bound applies).
-  isl::map last_readers(const Group& grp, const std::vector<std::pair<OpId, int>>& outputs,
-                        const std::vector<isl::map>& pieces);
+  // shared_depth: how many leading dimensions every reader of `outputs` shares with them.
+  // last_readers: R[p] -> [d0..dk] of the last reader of p at `depth`.
+  size_t shared_depth(const Group& grp, const std::vector<std::pair<OpId, int>>& outputs) const;
+  isl::map last_readers(const Group& grp, const std::vector<isl::map>& pieces, size_t depth);
 
   void bound_lifetime(const Group& grp, const std::string& dealloc, const isl::map& last);
 

@@ -95,6 +95,62 @@ TEST(MemoryBudget, TilingAndSwappingKeepValuesAndStayUnderTheBudget) {
   expect_swapping_keeps_values(true);
 }
 
+// PPO's minibatches: updates u over (i, u) gather random rows of the flattened rollout
+// o[i, 0:T]. Under a budget below the rollout, the rollout is swapped and read where it is in host
+// memory (nothing is loaded back): the flattening view stays there too, and only each update's
+// rows move to the device.
+struct Minibatches {
+  static constexpr int64_t kEnvs = 4, kObs = 1024, kRows = 8, kUpdates = 4;
+  Context ctx;
+  Dim i = ctx.dim("i", "I");
+  Dim t = ctx.dim("t", "T");
+  Dim u = ctx.dim("u", "U");
+  RT learned;
+  Minibatches() {
+    RT o = source(ctx, {i, t}, {kEnvs, kObs});
+    auto pick = [](const std::vector<HostTensor>&, const std::vector<int64_t>& p) {
+      HostTensor idx(DType::Int64, {kRows});
+      for (int64_t k = 0; k < kRows; ++k)
+        idx.set(k, static_cast<double>((p[0] * 7 + p[1] * 13 + k * 29) % 64));
+      return std::vector<HostTensor>{idx};
+    };
+    RT idx = ctx.udf("pick", pick, {}, {TensorType{DType::Int64, {kRows}}}, {i, u})[0];
+    RT flat = o[{i.var, slice(0, t.bound)}].reshape(Shape({t.bound * kEnvs, Expr(kObs)}));
+    // A recurrence over u (PPO's parameters), so that the updates run one after the other.
+    RT s = ctx.placeholder({DType::Float32, {kObs}}, {i, u}, "s");
+    learned = (flat.index_select(0, idx) * s).tanh().sum(0).named("learned").retain();
+    s[{i.var, 0}] = ctx.ones({kObs});
+    s[{i.var, u.var + 1}] = learned * 0.5;
+  }
+  Executable compile(int64_t budget) {
+    CompileOptions co;
+    co.memory_budget = budget;
+    return ctx.compile({{i.bound, 2}, {t.bound, 16}, {u.bound, kUpdates}}, co);
+  }
+};
+
+TEST(MemoryBudget, GathersReadASwappedRolloutInHostMemory) {
+  Minibatches a, b;
+  Executable unbounded = a.compile(0);
+  unbounded.run();
+  const int64_t rollout = 16 * Minibatches::kEnvs * Minibatches::kObs * 4;  // 256 KiB
+  EXPECT_GE(unbounded.memory().peak_bytes, rollout);
+  const int64_t budget = rollout * 3 / 4;
+  Executable swapped = b.compile(budget);
+  const std::string schedule = swapped.schedule_str();
+  EXPECT_NE(schedule.find("evict"), std::string::npos) << schedule;
+  EXPECT_EQ(schedule.find("load"), std::string::npos) << schedule;
+  swapped.run();
+  // A minibatch (8 rows of 4 KiB) and what the update computes from it.
+  EXPECT_LE(swapped.memory().peak_bytes, budget);
+  EXPECT_GE(swapped.memory().host_peak_bytes, rollout);
+  for (int64_t k = 0; k < 2; ++k)
+    for (int64_t v = 0; v < Minibatches::kUpdates; ++v)
+      expect_close(to_torch(swapped.get(b.learned, {k, v})),
+                   to_torch(unbounded.get(a.learned, {k, v})),
+                   "learned[" + std::to_string(k) + ", " + std::to_string(v) + "]", 1e-6);
+}
+
 TEST(MemoryBudget, UnderTheBudgetNothingChanges) {
   Rollout a;
   Executable exe = a.compile(int64_t{1} << 30);

@@ -189,9 +189,13 @@ Advantages advantages(Acting& a) {
   const TrainConfig& cfg = a.cfg;
   nn::MLP vf(a.ctx, a.mlp_sizes(1), a.steps, nn::tanh, nn::identity, true, a.init);
   for (const nn::Parameter& p : vf.parameters()) a.params.push_back(p);
-  // With the acting parameters (computed once per rollout, as CleanRL does).
-  RT V0 = vf.forward_at(a.start, rollout(a.obs, a.t)).squeeze(-1).detach();        // (T, N)
-  RT Vn = vf.forward_at(a.start, rollout(a.final_obs, a.t)).squeeze(-1).detach();  // (T, N)
+  // With the acting parameters, written per step as CleanRL computes them while acting: the
+  // vectorize pass batches them over the rollout, and under interleaving (a memory budget) they
+  // run in the acting loop, so no reader of the whole rollout needs it on the device.
+  auto values = [&](const RT& x) {
+    return rollout(vf.forward_at(a.start, x).squeeze(-1).detach(), a.t);  // (T, N)
+  };
+  RT V0 = values(a.obs), Vn = values(a.final_obs);
   RT R = rollout(a.reward, a.t);
   RT TERM = rollout(a.terminated, a.t);
   RT delta = R + cfg.gamma * (1.0 - TERM) * Vn - V0;  // (T, N)
