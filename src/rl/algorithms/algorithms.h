@@ -53,10 +53,10 @@ struct TrainConfig {
   double ent_coef = 0.01;
   double vf_coef = 0.5;
   double max_grad_norm = 0.5;
-  double clip = 0.2;              // PPO ratio clip (and value clip)
-  int64_t epochs = 4;             // PPO: passes over each rollout
-  int64_t minibatches = 4;        // PPO: minibatches per epoch (must divide num_envs * steps)
-  int64_t n_step = 0;             // REINFORCE: 0 for Monte-Carlo returns, n for n-step returns
+  double clip = 0.2;        // PPO ratio clip (and value clip)
+  int64_t epochs = 4;       // PPO: passes over each rollout
+  int64_t minibatches = 4;  // PPO: minibatches per epoch (must divide num_envs * steps)
+  int64_t n_step = 0;  // REINFORCE: 0 for Monte-Carlo returns, n for n-step; A2C: n-step, not GAE
   bool normalize_returns = true;  // REINFORCE: returns normalized over the rollout
   // REINFORCE: learn from the acting forward pass, one loss term per timestep (TEMPO Alg. 1),
   // instead of recomputing the forward pass over the rollout. The passes batch the per-step

@@ -69,16 +69,15 @@ RT after_iteration(const nn::Parameter& p, const Dim& i) {
   return next[at.size() == 1 ? at[0] : seq(at)];
 }
 
-// The index reading all of x's temporal dims at the current point, with t replaced by `entry`.
+}  // namespace
+
+namespace detail {
+
 Expr index_with(const RT& x, const Dim& t, const Expr& entry) {
   std::vector<Expr> e;
   for (const Dim& d : x.domain()) e.push_back(d.var.same(t.var) ? entry : d.var);
   return e.size() == 1 ? e[0] : seq(e);
 }
-
-}  // namespace
-
-namespace detail {
 
 RT rollout(const RT& x, const Dim& t) {
   return x[index_with(x, t, slice(0, t.bound))];
@@ -107,8 +106,8 @@ RT normalized(const RT& x) {
 
 RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t, int64_t n, Loc loc) {
   Expr future = n > 0 ? slice(t.var, tempo::min(t.var + n, t.bound)) : slice(t.var, t.bound);
-  return x[index_with(x, t, future)].discounted_sum(gamma, done[index_with(done, t, future)], 0,
-                                                    loc);
+  return x[detail::index_with(x, t, future)].discounted_sum(
+      gamma, done[detail::index_with(done, t, future)], 0, loc);
 }
 
 TrainConfig TrainConfig::defaults(const std::string& algo) {
@@ -151,8 +150,8 @@ void validate(const TrainConfig& c) {
   if (!(c.gamma > 0 && c.gamma <= 1))
     throw UserError(cat("gamma must be in (0, 1], got ", c.gamma));
   if (c.n_step < 0) throw UserError(cat("--n-step must be 0 (Monte-Carlo) or positive"));
-  if (c.n_step > 0 && c.algo != "reinforce")
-    throw UserError("--n-step applies to reinforce (A2C and PPO use GAE, see --gae-lambda)");
+  if (c.n_step > 0 && c.algo == "ppo")
+    throw UserError("--n-step applies to reinforce and a2c (PPO uses GAE, see --gae-lambda)");
   if (c.per_step && c.algo != "reinforce") throw UserError("--per-step applies to reinforce");
   if (c.algo == "ppo" && (c.num_envs * c.steps) % c.minibatches != 0)
     throw UserError(cat("--minibatches ", c.minibatches,

@@ -42,15 +42,17 @@ struct Acting {
   std::function<std::vector<int64_t>(int64_t out)> mlp_sizes;  // obs -> hidden... -> out
   nn::Linear::Init init;
   nn::MLP pi;
-  nn::Parameter log_std;  // continuous actions only
+  nn::Parameter log_std;              // continuous actions only
   std::vector<nn::Parameter> params;  // what the optimizer updates (learners add theirs)
-  std::optional<Policy> policy;  // the acting distribution
-  RT obs, actions;  // o[i, t], a[i, t]
+  std::optional<Policy> policy;       // the acting distribution
+  RT obs, actions;                    // o[i, t], a[i, t]
   // Per step: the reward, whether the episode ended (terminated or truncated), whether it
   // terminated, and the episode's own last observation (before an automatic reset).
   RT reward, done, terminated, final_obs;
 };
 
+// The index reading all of x's temporal dims at the current point, with t replaced by `entry`.
+Expr index_with(const RT& x, const Dim& t, const Expr& entry);
 // x read over the whole of t at the current point of x's other dims: x[i, 0:T] (T, ...).
 RT rollout(const RT& x, const Dim& t);
 // The mean over all elements, in a data-parallel program over every rank's (an AllReduce).
