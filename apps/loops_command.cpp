@@ -340,16 +340,8 @@ int actions() {
 }  // namespace
 
 int run_loops_command(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
-  }
+  if (const int code = cli::usage_exit_code(argc, argv, kUsage); code >= 0) return code;
   const std::string sub = argv[1];
-  for (int k = 2; k < argc; ++k)
-    if (std::string(argv[k]) == "--help" || std::string(argv[k]) == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
   if (sub == "bench")
     return bench(parse(argc, argv,
                        {"--threads", "--width", "--depth", "--only", "--programs", "--iterations"},

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -70,6 +71,22 @@ inline Args parse_options(int argc, char** argv, int first, const std::vector<st
     }
   }
   return a;
+}
+
+// The usage of a command with subcommands (`tempo <command> <sub> ...`): printed on stdout for
+// --help or -h anywhere (exit code 0), on stderr without a subcommand (2). Returns that exit code,
+// or -1 when the command should run.
+inline int usage_exit_code(int argc, char** argv, const char* usage) {
+  if (argc < 2) {
+    std::fputs(usage, stderr);
+    return 2;
+  }
+  for (int k = 1; k < argc; ++k)
+    if (std::string(argv[k]) == "--help" || std::string(argv[k]) == "-h") {
+      std::fputs(usage, stdout);
+      return 0;
+    }
+  return -1;
 }
 
 }  // namespace tempo::cli

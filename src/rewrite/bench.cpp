@@ -39,7 +39,8 @@ BenchRow bench_model(const std::string& model, CostModel& cost, const BenchOptio
     r.ppo_measured = cost.measure_graph(a.best, o.reps);
     r.ppo_max_difference = verify(model, g, a.best);
     r.ppo_curve = a.curve;
-    WorldModelResult w = train_world_model(g, cost, bench_world_model_options(model, o.quick, o.tau));
+    WorldModelResult w =
+        train_world_model(g, cost, bench_world_model_options(model, o.quick, o.tau));
     r.has_wm = true;
     r.wm_ops = w.best.num_ops();
     r.wm_steps = static_cast<int64_t>(w.steps.size());
@@ -111,9 +112,9 @@ std::string agent_table(const std::vector<BenchRow>& rows) {
         "/ %lld | %.3f | %.4f | %.0e, %.0e, %.0e |\n",
         r.model.c_str(), r.cost, r.taso_cost, r.ppo_cost, r.wm_cost,
         100 * (r.ppo_cost - r.taso_cost) / r.taso_cost,
-        100 * (r.wm_cost - r.taso_cost) / r.taso_cost, r.taso_seconds, r.ppo_seconds,
-        r.wm_seconds, static_cast<long long>(r.ppo_env_steps),
-        static_cast<long long>(r.wm_real_steps), static_cast<long long>(r.wm_dream_steps),
+        100 * (r.wm_cost - r.taso_cost) / r.taso_cost, r.taso_seconds, r.ppo_seconds, r.wm_seconds,
+        static_cast<long long>(r.ppo_env_steps), static_cast<long long>(r.wm_real_steps),
+        static_cast<long long>(r.wm_dream_steps),
         1e3 * r.wm_real_seconds / std::max<int64_t>(1, r.wm_real_steps),
         1e3 * r.wm_dream_seconds / std::max<int64_t>(1, r.wm_dream_steps), r.max_difference,
         r.ppo_max_difference, r.wm_max_difference);
@@ -123,30 +124,34 @@ std::string agent_table(const std::vector<BenchRow>& rows) {
   return t;
 }
 
-std::string curve_plot(const std::vector<BenchRow>& rows) {
+namespace {
+
+// One series per model that has the curve `curve` (a member of BenchRow) where `has` is set.
+std::vector<PlotSeries> curves(const std::vector<BenchRow>& rows, bool BenchRow::*has,
+                               std::vector<CurvePoint> BenchRow::*curve) {
   std::vector<PlotSeries> series;
   for (const BenchRow& r : rows) {
-    if (!r.has_ppo) continue;
+    if (!(r.*has)) continue;
     PlotSeries s{r.model, {}};
-    for (const CurvePoint& c : r.ppo_curve)
+    for (const CurvePoint& c : r.*curve)
       s.points.push_back({static_cast<double>(c.episode), c.improvement});
     series.push_back(std::move(s));
   }
+  return series;
+}
+
+}  // namespace
+
+std::string curve_plot(const std::vector<BenchRow>& rows) {
   return line_plot_svg("PPO on the rewrite environment", "episode",
-                       "runtime decrease (% of original, cost model)", series);
+                       "runtime decrease (% of original, cost model)",
+                       curves(rows, &BenchRow::has_ppo, &BenchRow::ppo_curve));
 }
 
 std::string dream_plot(const std::vector<BenchRow>& rows) {
-  std::vector<PlotSeries> series;
-  for (const BenchRow& r : rows) {
-    if (!r.has_wm) continue;
-    PlotSeries s{r.model, {}};
-    for (const CurvePoint& c : r.wm_curve)
-      s.points.push_back({static_cast<double>(c.episode), c.improvement});
-    series.push_back(std::move(s));
-  }
   return line_plot_svg("Controller in the world model (imagined episodes)", "episode",
-                       "predicted runtime decrease (% of original)", series);
+                       "predicted runtime decrease (% of original)",
+                       curves(rows, &BenchRow::has_wm, &BenchRow::wm_curve));
 }
 
 std::string bench_table(const std::vector<BenchRow>& rows) {
@@ -157,14 +162,15 @@ std::string bench_table(const std::vector<BenchRow>& rows) {
       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   char line[512];
   for (const BenchRow& r : rows) {
-    std::snprintf(line, sizeof line,
-                  "| %s | %lld | %.2f | %.2f | %+.1f%% | %.2f | %+.1f%% | %lld | %.2f | %.3fx | %.2f | "
-                  "%.3fx | %.1f | %lld | %.1e |\n",
-                  r.model.c_str(), static_cast<long long>(r.ops), r.cost, r.measured,
-                  100 * (r.cost - r.measured) / r.measured, r.ops_in_graph,
-                  100 * (r.cost - r.ops_in_graph) / r.ops_in_graph, static_cast<long long>(r.taso_ops),
-                  r.taso_cost, r.cost / r.taso_cost, r.taso_measured, r.measured / r.taso_measured,
-                  r.taso_seconds, static_cast<long long>(r.taso_steps), r.max_difference);
+    std::snprintf(
+        line, sizeof line,
+        "| %s | %lld | %.2f | %.2f | %+.1f%% | %.2f | %+.1f%% | %lld | %.2f | %.3fx | %.2f | "
+        "%.3fx | %.1f | %lld | %.1e |\n",
+        r.model.c_str(), static_cast<long long>(r.ops), r.cost, r.measured,
+        100 * (r.cost - r.measured) / r.measured, r.ops_in_graph,
+        100 * (r.cost - r.ops_in_graph) / r.ops_in_graph, static_cast<long long>(r.taso_ops),
+        r.taso_cost, r.cost / r.taso_cost, r.taso_measured, r.measured / r.taso_measured,
+        r.taso_seconds, static_cast<long long>(r.taso_steps), r.max_difference);
     t += line;
   }
   return t;

@@ -6,16 +6,14 @@
 
 #include <cmath>
 
+#include "fire.h"
+
 namespace tempo::rewrite {
 namespace {
 
 Graph small_fire() {
   Graph g;
-  Ref x = g.input("x", {1, 8, 10, 10});
-  Ref s = g.unary(Op::Relu, g.conv(x, g.weight("s", {8, 8, 1, 1})));
-  Ref e1 = g.unary(Op::Relu, g.conv(s, g.weight("e1", {8, 8, 1, 1})));
-  Ref e3 = g.unary(Op::Relu, g.conv(s, g.weight("e3", {8, 8, 3, 3})));
-  g.outputs = {g.concat(1, {e1, e3})};
+  g.outputs = {testing::fire(g, g.input("x", {1, 8, 10, 10}), 8, 8)};
   return g;
 }
 

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fire.h"
 #include "rewrite/enumerate.h"
 #include "rewrite/env.h"
 #include "util/error.h"
@@ -21,13 +22,7 @@ CostOptions fast_costs() {
 Graph fire_graph() {
   Graph g;
   Ref x = g.input("x", {1, 16, 14, 14});
-  for (int k = 0; k < 2; ++k) {
-    std::string p = "f" + std::to_string(k);
-    Ref s = g.unary(Op::Relu, g.conv(x, g.weight(p + "s", {8, g.shape(x)[1], 1, 1})));
-    Ref e1 = g.unary(Op::Relu, g.conv(s, g.weight(p + "e1", {16, 8, 1, 1})));
-    Ref e3 = g.unary(Op::Relu, g.conv(s, g.weight(p + "e3", {16, 8, 3, 3})));
-    x = g.concat(1, {e1, e3});
-  }
+  for (int k = 0; k < 2; ++k) x = testing::fire(g, x, 8, 16, "f" + std::to_string(k));
   g.outputs = {x};
   return g;
 }
@@ -43,7 +38,8 @@ TEST(rewrite_enumerate, FindsVerifiedSubstitutions) {
   EXPECT_GT(r.verified, 20);
   EXPECT_LE(r.verified, r.candidates);
   bool transpose_of_matmul = false;  // (A B)^T = B^T A^T needs 3 ops: only relu/transpose here
-  for (const auto& [a, b] : r.examples) transpose_of_matmul |= a.find("transpose") != std::string::npos;
+  for (const auto& [a, b] : r.examples)
+    transpose_of_matmul |= a.find("transpose") != std::string::npos;
   EXPECT_TRUE(transpose_of_matmul || !r.examples.empty());
 }
 

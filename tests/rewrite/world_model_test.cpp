@@ -4,18 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include "fire.h"
+
 namespace tempo::rewrite {
 namespace {
 
 TEST(rewrite_worldmodel, TrainsInTheDreamAndKeepsOutputs) {
   Graph g;
-  {
-    Ref x = g.input("x", {1, 8, 10, 10});
-    Ref s = g.unary(Op::Relu, g.conv(x, g.weight("s", {8, 8, 1, 1})));
-    Ref e1 = g.unary(Op::Relu, g.conv(s, g.weight("e1", {8, 8, 1, 1})));
-    Ref e3 = g.unary(Op::Relu, g.conv(s, g.weight("e3", {8, 8, 3, 3})));
-    g.outputs = {g.concat(1, {e1, e3})};
-  }
+  g.outputs = {testing::fire(g, g.input("x", {1, 8, 10, 10}), 8, 8)};
   CostOptions co;
   co.rounds = 1;
   co.min_ms = 0.2;
