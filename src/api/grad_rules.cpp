@@ -68,7 +68,11 @@ std::vector<RT> matmul_grads(const RuleInput& r) {
                       b.shape(), loc);
   } else {
     if (r.need[0]) out[0] = unbroadcast(g.matmul(b.transpose(-1, -2, loc), loc), a.shape(), loc);
-    if (r.need[1] && rb == 2 && ra > 2) {
+    if (r.need[1] && ra == 2 && rb == 2) {
+      // As (g^T a)^T, torch's own Linear backward order: a faster BLAS layout than a^T g, and
+      // a Linear's weight (read transposed) gets a contiguous gradient.
+      out[1] = g.transpose(0, 1, loc).matmul(a, loc).transpose(0, 1, loc);
+    } else if (r.need[1] && rb == 2 && ra > 2) {
       // A matrix applied to a batch (a Linear layer's weight): one (k, B m) @ (B m, n) product
       // instead of B products of (k, n) summed afterwards.
       auto rows = [&](const RT& x) {

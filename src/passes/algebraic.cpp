@@ -78,15 +78,19 @@ ir::OpId add_like(ir::Graph& g, ir::OpId like, OpKind kind, ir::Attrs attrs,
 // sum_t A[t] @ B[t] = A' @ B' with A' = (A[0] | A[1] | ...) of shape (M, T*K) and B' = B viewed
 // as (T*K, N): one matmul instead of T products and a sum over them (vectorized per-step weight
 // gradients). When A is x transposed per t, A' is x viewed as (T*K, M) and transposed: no copy.
+// A product transposed per t (a weight gradient as (g^T a)^T) sums to the transposed product.
 bool sum_of_batched_matmul(Program& p, OpNode& sum) {
   ir::Graph& g = p.graph;
-  if (sum.attrs.ints != std::vector<int64_t>{0} || sum.attrs.keepdim || p.is_retained(sum.id) ||
-      !reads_kind(g, sum, 0, OpKind::MatMul))
+  if (sum.attrs.ints != std::vector<int64_t>{0} || sum.attrs.keepdim || p.is_retained(sum.id))
     return false;
+  const bool transposed = reads_kind(g, sum, 0, OpKind::Permute) &&
+                          input_op(g, sum, 0).attrs.ints == std::vector<int64_t>{0, 2, 1} &&
+                          reads_kind(g, input_op(g, sum, 0), 0, OpKind::MatMul);
+  if (!transposed && !reads_kind(g, sum, 0, OpKind::MatMul)) return false;
   bool read = false;
   for (const ir::Edge& e : g.edges()) read = read || e.source == sum.id;
   if (!read) return false;
-  const OpNode& mm = input_op(g, sum, 0);
+  const OpNode& mm = transposed ? input_op(g, input_op(g, sum, 0), 0) : input_op(g, sum, 0);
   const ir::Shape a = g.input_type(mm.inputs[0]).shape, b = g.input_type(mm.inputs[1]).shape;
   if (a.rank() != 3 || b.rank() != 3 || !a[0].same(b[0])) return false;
   const ir::OpId at = sum.id;
@@ -114,7 +118,12 @@ bool sum_of_batched_matmul(Program& p, OpNode& sum) {
     flat_a.exprs = {a[1], rows};
     a2 = add_like(g, at, OpKind::Reshape, flat_a, {here(add_like(g, at, OpKind::Permute, swap, {ea}))});
   }
-  const ir::OpId prod = add_like(g, at, OpKind::MatMul, {}, {here(a2), here(b2)});
+  ir::OpId prod = add_like(g, at, OpKind::MatMul, {}, {here(a2), here(b2)});
+  if (transposed) {
+    ir::Attrs back;
+    back.ints = {1, 0};
+    prod = add_like(g, at, OpKind::Permute, back, {here(prod)});
+  }
   return redirect_reads(g, at, 0, prod, 0) > 0;
 }
 
