@@ -47,7 +47,7 @@ class NullValue : public runtime::Value {
 class NullKernel : public runtime::Kernel {
  public:
   NullKernel(size_t outputs, runtime::ValuePtr v) : outputs_(outputs), v_(std::move(v)) {}
-  void run(const runtime::ValuePtr*, size_t, const int64_t*, runtime::ValuePtr* out) override {
+  void run(runtime::ValuePtr*, size_t, const int64_t*, runtime::ValuePtr* out) override {
     for (size_t k = 0; k < outputs_; ++k) out[k] = v_;
   }
 

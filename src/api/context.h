@@ -49,8 +49,9 @@ struct CompileOptions {
   // that dimension (TEMPO §6), so those reads are views, not copies. TEMPO_NO_BLOCK_STORES=1
   // turns it off without recompiling the program.
   bool block_stores = true;
-  // A generated loop may write its output into the buffer of an input that is dead after it
-  // (TEMPO §5.2's buffer donation); TEMPO_NO_DONATION=1 turns it off.
+  // An op that reads a point last takes it over from its store, and a generated loop may write
+  // its output into the buffer of an input that is dead after it (TEMPO §5.2's buffer donation:
+  // parameters and optimizer state update in place); TEMPO_NO_DONATION=1 turns it off.
   bool donation = true;
   // A device-memory budget in bytes (0: none). Compile measures the tracked peak of the schedule
   // (running it on a backend that only counts bytes); over the budget, windows above a quarter

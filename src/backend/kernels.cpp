@@ -56,7 +56,7 @@ template <typename F>
 class FnKernel final : public Kernel {
  public:
   FnKernel(std::string who, F f) : who_(std::move(who)), f_(std::move(f)) {}
-  void run(const ValuePtr* in, size_t n, const int64_t* env, ValuePtr* out) override {
+  void run(ValuePtr* in, size_t n, const int64_t* env, ValuePtr* out) override {
     try {
       f_(in, n, env, out);
     } catch (const c10::Error& e) {

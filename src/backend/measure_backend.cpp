@@ -38,7 +38,7 @@ class SizeKernel final : public runtime::Kernel {
       outputs_.push_back(std::move(o));
     }
   }
-  void run(const runtime::ValuePtr* inputs, size_t num_inputs, const int64_t* env,
+  void run(runtime::ValuePtr* inputs, size_t num_inputs, const int64_t* env,
            runtime::ValuePtr* outputs) override {
     for (size_t k = 0; k < outputs_.size(); ++k) {
       int64_t bytes = outputs_[k].element;

@@ -58,14 +58,13 @@ class RegionKernel final : public Kernel {
     }
     for (const auto& [id, k] : r.outputs) outputs_.push_back(base[id] + k);
     // Each value is released after the last step that reads it (or, if none does, the step that
-    // made it), so a region holds no more intermediates than the ops would unfused. Params and
-    // the region's outputs stay until the end of the run.
+    // made it), so a region holds no more intermediates than the ops would unfused; params too
+    // (the region takes its inputs over). The region's outputs stay until the end of the run.
     std::vector<int> last(static_cast<size_t>(slots), -1);
     for (size_t i = 0; i < steps_.size(); ++i) {
       for (int32_t v : steps_[i].outputs) last[v] = static_cast<int>(i);
       for (int32_t v : steps_[i].inputs) last[v] = static_cast<int>(i);
     }
-    for (const auto& [slot, k] : params_) last[slot] = -1;
     for (int32_t v : outputs_) last[v] = -1;
     for (size_t v = 0; v < last.size(); ++v)
       if (last[v] >= 0) steps_[last[v]].frees.push_back(static_cast<int32_t>(v));
@@ -80,8 +79,11 @@ class RegionKernel final : public Kernel {
     results_.resize(max_out);
   }
 
-  void run(const ValuePtr* in, size_t, const int64_t* env, ValuePtr* out) override {
+  void run(ValuePtr* in, size_t n, const int64_t* env, ValuePtr* out) override {
+    // The region takes its inputs over: one the caller no longer holds (a donated point) has
+    // its only reference here, and the step that reads it last may write into its buffer.
     for (const auto& [slot, k] : params_) values_[slot] = in[k];
+    for (size_t k = 0; k < n; ++k) in[k].reset();
     for (const Step& s : steps_) {
       for (size_t i = 0; i < s.inputs.size(); ++i)
         args_[i] = s.hand_over[i] ? std::move(values_[s.inputs[i]]) : values_[s.inputs[i]];

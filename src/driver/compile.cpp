@@ -11,6 +11,7 @@
 #include "driver/executable_impl.h"
 #include "driver/memory_plan.h"
 #include "passes/pipeline.h"
+#include "schedule/donation.h"
 #include "util/error.h"
 
 namespace tempo {
@@ -172,6 +173,10 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
       }
     }
   }
+  // Buffer donation (TEMPO §5.2): last readers take their inputs over, and generated loops
+  // write into those buffers.
+  const bool donation = options.donation && !switched_off("TEMPO_NO_DONATION");
+  if (donation) impl->schedule = schedule::donate_buffers(impl->graph, impl->schedule);
   log("schedule", t0);
   if (options.verbose)
     std::cerr << "[tempo] isl statements: " << impl->schedule.num_statements
@@ -183,7 +188,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   t0 = Clock::now();
   backend::BackendOptions bo;
   bo.codegen = options.codegen && !switched_off("TEMPO_NO_CODEGEN");
-  bo.donation = options.donation && !switched_off("TEMPO_NO_DONATION");
+  bo.donation = donation;
   bo.process_group = driver::process_group_of(options.communicator);
   if (bo.process_group)
     driver::check_same_schedule(*bo.process_group, impl->schedule.str(impl->graph), where(loc));

@@ -31,7 +31,9 @@ using ValuePtr = std::shared_ptr<Value>;
 class Kernel {
  public:
   virtual ~Kernel() = default;
-  virtual void run(const ValuePtr* inputs, size_t num_inputs, const int64_t* env,
+  // A kernel may move an input out to take its buffer over (the caller drops them after the
+  // call); it can reuse the buffer only where that leaves no other reference (use_count 1).
+  virtual void run(ValuePtr* inputs, size_t num_inputs, const int64_t* env,
                    ValuePtr* outputs) = 0;
 };
 

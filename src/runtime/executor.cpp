@@ -13,6 +13,7 @@ struct InputRead {
   PointStore* store = nullptr;
   sym::CompiledSeq phi;
   bool sliced = false;      // some phi entry is a slice: the covered points are stacked
+  bool take = false;        // the op is the point's last reader: taken from the store (donation)
   bool block_read = false;  // one entry is a slice and the store keeps blocks along it
   size_t block_dim = 0;     // block_read: that entry
   std::vector<sym::CompiledExpr> point_phi;  // !sliced: phi's entries, evaluated inline
@@ -316,6 +317,8 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
           const ir::Edge& e = graph.edge(eid);
           const ir::OpNode& src = graph.op(e.source);
           InputRead in;
+          in.take = std::count(s->donated.begin(), s->donated.end(),
+                               static_cast<int>(l->inputs.size())) > 0;
           in.store = stores_[store_index_[e.source] + e.source_output].get();
           in.phi = sym::CompiledSeq(e.phi, layout_);
           TEMPO_ASSERT(in.phi.size() == src.domain.size(), "edge ", eid, " into ", op.describe(),
@@ -623,6 +626,10 @@ void Executor::launch_impl(Launcher& l) {
   }
   const size_t ni = l.inputs.size();
   for (size_t i = 0; i < ni; ++i) l.in_values[i] = read(l.inputs[i]);
+  // Points this op reads last leave their stores now, so that the kernel may hold their only
+  // reference and write into their buffers (donation; their deallocation then frees nothing).
+  for (InputRead& in : l.inputs)
+    if (in.take) in.store->erase_if_present(in.coords.data());
   if constexpr (kProfile) t1 = Clock::now();
   l.kernel->run(l.in_values.data(), ni, env, l.out_values.data());
   for (size_t i = 0; i < ni; ++i) l.in_values[i].reset();

@@ -47,7 +47,10 @@ void print(const ir::Graph& g, const StmtPtr& s, int depth, std::ostringstream& 
       os << pad << "}\n";
       break;
     case StmtKind::Exec:
-      os << pad << "exec " << label(g, s->op) << " " << point_str(s->point) << "\n";
+      os << pad << "exec " << label(g, s->op) << " " << point_str(s->point);
+      for (size_t k = 0; k < s->donated.size(); ++k)
+        os << (k ? ", " : " takes in ") << s->donated[k];
+      os << "\n";
       break;
     case StmtKind::Dealloc:
     case StmtKind::Evict:

@@ -28,6 +28,9 @@ struct Stmt {
   ir::OpId op = -1;
   int output = 0;
   std::vector<Expr> point;
+  // Exec: the inputs (positions in the op's inputs) whose point the op takes over from its store
+  // as the last reader (donate_buffers); the deallocation that follows then frees nothing.
+  std::vector<int> donated;
 };
 
 // A computed schedule: the AST plus the loop iterators it introduces (as dimensions named c0, c1,

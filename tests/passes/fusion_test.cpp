@@ -31,6 +31,7 @@ struct Result {
   int64_t launches = 0;
   int fused_ops = 0;
   int64_t allocations = 0;  // tensors the run allocated (the caching allocator counts them)
+  int64_t peak_bytes = 0;   // the tensor stores' tracked peak
 };
 
 // Switches for one run: fusion, code generation and buffer donation.
@@ -66,6 +67,7 @@ Result run(const Mode& m, Build build, const Bounds& bounds,
   exe.run();
   Result r;
   r.allocations = backend::cpu_allocator_stats().allocations - before;
+  r.peak_bytes = exe.memory().peak_bytes;
   for (const RT& y : outs)
     for (const auto& p : points) r.values.push_back(to_torch(exe.get(y, p)));
   r.launches = exe.ops_executed();
@@ -127,6 +129,36 @@ TEST(Fusion, DonatedBuffersGiveTheSameValues) {
   for (size_t k = 0; k < points.size(); ++k)
     EXPECT_TRUE(torch::equal(kept.values[k], donated.values[k])) << "point " << points[k][0];
   if (backend::cpu_allocator_stats().installed) EXPECT_LT(donated.allocations, kept.allocations);
+}
+
+// State updated in place (TEMPO §5.2): w[i + 1] = 0.9 w[i] + 0.1 tanh(w[i] + x[i]), with w[i]
+// also read by a reduction. The update runs last among w[i]'s readers, takes w[i] over from its
+// store and writes w[i + 1] into its buffer: the same values, one state buffer fewer at the peak.
+TEST(Fusion, StateUpdatesInPlace) {
+  if (std::getenv("TEMPO_NO_DONATION") || std::getenv("TEMPO_NO_CODEGEN"))
+    GTEST_SKIP() << "donation or code generation is switched off";
+  auto build = [](Context& ctx) {
+    Dim i = ctx.dim("i", "I");
+    RT x = source(ctx, {i}, {64, 64});
+    RT w = ctx.placeholder({DType::Float32, {64, 64}}, {i}, "w");
+    w[0] = ctx.constant(1.0, {64, 64});
+    w[i.var + 1] = w[i.var] * 0.9 + (w[i.var] + x).tanh() * 0.1;
+    return std::vector<RT>{w.sum().retain()};
+  };
+  const Bounds bounds = {{Expr::bound("I"), 5}};
+  std::vector<std::vector<int64_t>> points = {{0}, {2}, {4}};
+  Result kept = run({true, true, false}, build, bounds, points);
+  Result donated = run({true, true, true}, build, bounds, points);
+  torch::Tensor w = torch::ones({64, 64});
+  for (int64_t it = 0, k = 0; it < 5; ++it) {
+    if (it == points[k][0]) {
+      expect_close(kept.values[k], w.sum(), "kept");
+      EXPECT_TRUE(torch::equal(kept.values[k], donated.values[k])) << "iteration " << it;
+      ++k;
+    }
+    w = w * 0.9 + (w + eager_source({it}, {64, 64})).tanh() * 0.1;
+  }
+  EXPECT_LE(donated.peak_bytes, kept.peak_bytes - 64 * 64 * 4);
 }
 
 // The RL pattern: a value computed from the whole rollout x[0:T] (a learner) feeds the next
