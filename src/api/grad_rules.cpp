@@ -68,19 +68,17 @@ std::vector<RT> matmul_grads(const RuleInput& r) {
                       b.shape(), loc);
   } else {
     if (r.need[0]) out[0] = unbroadcast(g.matmul(b.transpose(-1, -2, loc), loc), a.shape(), loc);
-    if (r.need[1] && ra == 2 && rb == 2) {
-      // As (g^T a)^T, torch's own Linear backward order: a faster BLAS layout than a^T g, and
-      // a Linear's weight (read transposed) gets a contiguous gradient.
-      out[1] = g.transpose(0, 1, loc).matmul(a, loc).transpose(0, 1, loc);
-    } else if (r.need[1] && rb == 2 && ra > 2) {
-      // A matrix applied to a batch (a Linear layer's weight): one (k, B m) @ (B m, n) product
-      // instead of B products of (k, n) summed afterwards.
+    if (r.need[1] && rb == 2) {
+      // A matrix applied to rows (a Linear layer's weight): a batch's rows flattened into one
+      // (k, B m) @ (B m, n) product instead of B products of (k, n) summed afterwards, as
+      // (g^T a)^T, torch's own Linear backward order: a faster BLAS layout than a^T g, and a
+      // weight read transposed gets a contiguous gradient.
       auto rows = [&](const RT& x) {
+        if (x.rank() == 2) return x;
         Expr n = x.shape()[0];
         for (size_t d = 1; d + 1 < x.rank(); ++d) n = n * x.shape()[d];
         return x.reshape(Shape(std::vector<Expr>{n, x.shape()[x.rank() - 1]}), loc);
       };
-      // As (g^T a)^T: the operand order of torch's own Linear backward (faster BLAS layout).
       out[1] = rows(g).transpose(0, 1, loc).matmul(rows(a), loc).transpose(0, 1, loc);
     } else if (r.need[1]) {
       out[1] = unbroadcast(a.transpose(-1, -2, loc).matmul(g, loc), b.shape(), loc);
