@@ -150,6 +150,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   so.proximity = options.proximity;
   so.deallocate = options.deallocate;
   so.fuse = options.fuse;
+  so.solve_in_child = !switched_off("TEMPO_SCHEDULE_IN_PROCESS");
   for (const auto& [b, v] : bounds) so.known_bounds.emplace_back(b.name(), v);
   impl->schedule = schedule::compute_schedule(impl->graph, so);
   if (options.memory_budget > 0) {

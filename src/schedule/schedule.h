@@ -48,6 +48,9 @@ struct ScheduleOptions {
   bool fuse = true;
   std::vector<Swap> swaps;               // needs `deallocate`
   long max_isl_operations = 20'000'000;  // bound on isl work; exceeding it is a clear error
+  // Run isl's scheduler in a forked child process (its ILPs' ~100 MiB stay out of this process;
+  // a fault in isl is an error), in this process where no child can be started or when false.
+  bool solve_in_child = true;
 };
 
 // Builds validity constraints from every edge (source before sink), proximity constraints,

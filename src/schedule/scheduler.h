@@ -322,6 +322,9 @@ class Scheduler {
   isl::schedule solve(const isl::union_set& domains, const isl::union_map& validity,
                       const isl::union_map& proximity);
 
+  std::optional<std::string> solve_in_child(isl_ctx* raw, isl_schedule_constraints* sc);
+  std::string child_error_;  // isl's message from the child that found no schedule
+
   void check_quota(const char* phase);
 
   // No schedule: find the dependence cycle that cannot be satisfied by scheduling each cyclic

@@ -1,4 +1,10 @@
 // Scheduler steps 5 and 6: isl's scheduler, and isl's AST converted to Tempo's.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "schedule/scheduler.h"
 
 namespace tempo::schedule::detail {
@@ -14,15 +20,100 @@ isl::schedule Scheduler::solve(const isl::union_set& domains, const isl::union_m
   isl_ctx_set_max_operations(raw, opt_.max_isl_operations);
   isl_ctx_reset_operations(raw);
   isl_ctx_reset_error(raw);
+  child_error_.clear();
   isl_schedule_constraints* sc = isl_schedule_constraints_on_domain(domains.copy());
   // Coalescing merges the many identical or adjacent pieces; it makes isl's ILPs smaller.
   if (!validity.is_null())
     sc = isl_schedule_constraints_set_validity(sc, validity.coalesce().release());
   if (!proximity.is_null())
     sc = isl_schedule_constraints_set_proximity(sc, proximity.coalesce().release());
+  if (opt_.solve_in_child) {
+    if (std::optional<std::string> reply = solve_in_child(raw, sc)) {
+      isl_schedule_constraints_free(sc);
+      const char status = (*reply)[0];
+      if (status == 'Q') {
+        isl_ctx_set_error(raw, isl_error_quota);
+        check_quota("scheduling");
+      }
+      if (status == 'N') {
+        child_error_ = reply->substr(1);
+        return isl::schedule();
+      }
+      isl_schedule* s = isl_schedule_read_from_str(raw, reply->c_str() + 1);
+      if (!s) throw InternalError("schedule: isl could not read back the child's schedule");
+      return isl::manage(s);
+    }
+  }
   isl_schedule* s = isl_schedule_constraints_compute_schedule(sc);
   check_quota("scheduling");
   return s ? isl::manage(s) : isl::schedule();
+}
+
+namespace {
+
+bool write_all(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+// isl's scheduler solves dense ILPs: on an RL training program (a few hundred statements) it
+// takes ~100 MiB for a fraction of a second, and the allocator keeps those pages in the process
+// for the rest of the run. A forked child solves instead and sends back isl's text of the
+// schedule ('S' + text), 'N' + isl's message where there is none, or 'Q' where the operation
+// bound was hit; the program's process keeps only the tensors' memory, and a fault inside isl
+// becomes an error instead of a crash. nullopt where no child could be started.
+std::optional<std::string> Scheduler::solve_in_child(isl_ctx* raw, isl_schedule_constraints* sc) {
+  int fds[2];
+  if (::pipe(fds) != 0) return std::nullopt;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return std::nullopt;
+  }
+  if (pid == 0) {  // the child: no destructors, no exit handlers, no stdio flush
+    ::close(fds[0]);
+    isl_schedule* s = isl_schedule_constraints_compute_schedule(isl_schedule_constraints_copy(sc));
+    std::string reply;
+    if (isl_ctx_last_error(raw) == isl_error_quota) {
+      reply = "Q";
+    } else if (!s) {
+      const char* m = isl_ctx_last_error_msg(raw);
+      reply = std::string("N") + (m ? m : "");
+    } else {
+      char* text = isl_schedule_to_str(s);
+      reply = std::string("S") + (text ? text : "");
+    }
+    ::_exit(write_all(fds[1], reply) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string reply;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    reply.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status))
+    throw InternalError(cat("schedule: isl's scheduler died with signal ", WTERMSIG(status), " (",
+                            strsignal(WTERMSIG(status)), ")"));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply.empty() ||
+      (reply[0] != 'S' && reply[0] != 'N' && reply[0] != 'Q'))
+    throw InternalError("schedule: isl's scheduler process ended without a schedule");
+  return reply;
 }
 
 void Scheduler::check_quota(const char* phase) {
@@ -66,6 +157,7 @@ void Scheduler::check_quota(const char* phase) {
 }
 
 std::string Scheduler::isl_last_error_msg() {
+  if (!child_error_.empty()) return child_error_;
   const char* m = isl_ctx_last_error_msg(ctx_.get());
   return m ? m : "";
 }
