@@ -74,7 +74,7 @@ class Fuser {
         if (!reads_same_point(g_, e) || !fusible(p_, src) || !same_cond(src.cond, op.cond))
           continue;
         int a = groups_.of[src.id], b = groups_.of[op.id];
-        if (a != b && only_same_point_edges_between(a, b) &&
+        if (a != b && only_same_point_edges_between(a, b) && !delays_step_readers(src, a, b) &&
             !paths_.comes_back_early({a, b}, {a, b}, op.domain))
           groups_.merge(a, b);
       }
@@ -105,6 +105,34 @@ class Fuser {
           if ((s == a || s == b) && s != x && !reads_same_point(g_, e)) return false;
         }
     return true;
+  }
+
+  // A region's outputs all exist once the whole region has run. Where src's value is read
+  // outside groups a and b at each step of a dimension src does not have (a weight's transpose
+  // read by a per-step product, x[t] @ W^T), and a or b reads a whole range along that dimension
+  // (a batch over the rollout, o[i, 0:T]), merging would make every step wait for the whole range
+  // (and keep what that range holds alive until then).
+  bool delays_step_readers(const ir::OpNode& src, int a, int b) const {
+    std::vector<Dim> steps;
+    for (EdgeId id : cons_[src.id]) {
+      const ir::OpNode& r = g_.op(g_.edge(id).sink);
+      if (groups_.of[r.id] == a || groups_.of[r.id] == b) continue;
+      for (const Dim& d : r.domain)
+        if (std::find(src.domain.begin(), src.domain.end(), d) == src.domain.end())
+          steps.push_back(d);
+    }
+    if (steps.empty()) return false;
+    for (int x : {a, b})
+      for (OpId m : groups_.members[x])
+        for (EdgeId id : g_.op(m).inputs) {
+          const ir::Edge& e = g_.edge(id);
+          const Dims& sd = g_.op(e.source).domain;
+          for (size_t k = 0; k < e.phi.size() && k < sd.size(); ++k)
+            if (e.phi.arg(k).is_slice() &&
+                std::find(steps.begin(), steps.end(), sd[k]) != steps.end())
+              return true;
+        }
+    return false;
   }
 
   // The group's ops in an order where each reads only earlier ones (empty if there is none).

@@ -125,4 +125,16 @@ void compact(Program& p, const std::vector<bool>& keep) {
   p.graph = std::move(g);
 }
 
+std::optional<int64_t> bytes_of(const ir::TensorType& t, size_t from_dim, const Program& p) {
+  std::vector<std::pair<Expr, Expr>> values;
+  for (const auto& [name, v] : p.bound_values) values.emplace_back(Expr::bound(name), Expr(v));
+  int64_t n = static_cast<int64_t>(ir::dtype_size(t.dtype));
+  for (size_t k = from_dim; k < t.shape.rank(); ++k) {
+    Expr d = sym::simplify(sym::substitute(t.shape[k], values), {});
+    if (!d.is_const()) return std::nullopt;
+    n *= d.value();
+  }
+  return n;
+}
+
 }  // namespace tempo::passes

@@ -46,6 +46,9 @@ std::optional<double> const_input(const ir::Graph& g, const ir::OpNode& op, int 
 // The op that input `input` of `op` reads.
 const ir::OpNode& input_op(const ir::Graph& g, const ir::OpNode& op, int input);
 
+// The bytes of dims from_dim.. of a type with the program's bound values, if that is a constant.
+std::optional<int64_t> bytes_of(const ir::TensorType& t, size_t from_dim, const Program& p);
+
 // Renumbers the graph keeping the ops marked in `keep` (in order) and the edges they read;
 // updates `retained` and `op_map`.
 void compact(Program& p, const std::vector<bool>& keep);

@@ -679,19 +679,6 @@ const Dim* find_dim(const Graph& g, const std::string& name) {
   return nullptr;
 }
 
-// The value of a size in bytes with the program's bounds, if it has one.
-std::optional<int64_t> bytes_of(const ir::TensorType& t, size_t from_dim, const Program& p) {
-  std::vector<std::pair<Expr, Expr>> values;
-  for (const auto& [name, v] : p.bound_values) values.emplace_back(Expr::bound(name), Expr(v));
-  int64_t n = static_cast<int64_t>(ir::dtype_size(t.dtype));
-  for (size_t k = from_dim; k < t.shape.rank(); ++k) {
-    Expr d = sym::simplify(sym::substitute(t.shape[k], values), {});
-    if (!d.is_const()) return std::nullopt;
-    n *= d.value();
-  }
-  return n;
-}
-
 // Tile sizes for the dims whose stacked windows can exceed `limit` bytes: the largest power of
 // two whose window stays under it (at least 1).
 std::vector<std::pair<std::string, int64_t>> automatic_tiles(const Program& p, int64_t limit) {

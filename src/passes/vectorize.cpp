@@ -156,11 +156,12 @@ class Vectorizer {
       }
     // With interleaving, what reads a recurrence a bounded number of steps ahead stays per
     // point too, so that it runs as the recurrence goes (passes/lookahead.h).
+    const std::vector<int64_t> ahead = recurrence_lookahead(g_, d_, outer_);
     if (p_.options.interleave) {
-      const std::vector<int64_t> ahead = recurrence_lookahead(g_, d_, outer_);
       for (const OpNode& op : g_.ops())
         if (streams(ahead[op.id])) in_[op.id] = false;
     }
+    keep_large_points_streaming(ahead);
     keep_sinks_timely(recurrent);
     // Then drop ops whose inputs or readers do not fit, until the set is stable.
     for (bool again = true; again;) {
@@ -184,6 +185,32 @@ class Vectorizer {
             again = true;
           }
         }
+      }
+    }
+  }
+
+  // A large point of a per-point source (an environment's observation) that only ops running as
+  // the recurrence goes read dies at its own step. Batching those readers over d would stack
+  // every point and keep them all alive until the batch runs (PPO's bootstrap values of 16
+  // final 3x64x64 observations a step: 100 MiB per rollout), so they stay per point; at this
+  // size an op's own work dwarfs the launch that batching would save.
+  void keep_large_points_streaming(const std::vector<int64_t>& ahead) {
+    constexpr int64_t kLargePoint = 256 << 10;  // bytes
+    for (const OpNode& src : g_.ops()) {
+      if (in_[src.id] || position(src.domain, d_) < 0) continue;
+      for (int out = 0; out < static_cast<int>(src.outputs.size()); ++out) {
+        const std::optional<int64_t> bytes = bytes_of(src.outputs[out], 0, p_);
+        if (!bytes || *bytes < kLargePoint) continue;
+        std::vector<OpId> readers;
+        bool dies_at_its_step = true;
+        for (EdgeId id : g_.out_edges(src.id)) {
+          const ir::Edge& e = g_.edge(id);
+          if (e.source_output != out) continue;
+          dies_at_its_step &= streams(ahead[e.sink]) && slice_entries(e.phi) == 0;
+          readers.push_back(e.sink);
+        }
+        if (dies_at_its_step)
+          for (OpId r : readers) in_[r] = false;
       }
     }
   }

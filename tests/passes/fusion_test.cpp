@@ -1,8 +1,9 @@
 // Dataflow fusion and the generated loops of its regions: the same programs with fusion and code
 // generation on and off, against each other and against LibTorch eager references.
+#include "passes/fusion.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-
 #include <unistd.h>
 
 #include <cstdlib>
@@ -15,7 +16,6 @@
 #include "api/tempo.h"
 #include "backend/cpu_allocator.h"
 #include "e2e/e2e_util.h"
-#include "passes/fusion.h"
 #include "passes/pass_test_util.h"
 
 namespace tempo {
@@ -53,7 +53,7 @@ int fused_ops(const Context& ctx, const PassOptions& options) {
 // Compiles and runs the program `build` makes; the values of its outputs at `points`.
 template <typename Build>
 Result run(const Mode& m, Build build, const Bounds& bounds,
-        const std::vector<std::vector<int64_t>>& points) {
+           const std::vector<std::vector<int64_t>>& points) {
   Context ctx;
   std::vector<RT> outs = build(ctx);
   CompileOptions o;
@@ -168,9 +168,9 @@ TEST(Fusion, RegionsNeverWaitOnThemselves) {
   auto build = [](Context& ctx) {
     Dim i = ctx.dim("i", "I"), t = ctx.dim("t", "T");
     RT x = source(ctx, {i, t}, {3});
-    RT a = x.exp() * 2.0;                                        // per step
-    RT mean = a[{i.var, slice(0, t.bound)}].sum({0}) / 4.0;      // over the rollout
-    RT y = ((a + mean).tanh() - a * 0.5).retain();               // per step again
+    RT a = x.exp() * 2.0;                                    // per step
+    RT mean = a[{i.var, slice(0, t.bound)}].sum({0}) / 4.0;  // over the rollout
+    RT y = ((a + mean).tanh() - a * 0.5).retain();           // per step again
     return std::vector<RT>{y};
   };
   const Bounds bounds = {{Expr::bound("I"), 2}, {Expr::bound("T"), 4}};
@@ -186,6 +186,53 @@ TEST(Fusion, RegionsNeverWaitOnThemselves) {
     torch::Tensor want = (a + mean).tanh() - a * 0.5;
     expect_close(off.values[k], want, "off");
     expect_close(on.values[k], want, "on");
+  }
+}
+
+// A weight's transpose read by a recurrence at each step and by a learner over the whole rollout:
+// fused into the learner's region, every step would wait for the rollout that the steps make.
+// Fusion keeps it apart; the program schedules and computes the eager values.
+TEST(Fusion, StepReadersDoNotWaitForAWholeRollout) {
+  auto build = [](Context& ctx) {
+    Dim i = ctx.dim("i", "I"), t = ctx.dim("t", "T");
+    RT w = ctx.placeholder({DType::Float32, {3, 3}}, {i}, "w");
+    RT wt = w.transpose(0, 1);
+    // A rollout h that does not need w, and a per-step recurrence y that reads its transpose.
+    RT h = ctx.placeholder({DType::Float32, {2, 3}}, {i, t}, "h");
+    h[{i.var, Expr(0)}] = ctx.constant(0.5, {2, 3});
+    h[{i.var, t.var + 1}] = (h[{i.var, t.var}] * 1.5).tanh();
+    RT y = ctx.placeholder({DType::Float32, {2, 3}}, {i, t}, "y");
+    y[{i.var, Expr(0)}] = ctx.constant(0.0, {2, 3});
+    y[{i.var, t.var + 1}] = (y[{i.var, t.var}].matmul(wt) + h[{i.var, t.var}]).tanh();
+    y.retain();
+    RT learner = h[{i.var, slice(0, t.bound)}].reshape(Shape({4 * 2, 3})).matmul(wt).sum();
+    w[Expr(0)] = source(ctx, {}, {3, 3});
+    w[i.var + 1] = w[i.var] * 0.9 + learner * 0.01;  // learning: the next weight
+    return std::vector<RT>{learner.retain()};
+  };
+  {
+    Context ctx;
+    build(ctx);
+    const std::string sdg = testing::after_pass(ctx, [](passes::Program& p) {
+      passes::run_pipeline(p, PassOptions{});
+      return true;
+    });
+    EXPECT_NE(sdg.find("= Permute("), std::string::npos) << sdg;  // not inside a region
+  }
+  const Bounds bounds = {{Expr::bound("I"), 2}, {Expr::bound("T"), 4}};
+  std::vector<std::vector<int64_t>> points = {{0}, {1}};
+  Result on = run({}, build, bounds, points);
+  torch::Tensor w = eager_source({}, {3, 3});
+  for (size_t k = 0; k < points.size(); ++k) {
+    torch::Tensor wt = w.t();
+    torch::Tensor h = torch::full({2, 3}, 0.5), rows = h;
+    for (int64_t s = 1; s < 4; ++s) {
+      h = (h * 1.5).tanh();
+      rows = torch::cat({rows, h});
+    }
+    torch::Tensor learner = rows.matmul(wt).sum();
+    expect_close(on.values[k], learner, "fused");
+    w = w * 0.9 + learner * 0.01;
   }
 }
 
@@ -240,9 +287,25 @@ namespace {
 // The generated loops' float exp, log, tanh and sigmoid (branch-free polynomials) against
 // LibTorch's, over their whole range: normal values, subnormals, zeros, infinities and NaN.
 TEST(Fusion, GeneratedMathMatchesLibTorch) {
-  std::vector<float> values = {0.0f, -0.0f, 1e-45f, 1e-40f, 1.1754944e-38f, 1e-30f, 1e-7f,
-                               0.5f, 0.625f, 0.6249f, 1.0f, 2.0f, 9.0f, 20.0f, 87.0f, 88.7f,
-                               89.0f, 1e30f, std::numeric_limits<float>::infinity(),
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               1e-45f,
+                               1e-40f,
+                               1.1754944e-38f,
+                               1e-30f,
+                               1e-7f,
+                               0.5f,
+                               0.625f,
+                               0.6249f,
+                               1.0f,
+                               2.0f,
+                               9.0f,
+                               20.0f,
+                               87.0f,
+                               88.7f,
+                               89.0f,
+                               1e30f,
+                               std::numeric_limits<float>::infinity(),
                                std::numeric_limits<float>::quiet_NaN()};
   for (float v = -110.0f; v <= 110.0f; v += 0.0137f) values.push_back(v);
   const int64_t n = static_cast<int64_t>(values.size());
@@ -264,9 +327,8 @@ TEST(Fusion, GeneratedMathMatchesLibTorch) {
     Dim t = ctx.dim("t", "T");
     HostTensor h(DType::Float32, {2 * n});
     std::memcpy(h.ptr<float>(), x.data_ptr<float>(), sizeof(float) * 2 * n);
-    RT in = ctx.udf(
-        "values", [h](auto&, auto&) { return std::vector<HostTensor>{h}; }, {},
-        {TensorType{DType::Float32, {2 * n}}}, {t})[0];
+    RT in = ctx.udf("values", [h](auto&, auto&) { return std::vector<HostTensor>{h}; }, {},
+                    {TensorType{DType::Float32, {2 * n}}}, {t})[0];
     RT y = (f(in) * 1.0).retain();  // two ops: a generated cluster
     CompileOptions o;
     o.passes = PassOptions::none();

@@ -97,7 +97,8 @@ TEST(Passes, SumOfBatchedMatmulsIsOneMatmul) {
   for (bool on : {true, false}) {
     Context ctx;
     Dim t = ctx.dim("t", "T");
-    RT x = source(ctx, {t}, {4, 3}), g = source(ctx, {t}, {4, 5}, 1), a = source(ctx, {t}, {3, 4}, 2);
+    RT x = source(ctx, {t}, {4, 3}), g = source(ctx, {t}, {4, 5}, 1),
+       a = source(ctx, {t}, {3, 4}, 2);
     Expr all = slice(0, t.bound);
     RT y = x[all].permute({0, 2, 1}).matmul(g[all]).sum(0).exp().retain();
     RT z = a[all].matmul(g[all]).sum(0).exp().retain();
@@ -118,7 +119,8 @@ TEST(Passes, SumOfBatchedMatmulsIsOneMatmul) {
       as.push_back(testing::eager_source({k}, {3, 4}, 2));
     }
     expect_close(testing::to_torch(exe.get(y, {})),
-                 torch::stack(xs).permute({0, 2, 1}).matmul(torch::stack(gs)).sum(0).exp(), "x^T g");
+                 torch::stack(xs).permute({0, 2, 1}).matmul(torch::stack(gs)).sum(0).exp(),
+                 "x^T g");
     expect_close(testing::to_torch(exe.get(z, {})),
                  torch::stack(as).matmul(torch::stack(gs)).sum(0).exp(), "a g");
   }
@@ -178,6 +180,25 @@ TEST(Passes, VectorizesPerTimestepOps) {
             "%6 = Index(%4[]) {ints=[0], exprs=[t]} : f32() over (t)\n");
 }
 
+// A large value that a recurrence makes at each step and that only per-step reads see dies at
+// its own step: batching its reader over t would keep every step's value alive until the batch
+// runs (PPO's bootstrap values of final observations). Small values are still batched.
+TEST(Passes, LargePointsReadPerStepStayPerStep) {
+  for (int64_t rows : {4, 512}) {  // 4 KiB and 512 KiB a step
+    Context ctx;
+    Dim t = ctx.dim("t", "T");
+    RT x = source(ctx, {t}, {rows, 256});
+    RT s = ctx.placeholder({DType::Float32, {rows, 256}}, {t}, "s");
+    s[0] = ctx.zeros({rows, 256});
+    s[t.var + 1] = (s[t.var] * 0.5 + x[t.var]).named("next");
+    RT v = s.matmul(ctx.constant(0.5, {256, 2}));
+    RT total = v[slice(0, t.bound)].sum(0).retain();
+    const std::string sdg = after(ctx, passes::vectorize, /*expect_change=*/rows == 4);
+    EXPECT_EQ(sdg.find("MatMul(%1[0:T]") != std::string::npos, rows == 4) << sdg;
+    EXPECT_EQ(sdg.find("MatMul(%1[t]") != std::string::npos, rows == 512) << sdg;
+  }
+}
+
 // s[t + 1] = f(s[t]) is a cycle along t: never vectorized; what reads it per step is.
 TEST(Passes, RecurrenceStaysPerStep) {
   Context ctx;
@@ -223,9 +244,9 @@ TEST(Passes, PerStepPolicyGradientRunsBatched) {
   torch::Tensor total = torch::zeros({});
   for (int64_t k = 0; k < T; ++k) {
     torch::Tensor a = ((testing::eager_source({k}, {4, 1}, 2) + 1.0) * 2.0).to(torch::kInt64);
-    total = total - torch::log_softmax(testing::eager_source({k}, {4, 3}).matmul(tW), -1)
-                        .gather(1, a)
-                        .sum();
+    total =
+        total -
+        torch::log_softmax(testing::eager_source({k}, {4, 3}).matmul(tW), -1).gather(1, a).sum();
   }
   total.backward();
   expect_close(testing::to_torch(exe.get(g, {})), tW.grad(), "dW");
