@@ -31,21 +31,25 @@ const char* kUsage =
     "parallelization, unrolling) checked by dependence analysis, compiled to C with OpenMP and\n"
     "timed (the minimum of several runs; checksums compared with the unoptimized program).\n\n"
     "  tempo loops bench [--quick] [--threads N] [--width W] [--depth D] [--only NAME]\n"
-    "                    [--programs N] [--iterations N] [--no-memo-check]\n"
+    "                    [--programs N] [--iterations N] [--final-reward] [--no-memo-check]\n"
     "      trains the Pearl agent on generated programs (never on the benchmarks), then times\n"
     "      every benchmark unoptimized and prints the speedups of isl's scheduler (also with\n"
     "      its permutable bands tiled by 32), the beam search (width W, default 2; depth D,\n"
-    "      default 3), Polly (clang-14) and Pearl (greedy), with geometric means, on all\n"
+    "      default 3), Polly (clang-14), Pearl (greedy) and Pearl+sel (the fastest schedule\n"
+    "      its greedy episode passed through), with geometric means, on all\n"
     "      threads and on one; then trains once more without memoization to show what it\n"
     "      saves (unless --no-memo-check); --quick: smaller searches and training, 3 runs\n"
-    "  tempo loops train [--quick] [--programs N] [--iterations N] [--no-memo] [--out FILE]\n"
-    "      trains the agent (pre-training, then PPO; the learner is a Tempo program), prints\n"
+    "  tempo loops train [--quick] [--programs N] [--iterations N] [--no-memo] [--final-reward]\n"
+    "                    [--out FILE]\n"
+    "      trains the agent (pre-training, then PPO; the learner is a Tempo program; each\n"
+    "      transformation timed and rewarded, or with --final-reward one reward per episode), prints\n"
     "      its training curve and memoization figures and saves it to FILE (safetensors)\n"
-    "  tempo loops optimize NAME|FILE [--agent FILE] [--actions LIST] [--quick] [--small]\n"
+    "  tempo loops optimize NAME|FILE [--agent FILE [--select]] [--actions LIST] [--quick] [--small]\n"
     "                       [--threads N] [--width W] [--depth D]\n"
     "      optimizes a benchmark or a loop program in the text format (see README.md,\n"
     "      'Learned loop optimization') and prints the transformations, the generated C\n"
-    "      kernel and the speedup: with a trained agent (--agent), the given action indices\n"
+    "      kernel and the speedup: with a trained agent (--agent; --select: the fastest\n"
+    "      schedule of its episode), the given action indices\n"
     "      (--actions 3,67: branch by branch, 67 = next), or else the beam search; --small\n"
     "      uses a benchmark's test size\n"
     "  tempo loops actions\n"
@@ -99,7 +103,10 @@ PearlOptions pearl_options(const Args& a) {
   o.batch = quick ? 48 : 64;
   o.pretrain_steps = quick ? 100 : 300;
   o.run.reps = 2;  // training programs run 1-20 ms: the minimum of 2 runs
+  o.run.time_limit_s = 5;
   o.memoize = !a.has("--no-memo");
+  o.step_rewards = !a.has("--final-reward");
+  o.select_measured = a.has("--select");
   return o;
 }
 
@@ -149,8 +156,10 @@ int bench(const Args& a) {
   const PearlTraining t = train_pearl(train, po);
   print_training(t, static_cast<int>(train.size()));
 
-  const char* kColumns[] = {"isl", "isl+tile", "beam", "polly", "pearl"};
-  constexpr int kN = 5;
+  const char* kColumns[] = {"isl", "isl+tile", "beam", "polly", "pearl", "pearl+sel"};
+  constexpr int kN = 6;
+  PearlOptions select = po;
+  select.select_measured = true;
   RunOptions one = ro;
   one.threads = 1;
   double log_sum[2][kN] = {}, lin_sum[2] = {};
@@ -170,7 +179,7 @@ int bench(const Args& a) {
     Result results[kN] = {run_isl_scheduler(p, env.deps(), ev),
                           run_isl_scheduler(p, env.deps(), ev, 32),
                           run_beam(env, ev, bo, base.checksum), run_polly(p, ro),
-                          run_pearl(p, *t.network, po, ev)};
+                          run_pearl(p, *t.network, po, ev), run_pearl(p, *t.network, select, ev)};
     std::printf("%-9s %11.2f", name.c_str(), base.ms);
     for (int k = 0; k < kN; ++k) {
       std::printf(" %8s", speedup(results[k], base).c_str());
@@ -180,7 +189,8 @@ int bench(const Args& a) {
       mismatch |= !same_checksum(results[k].checksum, base.checksum);
     }
     std::printf("\n");
-    schedules.push_back(cat(name, ": beam ", results[2].note, "; pearl ", results[4].note));
+    schedules.push_back(cat(name, ": beam ", results[2].note, "; pearl ", results[4].note,
+                            "; pearl+sel ", results[5].note));
     // The same schedules on one thread: what is left without parallel loops.
     Measurement b1 = compile_and_run(c_file(p, base.code), one);
     char head[64];
@@ -309,6 +319,8 @@ int optimize(const Args& a) {
   std::optional<PearlNetwork> net;
   PearlOptions po;
   if (a.has("--agent")) net.emplace(PearlNetwork::load(a.get("--agent", ""), po));
+  if (a.has("--select") && !net) throw UserError("--select needs --agent");
+  po.select_measured = a.has("--select");
   Result base = run_unoptimized(p, ev);
   LoopEnv env(p);
   if (a.has("--actions")) r = run_actions(p, a.get("--actions", ""), ev);
@@ -345,12 +357,12 @@ int run_loops_command(int argc, char** argv) {
   if (sub == "bench")
     return bench(parse(argc, argv,
                        {"--threads", "--width", "--depth", "--only", "--programs", "--iterations"},
-                       {"--quick", "--no-memo-check"}));
+                       {"--quick", "--final-reward", "--no-memo-check"}));
   if (sub == "train")
-    return train(parse(argc, argv, {"--programs", "--iterations", "--out"}, {"--quick", "--no-memo"}));
+    return train(parse(argc, argv, {"--programs", "--iterations", "--out"}, {"--quick", "--no-memo", "--final-reward"}));
   if (sub == "optimize")
     return optimize(parse(argc, argv, {"--threads", "--width", "--depth", "--agent", "--actions"},
-                          {"--quick", "--small"}));
+                          {"--quick", "--small", "--select"}));
   if (sub == "actions") {
     Args a = parse(argc, argv, {}, {});
     if (!a.positional.empty()) throw UserError(cat("unexpected argument '", a.positional[0], "'"));

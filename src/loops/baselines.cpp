@@ -16,15 +16,22 @@
 
 namespace tempo::loops {
 
+void record(Result& r, const Measurement& m) {
+  r.ok = !m.timed_out;
+  if (m.timed_out) r.note = "timed out (its schedule ran past RunOptions::time_limit_s)";
+  r.ms = m.ms;
+  r.checksum = m.checksum;
+}
+
 Result run_unoptimized(const Program& p, Evaluator& ev) {
   Result r;
   r.method = "unoptimized";
   Schedule s = Schedule::original(p);
   r.code = kernel_code(p, s);
-  Measurement m = ev.measure(p, s);
-  r.ok = true;
-  r.ms = m.ms;
-  r.checksum = m.checksum;
+  record(r, ev.measure(p, s));
+  if (!r.ok)
+    throw UserError(cat(p.name, ": the unoptimized program runs past the time limit of ",
+                        ev.options().time_limit_s, " s"));
   return r;
 }
 
@@ -76,10 +83,7 @@ Result run_isl_scheduler(const Program& p, const Dependences& deps, Evaluator& e
     return LoopMark{deps.parallel_ok(sched_isl, dim, {stmts.begin(), stmts.end()}), 0};
   };
   r.code = kernel_code(p, sched_isl, marks);
-  Measurement m = ev.measure(p.name + " isl " + sched_isl, [&] { return c_file(p, r.code); });
-  r.ok = true;
-  r.ms = m.ms;
-  r.checksum = m.checksum;
+  record(r, ev.measure(p.name + " isl " + sched_isl, [&] { return c_file(p, r.code); }));
   return r;
 }
 
@@ -135,14 +139,11 @@ Result run_beam(LoopEnv& env, Evaluator& ev, const BeamOptions& o, double refere
   }
   Result r;
   r.method = "beam";
-  r.ok = true;
   r.code = kernel_code(p, best.s);
   // Timed again: the fastest of many noisy measurements is biased low.
-  Measurement again = compile_and_run(c_file(p, r.code), ev.options());
-  r.ms = again.ms;
-  r.checksum = again.checksum;
+  record(r, compile_and_run(c_file(p, r.code), ev.options()));
   r.actions = best.actions;
-  r.note = describe(best.actions);
+  if (r.ok) r.note = describe(best.actions);
   return r;
 }
 
@@ -173,10 +174,7 @@ Result run_polly(const Program& p, const RunOptions& o) {
   po.compiler = "clang-14";
   po.flags = kPollyFlags;
   r.code = kernel_code(p, Schedule::original(p));
-  Measurement m = compile_and_run(c_file(p, r.code), po);
-  r.ok = true;
-  r.ms = m.ms;
-  r.checksum = m.checksum;
+  record(r, compile_and_run(c_file(p, r.code), po));
   return r;
 }
 

@@ -24,6 +24,9 @@ struct Result {
   std::vector<std::pair<int, Action>> actions;  // beam search: (branch, action) in order
 };
 
+// A measurement into a result: ok unless it timed out (the note says so).
+void record(Result& r, const Measurement& m);
+
 Result run_unoptimized(const Program& p, Evaluator& ev);
 // tile_size > 0: the permutable bands of two or more loops are tiled (the isl+tile column).
 Result run_isl_scheduler(const Program& p, const Dependences& deps, Evaluator& ev,

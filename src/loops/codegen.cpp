@@ -9,9 +9,11 @@
 #include <isl/set.h>
 #include <isl/union_map.h>
 #include <isl/union_set.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -243,6 +245,7 @@ Measurement compile_and_run(const std::string& source, const RunOptions& o) {
   // whole team for a time slice per parallel loop.
   std::string run = "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} ";
   if (o.threads > 0) run += cat("OMP_NUM_THREADS=", o.threads, " ");
+  if (o.time_limit_s > 0) run += cat("timeout -s KILL ", o.time_limit_s, " ");
   run += cat(bin, " ", o.reps);
   FILE* f = popen(run.c_str(), "r");
   if (!f) throw Error(cat("could not run ", bin));
@@ -254,6 +257,12 @@ Measurement compile_and_run(const std::string& source, const RunOptions& o) {
     found += std::sscanf(line, "checksum %lf", &m.checksum);
   }
   int status = pclose(f);
+  if (o.time_limit_s > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL) {
+    m.ms = 1e3 * o.time_limit_s / std::max(o.reps, 1);
+    m.checksum = std::nan("");
+    m.timed_out = true;
+    return m;
+  }
   if (status != 0 || found != 2) throw Error(cat("running ", bin, " failed (status ", status, ")"));
   return m;
 }

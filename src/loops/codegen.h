@@ -40,11 +40,17 @@ struct RunOptions {
   std::string flags = "-O3 -fopenmp -march=native";
   std::string cache_dir;  // empty: $TEMPO_LOOPS_CACHE or /tmp/tempo-loops-cache
   bool reuse_binaries = true;  // false: compile every time (to measure what memoization saves)
+  // A run (all reps) still going after this is killed and measured as timed out: a legal
+  // schedule can be slower by orders of magnitude (a parallel loop inside millions of others).
+  double time_limit_s = 60;
 };
 
 struct Measurement {
   double ms = 0.0;
   double checksum = 0.0;
+  // Killed at the time limit: ms is the limit's share per run (the kernel took longer), the
+  // checksum NaN.
+  bool timed_out = false;
 };
 
 // Compiles (unless cached) and runs; a compiler failure or unreadable output is an Error with

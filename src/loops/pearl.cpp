@@ -265,6 +265,7 @@ struct StepRecord {
   std::vector<bool> mask;
   int action = 0;
   float logp = 0, value = 0;
+  float reward = 0;  // log4 of the speedup this step made (per-step rewards)
 };
 
 struct Episode {
@@ -273,14 +274,25 @@ struct Episode {
   Measurement m;
   double speedup = 1, measure_seconds = 0;
   int64_t illegal = 0;
+  // Per-step timing: the fastest schedule the episode passed through (the original included)
+  // and how many of `actions` lead to it.
+  Schedule best;
+  Measurement best_m;
+  size_t best_actions = 0;
 };
 
+double log4(double speedup) { return std::log(std::max(speedup, 1e-6)) / std::log(4.0); }
+
 // Plays one episode from the original schedule: actions sampled from the masked policy (rng) or
-// the most probable legal one (rng null). The final schedule is timed with `ev`.
+// the most probable legal one (rng null). The final schedule is timed with `ev`; with `per_step`,
+// so is every schedule after a transformation (memoized), for the rewards and the best one.
 Episode play(LoopEnv& env, GraphEncoder& enc, const PearlNetwork& net, const PearlOptions& o,
-             Evaluator& ev, double base_ms, std::mt19937_64* rng) {
+             Evaluator& ev, double base_ms, std::mt19937_64* rng, bool per_step) {
   Episode ep;
   env.reset();
+  ep.best = env.schedule();
+  ep.best_m.ms = base_ms;
+  double last_ms = base_ms;
   int on_branch = 0;
   std::vector<float> logits;
   while (!env.done()) {
@@ -323,12 +335,24 @@ Episode play(LoopEnv& env, GraphEncoder& enc, const PearlNetwork& net, const Pea
     } else {
       ++on_branch;
       ep.actions.emplace_back(branch, a);
+      if (per_step) {
+        const Clock::time_point t0 = Clock::now();
+        const Measurement m = ev.measure(env.program(), env.schedule());
+        ep.measure_seconds += since(t0);
+        s.reward = static_cast<float>(log4(last_ms / m.ms));
+        last_ms = m.ms;
+        if (m.ms < ep.best_m.ms) {
+          ep.best = env.schedule();
+          ep.best_m = m;
+          ep.best_actions = ep.actions.size();
+        }
+      }
     }
     ep.steps.push_back(std::move(s));
   }
   const Clock::time_point t0 = Clock::now();
-  ep.m = ev.measure(env.program(), env.schedule());
-  ep.measure_seconds = since(t0);
+  ep.m = ev.measure(env.program(), env.schedule());  // memoized where timed per step
+  ep.measure_seconds += since(t0);
   ep.speedup = base_ms / ep.m.ms;
   return ep;
 }
@@ -480,21 +504,22 @@ class Rollouts {
     while (filled < B) {
       Slot& s = slots_[std::uniform_int_distribution<size_t>(0, slots_.size() - 1)(rng_)];
       const Clock::time_point t0 = Clock::now();
-      Episode ep = play(*s.env, *s.enc, *network, o_, ev_, s.base_ms, &rng_);
+      Episode ep = play(*s.env, *s.enc, *network, o_, ev_, s.base_ms, &rng_, o_.step_rewards);
       t_.episode_seconds += since(t0);
       t_.measure_seconds += ep.measure_seconds;
       ++episodes;
       ++t_.episodes;
       t_.transformations += static_cast<int64_t>(ep.actions.size());
       t_.illegal_picks += ep.illegal;
-      const double reward = std::log(std::max(ep.speedup, 1e-6)) / std::log(4.0);
+      const double reward = log4(ep.speedup);
       reward_sum += reward;
-      // GAE with the reward paid at the last step (its next value is 0).
+      // GAE over the per-step rewards, or with the whole reward paid at the last step (its next
+      // value is 0).
       const size_t n = ep.steps.size();
       std::vector<float> adv(n), ret(n);
       double next_value = 0, gae = 0;
       for (size_t k = n; k-- > 0;) {
-        const double r = k + 1 == n ? reward : 0.0;
+        const double r = o_.step_rewards ? ep.steps[k].reward : k + 1 == n ? reward : 0.0;
         const double delta = r + o_.gamma * next_value - ep.steps[k].value;
         gae = delta + o_.gamma * o_.lambda * gae;
         adv[k] = static_cast<float>(gae);
@@ -608,16 +633,22 @@ Result run_pearl(const Program& p, const PearlNetwork& net, const PearlOptions& 
   const Result base = run_unoptimized(p, ev);
   LoopEnv env(p);
   GraphEncoder enc(p);
-  Episode ep = play(env, enc, net, o, ev, base.ms, nullptr);
+  Episode ep = play(env, enc, net, o, ev, base.ms, nullptr, o.select_measured);
   Result r;
-  r.method = "pearl";
+  r.method = o.select_measured ? "pearl+select" : "pearl";
   r.ok = ep.illegal == 0;
   if (!r.ok) r.note = "the policy picked an illegal action";
+  if (o.select_measured && ep.best_actions < ep.actions.size()) {
+    // The fastest schedule on the way: the episode's prefix that leads to it.
+    ep.actions.resize(ep.best_actions);
+    ep.m = ep.best_actions ? ep.best_m : Measurement{base.ms, base.checksum};
+  }
   r.actions = ep.actions;
-  if (r.ok) r.note = describe(ep.actions);
-  r.code = kernel_code(p, env.schedule());
-  r.ms = ep.m.ms;
-  r.checksum = ep.m.checksum;
+  r.code = kernel_code(p, o.select_measured ? ep.best : env.schedule());
+  if (r.ok) {
+    record(r, ep.m);
+    if (r.ok) r.note = describe(ep.actions);
+  }
   return r;
 }
 

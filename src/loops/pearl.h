@@ -9,9 +9,9 @@
 //   heads    a 3-layer policy MLP over the 68 actions, masked to the legal ones (the environment's
 //            isl legality, and "next" only once a branch has had max_actions_per_branch
 //            transformations), and a 3-layer value MLP
-//   reward   log4(speedup) (§4.3): the sum of the per-step log4 speedups telescopes to the log4 of
-//            the final speedup, so it is paid when the episode ends: one compilation and timed
-//            run per episode instead of per step
+//   reward   log4(speedup) (§4.3) of each transformation, timed after it (memoized); the rewards
+//            telescope to the log4 of the final speedup, which can instead be paid once at the
+//            episode's end (one timed run per episode, PearlOptions::step_rewards = false)
 //   learner  PPO (clipped ratio, GAE, value coefficient, entropy bonus decaying to 0, Table 2)
 //            as a Tempo program over an iteration dimension i: at each step a UDF receives the
 //            current parameters, plays episodes with a C++ forward pass of the same network every
@@ -56,6 +56,12 @@ struct PearlOptions {
   int64_t pretrain_steps = 150;  // 0: no pre-training
   double pretrain_learning_rate = 1e-3;
   bool memoize = true;  // legality and timing memoization during training
+  // Training: each transformation is timed and rewarded with the log4 speedup it made (§4.3);
+  // false: one timing per episode, the whole log4 speedup paid at its end (the same return).
+  bool step_rewards = true;
+  // Inference: time the schedule after each transformation of the greedy episode and return the
+  // fastest one on the way (the original included), instead of the episode's last.
+  bool select_measured = false;
   uint64_t seed = 1;
   RunOptions run;  // how training programs are timed
 };
@@ -125,7 +131,8 @@ struct PearlTraining {
 PearlTraining train_pearl(const std::vector<Program>& programs, const PearlOptions& o);
 
 // Optimizes a program greedily (the most probable legal action at each step) and times the
-// result against the unoptimized program with `ev`.
+// result against the unoptimized program with `ev`; with o.select_measured, the fastest schedule
+// of the episode (its note lists the transformations that lead to it).
 Result run_pearl(const Program& p, const PearlNetwork& net, const PearlOptions& o, Evaluator& ev);
 
 }  // namespace tempo::loops

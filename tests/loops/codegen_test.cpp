@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "loops/baselines.h"
@@ -115,6 +116,25 @@ TEST(Baselines, BeamSearchFindsALegalSchedule) {
 
 TEST(Codegen, CompilerErrorsAreReported) {
   EXPECT_THROW(compile_and_run("this is not C", test_options()), Error);
+}
+
+// A schedule can be legal and yet run for hours: the run is killed at the limit and measured as
+// timed out, memoized like any measurement, and a result from it is not ok.
+TEST(Codegen, RunsPastTheTimeLimitAreKilled) {
+  RunOptions o = test_options();
+  o.time_limit_s = 0.5;
+  const std::string forever = "int main(void) { for (volatile int k = 0;; k += 0) {} }\n";
+  Evaluator ev(o);
+  Measurement m = ev.measure("forever", [&] { return forever; });
+  EXPECT_TRUE(m.timed_out);
+  EXPECT_TRUE(std::isnan(m.checksum));
+  EXPECT_GE(m.ms, 500.0);
+  EXPECT_TRUE(ev.measure("forever", [&] { return forever; }).timed_out);
+  EXPECT_EQ(ev.stats().time_hits, 1);
+  Result r;
+  record(r, m);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.note.find("timed out"), std::string::npos);
 }
 
 }  // namespace
