@@ -42,10 +42,10 @@ const char* kUsage =
     "  tempo loops train [--quick] [--programs N] [--iterations N] [--no-memo] [--final-reward]\n"
     "                    [--out FILE]\n"
     "      trains the agent (pre-training, then PPO; the learner is a Tempo program; each\n"
-    "      transformation timed and rewarded, or with --final-reward one reward per episode), prints\n"
-    "      its training curve and memoization figures and saves it to FILE (safetensors)\n"
-    "  tempo loops optimize NAME|FILE [--agent FILE [--select]] [--actions LIST] [--quick] [--small]\n"
-    "                       [--threads N] [--width W] [--depth D]\n"
+    "      transformation timed and rewarded, or with --final-reward one reward per episode),\n"
+    "      prints its training curve and memoization figures and saves it to FILE (safetensors)\n"
+    "  tempo loops optimize NAME|FILE [--agent FILE [--select]] [--actions LIST] [--quick]\n"
+    "                       [--small] [--threads N] [--width W] [--depth D]\n"
     "      optimizes a benchmark or a loop program in the text format (see README.md,\n"
     "      'Learned loop optimization') and prints the transformations, the generated C\n"
     "      kernel and the speedup: with a trained agent (--agent; --select: the fastest\n"
@@ -179,7 +179,8 @@ int bench(const Args& a) {
     Result results[kN] = {run_isl_scheduler(p, env.deps(), ev),
                           run_isl_scheduler(p, env.deps(), ev, 32),
                           run_beam(env, ev, bo, base.checksum), run_polly(p, ro),
-                          run_pearl(p, *t.network, po, ev), run_pearl(p, *t.network, select, ev)};
+                          run_pearl(p, *t.network, po, ev),
+                          run_pearl(p, *t.network, select, ev)};
     std::printf("%-9s %11.2f", name.c_str(), base.ms);
     for (int k = 0; k < kN; ++k) {
       std::printf(" %8s", speedup(results[k], base).c_str());
@@ -359,7 +360,8 @@ int run_loops_command(int argc, char** argv) {
                        {"--threads", "--width", "--depth", "--only", "--programs", "--iterations"},
                        {"--quick", "--final-reward", "--no-memo-check"}));
   if (sub == "train")
-    return train(parse(argc, argv, {"--programs", "--iterations", "--out"}, {"--quick", "--no-memo", "--final-reward"}));
+    return train(parse(argc, argv, {"--programs", "--iterations", "--out"},
+                       {"--quick", "--no-memo", "--final-reward"}));
   if (sub == "optimize")
     return optimize(parse(argc, argv, {"--threads", "--width", "--depth", "--agent", "--actions"},
                           {"--quick", "--small", "--select"}));

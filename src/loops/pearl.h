@@ -118,7 +118,7 @@ struct PearlTraining {
   std::shared_ptr<PearlNetwork> network;
   double seconds = 0, pretrain_seconds = 0;
   double episode_seconds = 0;  // playing episodes (legality, encoding, inference, timing)
-  double measure_seconds = 0;  // of which compiling and timing the final schedules
+  double measure_seconds = 0;  // of which compiling and timing schedules
   std::vector<double> pretrain_loss;   // per pre-training step
   std::vector<double> loss;            // per PPO step (epochs per batch)
   std::vector<double> mean_reward;     // per batch: mean episode return (log4 speedup)
