@@ -27,6 +27,7 @@ void PointStore::clear() {
   flat_.clear();
   map_.clear();
   blocks_.clear();
+  first_point_.clear();
   for (auto& [k, v] : host_copies_) host_memory_->release(*v);
   host_copies_.clear();
   on_host_.clear();
@@ -59,11 +60,37 @@ void PointStore::reset(const int64_t* bounds) {
 
 ValuePtr PointStore::into_block(int64_t k, ValuePtr v) {
   const auto [outer, last] = block_of(k);
+  if (window_ == 0 && !blocks_.count(outer)) {
+    // A block's first point stays as it is until a second one comes: allocated whole at its
+    // first point, a block would coexist with the previous one wherever that point is made early
+    // (a rollout's o[i + 1, 0], the last step of iteration i, made before iteration i's learner
+    // is done with its block).
+    auto p = first_point_.find(outer);
+    if (p == first_point_.end() || p->second == k) {
+      first_point_[outer] = k;
+      return v;
+    }
+  }
   Block& b = blocks_[outer];
   if (!b.data) {
     b.data = blocks_backend_->new_block(*v, block_rows_);
     b.held.assign(static_cast<size_t>(block_rows_), false);
     b.base = window_ > 0 ? last : 0;
+    if (auto p = first_point_.find(outer); p != first_point_.end()) {
+      const int64_t first = p->second;
+      first_point_.erase(p);
+      ValuePtr* slot = const_cast<ValuePtr*>(find(first));
+      const int64_t r = block_of(first).second;
+      if (slot && *slot) {
+        if (ValuePtr row = blocks_backend_->write_row(*b.data, r, **slot)) {
+          memory_->release(**slot);
+          memory_->acquire(*row);
+          *slot = std::move(row);
+          b.held[r] = true;
+          ++b.live;
+        }
+      }
+    }
   }
   if (last < b.base) return v;  // older than the window: kept as it is
   if (last - b.base >= block_rows_) roll(b, last - window_ + 1);
@@ -172,6 +199,8 @@ bool PointStore::erase_key(int64_t k) {
   --size_;
   if (blocks_backend_) {
     const auto [outer, pos] = block_of(k);
+    if (auto p = first_point_.find(outer); p != first_point_.end() && p->second == k)
+      first_point_.erase(p);
     auto it = blocks_.find(outer);
     const int64_t r = it == blocks_.end() ? -1 : pos - it->second.base;
     if (r >= 0 && r < block_rows_ && it->second.held[r]) {

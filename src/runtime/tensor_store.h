@@ -86,7 +86,8 @@ struct MemoryAccount {
 // x[t:T] along their last dimension), the points that differ only in the last coordinate are
 // rows of one preallocated block: a stored value is copied into its row and kept as a view of
 // it, and a read of consecutive points is one view of the block (rows()) instead of a stack of
-// copies. A block is dropped when its last row is erased.
+// copies. A block is allocated at its second point (the first is then copied in) and dropped
+// when its last row is erased.
 //
 // A window store (TEMPO §6; for outputs read through sliding windows x[max(0,t-w):t+1] of at
 // most W points) keeps a block of 2W rows that rolls: when a point does not fit, the last W - 1
@@ -108,10 +109,13 @@ class PointStore {
   // Keeps values in blocks along domain dimension `dim` from the next reset() on (`backend` makes
   // and views them); with `window` > 0, in rolling blocks of 2 x window rows for reads of at most
   // `window` points.
-  void use_blocks(Backend* backend, int64_t window = 0, size_t dim = SIZE_MAX) {
+  // Points smaller than `min_point_bytes` stay as they are (blocks only pay for large points).
+  void use_blocks(Backend* backend, int64_t window = 0, size_t dim = SIZE_MAX,
+                  int64_t min_point_bytes = 0) {
     blocks_backend_ = backend;
     window_ = window;
     block_dim_ = dim;
+    min_point_bytes_ = min_point_bytes;
   }
   bool blocked() const { return blocks_backend_ != nullptr; }
   // Swapping (TEMPO §5.2): values moved to host memory are counted in `host` instead.
@@ -132,7 +136,7 @@ class PointStore {
 
   void put(const int64_t* point, ValuePtr v) {
     const int64_t k = key(point);
-    if (blocks_backend_) v = into_block(k, std::move(v));
+    if (blocks_backend_ && v->nbytes() >= min_point_bytes_) v = into_block(k, std::move(v));
     ValuePtr& slot = slot_for_write(k);
     if (slot) {
       bytes_ -= slot->nbytes();
@@ -237,6 +241,7 @@ class PointStore {
   void roll(Block& b, int64_t start);
   Backend* blocks_backend_ = nullptr;
   int64_t window_ = 0;           // > 0: window store for reads of at most this many rows
+  int64_t min_point_bytes_ = 0;  // smaller points are not put in blocks
   size_t block_dim_ = SIZE_MAX;  // the dimension along which a block's rows lie (default: last)
   int64_t block_rows_ = 1;       // rows of a block: that dimension's bound, or 2 x window
   int64_t dim_bound_ = 1, dim_stride_ = 1;  // that dimension's bound and key stride
@@ -246,6 +251,8 @@ class PointStore {
     return {k - pos * dim_stride_, pos};
   }
   std::unordered_map<int64_t, Block> blocks_;  // by block_of(key).first
+  // Blocks not allocated yet: the key of their one stored point (kept as it is), by block.
+  std::unordered_map<int64_t, int64_t> first_point_;
 };
 
 // Point, block and window stores (TEMPO §6) are modes of one class.
