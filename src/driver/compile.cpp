@@ -160,7 +160,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
       if (options.verbose) std::cerr << "[tempo] " << line << "\n";
     };
     const driver::MemoryEstimate est = driver::estimate_memory(
-        impl->graph, impl->schedule, impl->dims, bounds, options.block_stores);
+        impl->graph, impl->schedule, impl->dims, bounds, driver::budget_blocks(options));
     plan(cat("memory: estimated peak ", driver::bytes_str(est.peak), " as written (budget ",
              driver::bytes_str(options.memory_budget), ")"));
     if (est.peak > options.memory_budget) {
@@ -195,7 +195,10 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
     driver::check_same_schedule(*bo.process_group, impl->schedule.str(impl->graph), where(loc));
   impl->backend = backend::make_libtorch_backend(backend::default_device(), bo);
   impl->backend->seed(options.seed);
-  const bool blocks = options.block_stores && !switched_off("TEMPO_NO_BLOCK_STORES");
+  runtime::Blocks blocks = options.memory_budget > 0 ? driver::budget_blocks(options)
+                                                     : runtime::Blocks::All;
+  if (!options.block_stores || switched_off("TEMPO_NO_BLOCK_STORES"))
+    blocks = runtime::Blocks::None;
   impl->executor = std::make_unique<runtime::Executor>(impl->graph, impl->schedule, *impl->backend,
                                                        impl->dims, blocks);
   impl->executor->set_profiling(options.profile);

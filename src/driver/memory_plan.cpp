@@ -15,9 +15,9 @@
 namespace tempo::driver {
 
 MemoryEstimate estimate_memory(const ir::Graph& g, const schedule::Schedule& schedule,
-                               const Dims& dims, const Bounds& bounds, bool block_stores) {
+                               const Dims& dims, const Bounds& bounds, runtime::Blocks blocks) {
   auto backend = backend::make_measure_backend();
-  runtime::Executor ex(g, schedule, *backend, dims, block_stores);
+  runtime::Executor ex(g, schedule, *backend, dims, blocks);
   ex.snapshot_peak(true);
   ex.run(bounds);
   MemoryEstimate e;
@@ -160,7 +160,7 @@ schedule::Schedule schedule_within_budget(const ir::Graph& g, schedule::Schedule
   MemoryEstimate est;
   std::string why;
   for (int round = 0;; ++round) {
-    est = estimate_memory(g, sched, dims, bounds, options.block_stores);
+    est = estimate_memory(g, sched, dims, bounds, budget_blocks(options));
     log(cat("memory: estimated peak ", bytes_str(est.peak), " on the device, ",
             bytes_str(est.host_peak), " swapped to host (budget ", bytes_str(budget), ", ",
             so.swaps.size(), " outputs swapped)"));

@@ -22,9 +22,15 @@ struct MemoryEstimate {
       at_peak;  // the stores at the device peak, largest first
 };
 
+// The block stores of a program under a memory budget: no blocks for outputs read only whole,
+// since the planner frees, evicts and loads those point by point.
+inline runtime::Blocks budget_blocks(const CompileOptions& options) {
+  return options.block_stores ? runtime::Blocks::Moving : runtime::Blocks::None;
+}
+
 // Runs `schedule` on the measuring backend with these bounds.
 MemoryEstimate estimate_memory(const ir::Graph& g, const schedule::Schedule& schedule,
-                               const Dims& dims, const Bounds& bounds, bool block_stores);
+                               const Dims& dims, const Bounds& bounds, runtime::Blocks blocks);
 
 // The loops enclosing each Exec statement of each op in a schedule, outermost first (an op can
 // run in several statements: isl peels boundary iterations).

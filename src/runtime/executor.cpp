@@ -105,11 +105,11 @@ void for_each_point(const std::vector<sym::IndexRange>& ranges, std::vector<int6
 
 namespace {
 
+// Points of at least this size go into blocks where they are only read whole.
+constexpr int64_t kWholeReadBlockBytes = 16 << 10;
+
 // The dimension of the one slice entry of e's phi (with step 1), where its other entries are
 // points; -1 otherwise.
-// Points of at least this size go into blocks where they are only read whole.
-constexpr int64_t kWholeReadBlockBytes = 64 << 10;
-
 int slice_dim(const ir::Graph& g, const ir::Edge& e) {
   const ir::OpNode& src = g.op(e.source);
   if (src.domain.empty() || e.phi.size() != src.domain.size()) return -1;
@@ -172,7 +172,7 @@ bool fixed_shape(const ir::OpNode& op, int output) {
 }  // namespace
 
 Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, Backend& backend,
-                   const Dims& dims, bool block_stores)
+                   const Dims& dims, Blocks blocks)
     : graph_(graph), backend_(backend) {
   // Symbol layout: the given dims, then those of op domains, then the schedule's iterators.
   Dims all = dims;
@@ -223,7 +223,7 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
   // points are large: each read is then a view instead of a stack that holds a second copy of
   // the points (PPO's value batch and flattened minibatch source); small points stay in a point
   // store, where one stack call costs less than a block write per point.
-  if (block_stores) {
+  if (blocks != Blocks::None) {
     // Per store: 0 no slice reads yet, 1 moving prefix/suffix reads (a block), 2 only whole
     // reads (a block for large points), -1 other reads (point store); windows[s] > 0: sliding
     // windows of at most that many points (a window store, where they are its only slice reads).
@@ -256,7 +256,8 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
     for (size_t s = 0; s < stores_.size(); ++s) {
       const size_t dim = static_cast<size_t>(block_dims_[s]);
       if (blocked[s] == 1) stores_[s]->use_blocks(&backend, 0, dim);
-      if (blocked[s] == 2) stores_[s]->use_blocks(&backend, 0, dim, kWholeReadBlockBytes);
+      if (blocked[s] == 2 && blocks == Blocks::All)
+        stores_[s]->use_blocks(&backend, 0, dim, kWholeReadBlockBytes);
       if (blocked[s] == 0 && windows[s] > 0) stores_[s]->use_blocks(&backend, windows[s], dim);
     }
   }

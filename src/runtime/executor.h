@@ -17,15 +17,22 @@
 
 namespace tempo::runtime {
 
+// Which op outputs live in block and window stores (TEMPO §6).
+enum class Blocks {
+  None,    // point stores only
+  Moving,  // outputs read as prefixes or suffixes that move (x[0:t+1], x[t:T]) or windows
+  All,     // also outputs of large points read only whole (x[i, 0:T])
+};
+
 class Executor {
  public:
   // `graph` and `backend` must outlive the executor. `dims` lists temporal dimensions to lay out
   // first (e.g. the Context's, in declaration order); every dimension of an op domain and every
   // schedule iterator is added after them.
-  // With `block_stores`, outputs read as x[0:T], x[t:T] or x[0:t+1] along their last dimension
-  // are kept in blocks (PointStore), so those reads are views instead of stacked copies.
+  // `blocks` says which outputs are kept in blocks (PointStore), so that reads of consecutive
+  // points are views instead of stacked copies.
   Executor(const ir::Graph& graph, const schedule::Schedule& schedule, Backend& backend,
-           const Dims& dims = {}, bool block_stores = true);
+           const Dims& dims = {}, Blocks blocks = Blocks::All);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
