@@ -1,6 +1,7 @@
 #include "passes/vectorize.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "passes/graph_edit.h"
 #include "passes/lookahead.h"
@@ -156,12 +157,11 @@ class Vectorizer {
       }
     // With interleaving, what reads a recurrence a bounded number of steps ahead stays per
     // point too, so that it runs as the recurrence goes (passes/lookahead.h).
-    const std::vector<int64_t> ahead = recurrence_lookahead(g_, d_, outer_);
     if (p_.options.interleave) {
       for (const OpNode& op : g_.ops())
-        if (streams(ahead[op.id])) in_[op.id] = false;
+        if (streams(ahead()[op.id])) in_[op.id] = false;
     }
-    keep_large_points_streaming(ahead);
+    keep_large_points_streaming();
     keep_sinks_timely(recurrent);
     // Then drop ops whose inputs or readers do not fit, until the set is stable.
     for (bool again = true; again;) {
@@ -194,7 +194,7 @@ class Vectorizer {
   // every point and keep them all alive until the batch runs (PPO's bootstrap values of 16
   // final 3x64x64 observations a step: 100 MiB per rollout), so they stay per point; at this
   // size an op's own work dwarfs the launch that batching would save.
-  void keep_large_points_streaming(const std::vector<int64_t>& ahead) {
+  void keep_large_points_streaming() {
     constexpr int64_t kLargePoint = 256 << 10;  // bytes
     for (const OpNode& src : g_.ops()) {
       if (in_[src.id] || position(src.domain, d_) < 0) continue;
@@ -206,7 +206,7 @@ class Vectorizer {
         for (EdgeId id : g_.out_edges(src.id)) {
           const ir::Edge& e = g_.edge(id);
           if (e.source_output != out) continue;
-          dies_at_its_step &= streams(ahead[e.sink]) && slice_entries(e.phi) == 0;
+          dies_at_its_step &= streams(ahead()[e.sink]) && slice_entries(e.phi) == 0;
           readers.push_back(e.sink);
         }
         if (dies_at_its_step)
@@ -410,11 +410,19 @@ class Vectorizer {
     }
   }
 
+  // Look-aheads of the graph as select() sees it (it changes no op), computed where needed: the
+  // analysis is a fixed point over the graph, and most programs have no large points.
+  const std::vector<int64_t>& ahead() {
+    if (!ahead_) ahead_ = recurrence_lookahead(g_, d_, outer_);
+    return *ahead_;
+  }
+
   Program& p_;
   Graph& g_;
   Dim d_;
   Dims outer_;            // dimensions declared before d_
   std::vector<bool> in_;  // vectorized along d_
+  std::optional<std::vector<int64_t>> ahead_;
 };
 
 }  // namespace
