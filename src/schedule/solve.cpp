@@ -79,9 +79,9 @@ std::optional<std::string> Scheduler::solve_in_child(isl_ctx* raw, isl_schedule_
     ::close(fds[1]);
     return std::nullopt;
   }
-  if (pid == 0) {  // the child: no destructors, no exit handlers, no stdio flush
+  if (pid == 0) {  // the child (its own copy of sc): no destructors, exit handlers, stdio flush
     ::close(fds[0]);
-    isl_schedule* s = isl_schedule_constraints_compute_schedule(isl_schedule_constraints_copy(sc));
+    isl_schedule* s = isl_schedule_constraints_compute_schedule(sc);
     std::string reply;
     if (isl_ctx_last_error(raw) == isl_error_quota) {
       reply = "Q";
