@@ -31,7 +31,7 @@ const char* kUsage =
     "parallelization, unrolling) checked by dependence analysis, compiled to C with OpenMP and\n"
     "timed (the minimum of several runs; checksums compared with the unoptimized program).\n\n"
     "  tempo loops bench [--quick] [--threads N] [--width W] [--depth D] [--only NAME]\n"
-    "                    [--programs N] [--iterations N] [--final-reward] [--no-memo-check]\n"
+    "                    [--no-memo-check] [training options]\n"
     "      trains the Pearl agent on generated programs (never on the benchmarks), then times\n"
     "      every benchmark unoptimized and prints the speedups of isl's scheduler (also with\n"
     "      its permutable bands tiled by 32), the beam search (width W, default 2; depth D,\n"
@@ -39,11 +39,20 @@ const char* kUsage =
     "      its greedy episode passed through), with geometric means, on all\n"
     "      threads and on one; then trains once more without memoization to show what it\n"
     "      saves (unless --no-memo-check); --quick: smaller searches and training, 3 runs\n"
-    "  tempo loops train [--quick] [--programs N] [--iterations N] [--no-memo] [--final-reward]\n"
-    "                    [--out FILE]\n"
-    "      trains the agent (pre-training, then PPO; the learner is a Tempo program; each\n"
-    "      transformation timed and rewarded, or with --final-reward one reward per episode),\n"
-    "      prints its training curve and memoization figures and saves it to FILE (safetensors)\n"
+    "  tempo loops train [--quick] [--no-memo] [--out FILE] [training options]\n"
+    "      trains the agent and prints its training curve and memoization figures, and saves\n"
+    "      it to FILE (safetensors): pre-training (run-time regression), imitation of\n"
+    "      measured demonstrations (a one-step look-ahead episode per training program),\n"
+    "      then PPO (each transformation timed and rewarded); the learners are Tempo programs\n"
+    "  training options:\n"
+    "      --programs N       generated training programs (default 48, --quick 16)\n"
+    "      --iterations N     PPO batches (default 16, --quick 5)\n"
+    "      --final-reward     one reward per episode (its log4 speedup) instead of per step\n"
+    "      --no-imitation     PPO from the pre-trained network, without demonstrations\n"
+    "      --uniform-start    PPO's policy starts uniform over the actions, not over the\n"
+    "                         kinds of transformation\n"
+    "      --reuse-timings    timings measured by earlier trainings (kept with the compiled\n"
+    "                         programs in $TEMPO_LOOPS_CACHE) are not measured again\n"
     "  tempo loops optimize NAME|FILE [--agent FILE [--select]] [--actions LIST] [--quick]\n"
     "                       [--small] [--threads N] [--width W] [--depth D]\n"
     "      optimizes a benchmark or a loop program in the text format (see README.md,\n"
@@ -107,6 +116,9 @@ PearlOptions pearl_options(const Args& a) {
   o.memoize = !a.has("--no-memo");
   o.step_rewards = !a.has("--final-reward");
   o.select_measured = a.has("--select");
+  o.kind_prior = !a.has("--uniform-start");
+  o.imitation_steps = a.has("--no-imitation") ? 0 : quick ? 100 : 200;
+  o.run.reuse_timings = a.has("--reuse-timings");
   return o;
 }
 
@@ -122,10 +134,16 @@ void print_training(const PearlTraining& t, int programs) {
               static_cast<long long>(t.transformations), t.seconds, t.pretrain_seconds);
   std::printf("  episodes %.1f s (compiling and timing %.1f s), learner and the rest %.1f s\n",
               t.episode_seconds, t.measure_seconds,
-              t.seconds - t.episode_seconds - t.pretrain_seconds);
+              t.seconds - t.episode_seconds - t.pretrain_seconds - t.imitation_seconds);
   if (!t.pretrain_loss.empty())
     std::printf("  pre-training loss (run-time regression): %.3f -> %.3f\n",
                 t.pretrain_loss.front(), t.pretrain_loss.back());
+  if (!t.imitation_loss.empty())
+    std::printf("  imitation: %lld demonstrated states (%lld transformations, the rest \"next\"), "
+                "%.1f s (compiling and timing %.1f s), loss %.3f -> %.3f\n",
+                static_cast<long long>(t.demonstrations),
+                static_cast<long long>(t.demonstrated_moves), t.imitation_seconds,
+                t.demo_measure_seconds, t.imitation_loss.front(), t.imitation_loss.back());
   std::printf("  mean reward (log4 speedup) per PPO batch:");
   for (double r : t.mean_reward) std::printf(" %.3f", r);
   std::printf("\n");
@@ -358,10 +376,12 @@ int run_loops_command(int argc, char** argv) {
   if (sub == "bench")
     return bench(parse(argc, argv,
                        {"--threads", "--width", "--depth", "--only", "--programs", "--iterations"},
-                       {"--quick", "--final-reward", "--no-memo-check"}));
+                       {"--quick", "--final-reward", "--uniform-start", "--no-imitation", "--reuse-timings",
+                        "--no-memo-check"}));
   if (sub == "train")
     return train(parse(argc, argv, {"--programs", "--iterations", "--out"},
-                       {"--quick", "--no-memo", "--final-reward"}));
+                       {"--quick", "--no-memo", "--final-reward", "--uniform-start", "--no-imitation",
+                        "--reuse-timings"}));
   if (sub == "optimize")
     return optimize(parse(argc, argv, {"--threads", "--width", "--depth", "--agent", "--actions"},
                           {"--quick", "--small", "--select"}));

@@ -204,6 +204,17 @@ std::string c_file(const Program& p, const std::string& kernel) {
   return out;
 }
 
+namespace {
+// A run killed at the time limit: its share of the limit per repetition, no checksum.
+Measurement timed_out(const RunOptions& o) {
+  Measurement m;
+  m.ms = 1e3 * o.time_limit_s / std::max(o.reps, 1);
+  m.checksum = std::nan("");
+  m.timed_out = true;
+  return m;
+}
+}  // namespace
+
 Measurement compile_and_run(const std::string& source, const RunOptions& o) {
   namespace fs = std::filesystem;
   std::string dir = o.cache_dir;
@@ -218,6 +229,19 @@ Measurement compile_and_run(const std::string& source, const RunOptions& o) {
                 static_cast<unsigned long long>(fnv1a(command + "\n" + source)));
   std::string base = dir + "/" + hex, bin = base + ".bin";
   if (!o.reuse_binaries) bin = cat(base, ".once", ::getpid(), ".bin");
+  const std::string timing = cat(base, ".t", o.threads, "r", o.reps, ".time");
+  const bool reuse = o.reuse_timings && o.reuse_binaries;
+  if (reuse) {
+    // "ms checksum limit": limit > 0 for a run killed at that limit, which is reused under a
+    // limit no longer than it.
+    std::ifstream f(timing);
+    Measurement m;
+    double limit = 0;
+    if (f >> m.ms >> m.checksum >> limit) {
+      if (limit <= 0) return m;
+      if (o.time_limit_s > 0 && o.time_limit_s <= limit) return timed_out(o);
+    }
+  }
   if (!o.reuse_binaries || !fs::exists(bin)) {
     // Private names until done: another process may be building the same binary.
     std::string tag = cat(".tmp", ::getpid()), src = base + tag + ".c", log = base + tag + ".log";
@@ -257,13 +281,20 @@ Measurement compile_and_run(const std::string& source, const RunOptions& o) {
     found += std::sscanf(line, "checksum %lf", &m.checksum);
   }
   int status = pclose(f);
-  if (o.time_limit_s > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL) {
-    m.ms = 1e3 * o.time_limit_s / std::max(o.reps, 1);
-    m.checksum = std::nan("");
-    m.timed_out = true;
-    return m;
+  const bool killed = o.time_limit_s > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL;
+  if (killed) m = timed_out(o);
+  else if (status != 0 || found != 2)
+    throw Error(cat("running ", bin, " failed (status ", status, ")"));
+  if (reuse) {
+    const std::string tmp = cat(timing, ".tmp", ::getpid());
+    {
+      std::ofstream f(tmp);
+      f.precision(17);
+      if (killed) f << "0 0 " << o.time_limit_s << "\n";
+      else f << m.ms << " " << m.checksum << " 0\n";
+    }
+    fs::rename(tmp, timing);
   }
-  if (status != 0 || found != 2) throw Error(cat("running ", bin, " failed (status ", status, ")"));
   return m;
 }
 
@@ -272,20 +303,23 @@ bool same_checksum(double a, double b) {
   return std::abs(a - b) <= 1e-9 * std::max(scale, 1e-300);
 }
 
-Measurement Evaluator::measure(const std::string& key, const std::function<std::string()>& source) {
+Measurement Evaluator::measure(const std::string& key, const std::function<std::string()>& source,
+                               double time_limit_s) {
   auto it = memoize_ ? memo_.find(key) : memo_.end();
   if (it != memo_.end()) {
     ++stats_.time_hits;
     return it->second;
   }
   ++stats_.time_misses;
-  Measurement m = compile_and_run(source(), o_);
+  RunOptions o = o_;
+  if (time_limit_s > 0) o.time_limit_s = time_limit_s;
+  Measurement m = compile_and_run(source(), o);
   if (memoize_) memo_.emplace(key, m);
   return m;
 }
 
-Measurement Evaluator::measure(const Program& p, const Schedule& s) {
-  return measure(s.key(p), [&] { return c_file(p, kernel_code(p, s)); });
+Measurement Evaluator::measure(const Program& p, const Schedule& s, double time_limit_s) {
+  return measure(s.key(p), [&] { return c_file(p, kernel_code(p, s)); }, time_limit_s);
 }
 
 }  // namespace tempo::loops

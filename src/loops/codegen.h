@@ -40,6 +40,10 @@ struct RunOptions {
   std::string flags = "-O3 -fopenmp -march=native";
   std::string cache_dir;  // empty: $TEMPO_LOOPS_CACHE or /tmp/tempo-loops-cache
   bool reuse_binaries = true;  // false: compile every time (to measure what memoization saves)
+  // Measurements are kept next to the binaries (by source, threads and repetitions) and read
+  // back by later processes instead of running again: the dataset of timings that trainings
+  // share (§5.1 of Pearl). Off by default: a benchmark wants this machine's timing of today.
+  bool reuse_timings = false;
   // A run (all reps) still going after this is killed and measured as timed out: a legal
   // schedule can be slower by orders of magnitude (a parallel loop inside millions of others).
   double time_limit_s = 60;
@@ -66,8 +70,10 @@ class Evaluator {
       : o_(std::move(o)), memoize_(memoize) {
     if (!memoize_) o_.reuse_binaries = false;
   }
-  Measurement measure(const std::string& key, const std::function<std::string()>& source);
-  Measurement measure(const Program& p, const Schedule& s);
+  // time_limit_s > 0 replaces the options' limit for this measurement.
+  Measurement measure(const std::string& key, const std::function<std::string()>& source,
+                      double time_limit_s = 0);
+  Measurement measure(const Program& p, const Schedule& s, double time_limit_s = 0);
   const MemoStats& stats() const { return stats_; }
   const RunOptions& options() const { return o_; }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <random>
 
@@ -24,6 +25,12 @@ double since(Clock::time_point t0) {
 constexpr double kMasked = 1e9;  // subtracted from masked attention scores and action logits
 
 float leaky(float v) { return v > 0 ? v : 0.2f * v; }
+
+void check_sizes(const PearlOptions& o) {
+  if (o.hidden < 1 || o.mlp < 1 || o.heads < 1 || o.hidden % o.heads != 0)
+    throw UserError(cat("Pearl options: hidden (", o.hidden, ") must be a positive multiple of ",
+                        "heads (", o.heads, "), mlp (", o.mlp, ") positive"));
+}
 
 }  // namespace
 
@@ -54,8 +61,10 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> pearl_parameter_shapes
 }
 
 PearlModel make_pearl_model(Context& ctx, const nn::Steps& steps, const PearlOptions& o) {
+  check_sizes(o);
   const int64_t H = o.hidden, M = o.mlp;
   PearlModel m;
+  m.heads = o.heads;
   for (int l = 0; l < 2; ++l) {
     const int64_t in = l == 0 ? kFeatures : H;
     m.wl[l] = std::make_shared<nn::Linear>(ctx, in, H, steps);
@@ -88,17 +97,23 @@ std::vector<std::pair<std::string, nn::Parameter>> PearlModel::named_parameters(
 }
 
 PearlOutputs pearl_forward(const PearlModel& m, const RT& x, const RT& adjacency, const RT& mask) {
-  // GATv2 (Brody et al.): e_ij = a . LeakyReLU(W_r h_i + W_l h_j) over the neighbours j of i,
-  // softmax over j, h_i' = sum_j alpha_ij W_l h_j.
+  // GATv2 (Brody et al.) with K heads, each on its own D = H / K channels of W_l h and W_r h:
+  // e_ijk = a_k . LeakyReLU(W_r h_i + W_l h_j)_k over the neighbours j of i, softmax over j,
+  // h_i' = the heads' sum_j alpha_ijk (W_l h_j)_k side by side.
   std::vector<RT> pooled;
   RT h = x;
   const RT count = mask.sum(1);  // (B, 1)
+  const Expr B = x.shape()[0];
+  const int64_t N = kMaxNodes, H = m.wl[0]->out_features(), K = m.heads, D = H / K;
   for (int l = 0; l < 2; ++l) {
     const RT xl = (*m.wl[l])(h), xr = (*m.wr[l])(h);  // (B, N, H)
     RT s = xr.unsqueeze(2) + xl.unsqueeze(1);         // (B, N, N, H): [b, i, j] = xr_i + xl_j
     s = s.maximum(s * 0.2);
-    RT e = (*m.att[l])(s).squeeze(3) + (adjacency - 1.0) * kMasked;
-    h = e.softmax(-1).matmul(xl).relu() * mask;
+    const RT& a = m.att[l]->weight();  // (1, H): the heads' a_k side by side
+    RT e = (s * a).reshape({B, N, N, K, D}).sum(4).permute({0, 3, 1, 2});  // (B, K, N, N)
+    e = e + ((adjacency - 1.0) * kMasked).unsqueeze(1);
+    const RT v = xl.reshape({B, N, K, D}).permute({0, 2, 1, 3});  // (B, K, N, D)
+    h = e.softmax(-1).matmul(v).permute({0, 2, 1, 3}).reshape({B, N, H}).relu() * mask;
     // Mean and max pooling (Fig. 2); padded nodes are 0 and the others >= 0, so the max over
     // all nodes is the max over the real ones.
     pooled.push_back(h.sum(1) / count);
@@ -138,7 +153,8 @@ PearlNetwork::Dense PearlNetwork::get(const std::string& name, int64_t in, int64
 }
 
 PearlNetwork::PearlNetwork(const std::map<std::string, HostTensor>& weights, const PearlOptions& o)
-    : weights_(weights), hidden_(o.hidden), mlp_(o.mlp) {
+    : weights_(weights), hidden_(o.hidden), mlp_(o.mlp), heads_(o.heads) {
+  check_sizes(o);
   const int64_t H = o.hidden, M = o.mlp;
   for (int l = 0; l < 2; ++l) {
     const int64_t in = l == 0 ? kFeatures : H;
@@ -156,10 +172,10 @@ PearlNetwork::PearlNetwork(const std::map<std::string, HostTensor>& weights, con
 
 void PearlNetwork::save(const std::string& path) const {
   nn::NamedTensors t(weights_.begin(), weights_.end());
-  HostTensor config(DType::Float64, {4});
-  const double v[4] = {1.0, static_cast<double>(hidden_), static_cast<double>(mlp_),
-                       static_cast<double>(kFeatures)};
-  for (int k = 0; k < 4; ++k) config.set(k, v[k]);
+  HostTensor config(DType::Float64, {5});
+  const double v[5] = {2.0, static_cast<double>(hidden_), static_cast<double>(mlp_),
+                       static_cast<double>(kFeatures), static_cast<double>(heads_)};
+  for (int k = 0; k < 5; ++k) config.set(k, v[k]);
   t.emplace_back("config", config);
   nn::save(path, t);
 }
@@ -171,18 +187,21 @@ PearlNetwork PearlNetwork::load(const std::string& path, PearlOptions& o) {
   } catch (const UserError& e) {
     throw UserError(cat(path, ": not a Pearl agent saved by tempo loops train (", e.what(), ")"));
   }
+  // config: version, hidden, mlp, features and (from version 2) heads.
   auto it = t.find("config");
-  if (it == t.end() || it->second.numel() != 4 || it->second.at(0) != 1.0 ||
+  const int64_t version = it == t.end() ? 0 : static_cast<int64_t>(it->second.at(0));
+  if (version < 1 || version > 2 || it->second.numel() != 3 + version ||
       it->second.at(3) != kFeatures)
     throw UserError(cat(path, ": not a Pearl agent saved by tempo loops train"));
   o.hidden = static_cast<int64_t>(it->second.at(1));
   o.mlp = static_cast<int64_t>(it->second.at(2));
+  o.heads = version >= 2 ? static_cast<int64_t>(it->second.at(4)) : 1;
   t.erase(it);
   return PearlNetwork(t, o);
 }
 
 void PearlNetwork::forward(const LoopGraph& g, std::vector<float>& logits, float& value) const {
-  const int64_t H = hidden_, M = mlp_;
+  const int64_t H = hidden_, M = mlp_, D = hidden_ / heads_;
   const int n = g.nodes;
   std::vector<float> h(g.x.begin(), g.x.begin() + static_cast<int64_t>(n) * kFeatures);
   int64_t width = kFeatures;
@@ -193,24 +212,26 @@ void PearlNetwork::forward(const LoopGraph& g, std::vector<float>& logits, float
       wl_[l].apply(h.data() + v * width, xl.data() + v * H);
       wr_[l].apply(h.data() + v * width, xr.data() + v * H);
     }
-    std::vector<float> e(static_cast<size_t>(n)), tmp(static_cast<size_t>(H));
+    const float* att = att_[l].w.data();
+    std::vector<float> e(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
-      float mx = -1e30f;
-      for (int j = 0; j < n; ++j) {
-        if (g.adjacency[i * kMaxNodes + j] < 0.5f) continue;
-        for (int64_t c = 0; c < H; ++c) tmp[c] = leaky(xr[i * H + c] + xl[j * H + c]);
-        float s;
-        att_[l].apply(tmp.data(), &s);
-        e[j] = s;
-        mx = std::max(mx, s);
-      }
-      double z = 0;
-      for (int j = 0; j < n; ++j)
-        if (g.adjacency[i * kMaxNodes + j] >= 0.5f) z += std::exp(e[j] - mx);
-      for (int j = 0; j < n; ++j) {
-        if (g.adjacency[i * kMaxNodes + j] < 0.5f) continue;
-        const float a = static_cast<float>(std::exp(e[j] - mx) / z);
-        for (int64_t c = 0; c < H; ++c) out[i * H + c] += a * xl[j * H + c];
+      for (int64_t c0 = 0; c0 < H; c0 += D) {  // head by head
+        float mx = -1e30f;
+        for (int j = 0; j < n; ++j) {
+          if (g.adjacency[i * kMaxNodes + j] < 0.5f) continue;
+          float s = 0;
+          for (int64_t c = c0; c < c0 + D; ++c) s += att[c] * leaky(xr[i * H + c] + xl[j * H + c]);
+          e[j] = s;
+          mx = std::max(mx, s);
+        }
+        double z = 0;
+        for (int j = 0; j < n; ++j)
+          if (g.adjacency[i * kMaxNodes + j] >= 0.5f) z += std::exp(e[j] - mx);
+        for (int j = 0; j < n; ++j) {
+          if (g.adjacency[i * kMaxNodes + j] < 0.5f) continue;
+          const float a = static_cast<float>(std::exp(e[j] - mx) / z);
+          for (int64_t c = c0; c < c0 + D; ++c) out[i * H + c] += a * xl[j * H + c];
+        }
       }
       for (int64_t c = 0; c < H; ++c) out[i * H + c] = std::max(0.f, out[i * H + c]);
     }
@@ -284,10 +305,12 @@ struct Episode {
 double log4(double speedup) { return std::log(std::max(speedup, 1e-6)) / std::log(4.0); }
 
 // Plays one episode from the original schedule: actions sampled from the masked policy (rng) or
-// the most probable legal one (rng null). The final schedule is timed with `ev`; with `per_step`,
-// so is every schedule after a transformation (memoized), for the rewards and the best one.
+// the most probable legal one (rng null). The final schedule is timed with `ev` (runs killed
+// after limit_s; 0: ev's limit); with `per_step`, so is every schedule after a transformation
+// (memoized), for the rewards and the best one.
 Episode play(LoopEnv& env, GraphEncoder& enc, const PearlNetwork& net, const PearlOptions& o,
-             Evaluator& ev, double base_ms, std::mt19937_64* rng, bool per_step) {
+             Evaluator& ev, double base_ms, double limit_s, std::mt19937_64* rng,
+             bool per_step) {
   Episode ep;
   env.reset();
   ep.best = env.schedule();
@@ -337,7 +360,7 @@ Episode play(LoopEnv& env, GraphEncoder& enc, const PearlNetwork& net, const Pea
       ep.actions.emplace_back(branch, a);
       if (per_step) {
         const Clock::time_point t0 = Clock::now();
-        const Measurement m = ev.measure(env.program(), env.schedule());
+        const Measurement m = ev.measure(env.program(), env.schedule(), limit_s);
         ep.measure_seconds += since(t0);
         s.reward = static_cast<float>(log4(last_ms / m.ms));
         last_ms = m.ms;
@@ -351,7 +374,7 @@ Episode play(LoopEnv& env, GraphEncoder& enc, const PearlNetwork& net, const Pea
     ep.steps.push_back(std::move(s));
   }
   const Clock::time_point t0 = Clock::now();
-  ep.m = ev.measure(env.program(), env.schedule());  // memoized where timed per step
+  ep.m = ev.measure(env.program(), env.schedule(), limit_s);  // memoized where timed per step
   ep.measure_seconds += since(t0);
   ep.speedup = base_ms / ep.m.ms;
   return ep;
@@ -369,6 +392,7 @@ struct Slot {
   std::unique_ptr<LoopEnv> env;
   std::unique_ptr<GraphEncoder> enc;
   double base_ms = 0, base_checksum = 0;
+  double limit_s = 0;  // runs killed after this (PearlOptions::max_slowdown)
 };
 
 std::map<std::string, HostTensor> by_name(const std::vector<HostTensor>& params,
@@ -399,6 +423,59 @@ CompileOptions learner_options(uint64_t seed) {
   return co;
 }
 
+// Adam on a loss over batches of graphs: a Tempo program over a step dimension whose batch UDF
+// fills the graphs (x, adjacency, node mask) and `extra` tensors of sample b by `fill(b, out)`.
+// Trains the parameters `train` selects, starting from `init` where it names them, and returns
+// all the parameters after the last step.
+using Fill = std::function<void(int64_t b, std::vector<HostTensor>& out)>;
+using LossFn = std::function<RT(const PearlOutputs&, const std::vector<RT>& batch)>;
+std::map<std::string, HostTensor> fit(const PearlOptions& o, int64_t batch, int64_t steps,
+                                      double learning_rate,
+                                      const std::map<std::string, HostTensor>& init,
+                                      const std::function<bool(const std::string&)>& train,
+                                      const std::vector<TensorType>& extra, const Fill& fill,
+                                      const LossFn& loss_fn, std::vector<double>& losses) {
+  Context ctx;
+  Dim i = ctx.dim("i", "I");
+  PearlModel model = make_pearl_model(ctx, i, o);
+  std::vector<nn::Parameter> params;
+  std::vector<std::string> names;
+  for (const auto& [name, p] : model.named_parameters()) {
+    auto it = init.find(name);
+    if (it != init.end()) p.set_initial(it->second, "Pearl pre-training");
+    if (!train(name)) continue;
+    names.push_back(name);
+    params.push_back(p);
+  }
+  std::vector<TensorType> types = graph_types(batch);
+  types.insert(types.end(), extra.begin(), extra.end());
+  auto result = std::make_shared<std::map<std::string, HostTensor>>(init);
+  auto batch_fn = [&, result, types, steps](const std::vector<HostTensor>& in,
+                                            const std::vector<int64_t>& point) {
+    if (point[0] == steps)  // the trained weights
+      for (const auto& [name, w] : by_name(in, names)) (*result)[name] = w;
+    std::vector<HostTensor> out;
+    for (const TensorType& ty : types) out.emplace_back(ty.dtype, ty.shape.static_dims());
+    for (int64_t b = 0; b < batch; ++b) fill(b, out);
+    return out;
+  };
+  const std::vector<RT> in = ctx.udf("pearl_batch", batch_fn, nn::as_rts(params), types, {i});
+  const RT loss = loss_fn(pearl_forward(model, in[0], in[1], in[2]), in);
+  optim::Adam adam(params, learning_rate);
+  optim::minimize(loss, adam, /*max_grad_norm=*/1.0);
+  const RT kept = loss.retain();
+  Executable exe = ctx.compile({{i.bound, steps + 1}}, learner_options(o.seed));
+  exe.run();
+  for (int64_t k = 0; k < steps; ++k) losses.push_back(exe.get(kept, {k}).at(0));
+  return *result;
+}
+
+// Sample b of a batch: in order for data sets of at most `batch` samples, else drawn by rng.
+size_t sample(int64_t b, int64_t batch, size_t n, std::mt19937_64& rng) {
+  return static_cast<int64_t>(n) <= batch ? static_cast<size_t>(b)
+                                          : std::uniform_int_distribution<size_t>(0, n - 1)(rng);
+}
+
 // Pre-training (§5.2): the encoder, trunk and value head regress the standardized log run time
 // of the unoptimized programs (each branch's tagging is one sample). Returns their weights.
 std::map<std::string, HostTensor> pretrain(std::vector<Slot>& slots, const PearlOptions& o,
@@ -419,49 +496,120 @@ std::map<std::string, HostTensor> pretrain(std::vector<Slot>& slots, const Pearl
   const double sd = std::max(1e-3, std::sqrt(var / target.size()));
   for (float& y : target) y = static_cast<float>((y - mean) / sd);
 
-  Context ctx;
-  Dim i = ctx.dim("i", "I");
-  PearlModel model = make_pearl_model(ctx, i, o);
-  std::vector<nn::Parameter> params;
-  std::vector<std::string> names;
-  for (const auto& [name, p] : model.named_parameters())
-    if (name.rfind("pol.", 0) != 0) {  // the policy head has no part in this task
-      names.push_back(name);
-      params.push_back(p);
-    }
   const int64_t B = std::min<int64_t>(o.batch, static_cast<int64_t>(graphs.size()));
-  auto rng = std::make_shared<std::mt19937_64>(o.seed + 17);
-  auto result = std::make_shared<std::map<std::string, HostTensor>>();
-  const int64_t steps = o.pretrain_steps;
-  auto batch_fn = [&, rng, result, B, steps](const std::vector<HostTensor>& in,
-                                             const std::vector<int64_t>& point) {
-    if (point[0] == steps) *result = by_name(in, names);  // the trained weights
-    std::vector<HostTensor> out;
-    for (const TensorType& ty : graph_types(B)) out.emplace_back(DType::Float32, ty.shape.static_dims());
-    out.emplace_back(DType::Float32, std::vector<int64_t>{B});
-    for (int64_t b = 0; b < B; ++b) {
-      // Small data sets whole, in order; larger ones sampled.
-      size_t k = static_cast<int64_t>(graphs.size()) <= B
-                     ? static_cast<size_t>(b)
-                     : std::uniform_int_distribution<size_t>(0, graphs.size() - 1)(*rng);
-      copy_graph(graphs[k], b, out);
-      out[3].ptr<float>()[b] = target[k];
-    }
-    return out;
+  std::mt19937_64 rng(o.seed + 17);
+  auto fill = [&](int64_t b, std::vector<HostTensor>& out) {
+    const size_t k = sample(b, B, graphs.size(), rng);
+    copy_graph(graphs[k], b, out);
+    out[3].ptr<float>()[b] = target[k];
   };
-  std::vector<TensorType> types = graph_types(B);
-  types.push_back({DType::Float32, Shape({B})});
-  const std::vector<RT> in = ctx.udf("pearl_pretrain_batch", batch_fn, nn::as_rts(params), types, {i});
-  const PearlOutputs out = pearl_forward(model, in[0], in[1], in[2]);
-  const RT loss = (out.value.squeeze(1) - in[3]).square().mean();
-  optim::Adam adam(params, o.pretrain_learning_rate);
-  optim::minimize(loss, adam, /*max_grad_norm=*/1.0);
-  const RT kept = loss.retain();
-  Executable exe = ctx.compile({{i.bound, steps + 1}}, learner_options(o.seed));
-  exe.run();
-  for (int64_t k = 0; k < steps; ++k) t.pretrain_loss.push_back(exe.get(kept, {k}).at(0));
+  auto loss = [](const PearlOutputs& out, const std::vector<RT>& in) {
+    return (out.value.squeeze(1) - in[3]).square().mean();
+  };
+  // The policy head has no part in this task.
+  auto train = [](const std::string& name) { return name.rfind("pol.", 0) != 0; };
+  std::map<std::string, HostTensor> w =
+      fit(o, B, o.pretrain_steps, o.pretrain_learning_rate, {}, train,
+          {{DType::Float32, Shape({B})}}, fill, loss, t.pretrain_loss);
   t.pretrain_seconds = since(t0);
-  return *result;
+  return w;
+}
+
+// Demonstrations (an extension of §5.2 to the data the paper names as its next step: program,
+// schedule, speedup): one episode per training program by a measured one-step look-ahead. At
+// each state every legal transformation (square tiles only) is timed, and the fastest is taken
+// where it gains more than 5 %, else "next". Each state is a sample: its mask, the action taken
+// and the log4 speedup from there to the episode's end. The timings stay in `ev` for PPO.
+struct Demo {
+  LoopGraph graph;
+  std::vector<bool> mask;
+  int action = 0;
+  float ret = 0;
+};
+
+std::vector<Demo> demonstrations(std::vector<Slot>& slots, const PearlOptions& o, Evaluator& ev,
+                                 PearlTraining& t) {
+  std::vector<Demo> demos;
+  for (Slot& s : slots) {
+    LoopEnv& env = *s.env;
+    env.reset();
+    int on_branch = 0;
+    double ms = s.base_ms;
+    std::vector<double> ms_at;  // per demo of this episode: the time at its state
+    const size_t first = demos.size();
+    while (!env.done()) {
+      Demo d;
+      d.graph = s.enc->encode(env.schedule(), env.branch());
+      d.mask = pearl_action_mask(env, on_branch, o.max_actions_per_branch);
+      d.action = num_actions() - 1;  // next
+      double best = ms / 1.05;
+      for (int a = 0; a + 1 < num_actions(); ++a) {
+        const Action& act = action_space()[a];
+        if (!d.mask[a] || (act.kind == Kind::Tile && act.size1 != act.size2)) continue;
+        std::optional<Schedule> next = env.try_action(act);
+        const Clock::time_point t0 = Clock::now();
+        const Measurement m = ev.measure(env.program(), *next, s.limit_s);
+        t.demo_measure_seconds += since(t0);
+        if (!m.timed_out && m.ms < best) best = m.ms, d.action = a;
+      }
+      ms_at.push_back(ms);
+      env.step(d.action);
+      if (d.action == num_actions() - 1) {
+        on_branch = 0;
+      } else {
+        ++on_branch;
+        ms = best;
+      }
+      demos.push_back(std::move(d));
+    }
+    for (size_t k = first; k < demos.size(); ++k)
+      demos[k].ret = static_cast<float>(log4(ms_at[k - first] / ms));
+  }
+  return demos;
+}
+
+// Imitation: the whole network learns the demonstrations' actions (cross-entropy under the
+// action mask) and their returns (the value head), from the weights `init`.
+std::map<std::string, HostTensor> imitate(const std::vector<Demo>& demos, const PearlOptions& o,
+                                          const std::map<std::string, HostTensor>& init,
+                                          PearlTraining& t) {
+  const int64_t B = std::min<int64_t>(o.batch, static_cast<int64_t>(demos.size()));
+  const int64_t A = num_actions();
+  std::mt19937_64 rng(o.seed + 23);
+  auto fill = [&](int64_t b, std::vector<HostTensor>& out) {
+    const Demo& d = demos[sample(b, B, demos.size(), rng)];
+    copy_graph(d.graph, b, out);
+    for (int64_t a = 0; a < A; ++a) out[3].ptr<float>()[b * A + a] = d.mask[a] ? 1.f : 0.f;
+    out[4].ptr<int64_t>()[b] = d.action;
+    out[5].ptr<float>()[b] = d.ret;
+  };
+  auto loss = [&](const PearlOutputs& out, const std::vector<RT>& in) {
+    const nn::Categorical dist(out.logits + (in[3] - 1.0) * kMasked);
+    return -dist.log_prob(in[4]).mean() +
+           o.value_coef * (out.value.squeeze(1) - in[5]).square().mean();
+  };
+  return fit(o, B, o.imitation_steps, o.pretrain_learning_rate, init,
+             [](const std::string&) { return true; },
+             {{DType::Float32, Shape({B, A})}, {DType::Int64, Shape({B})},
+              {DType::Float32, Shape({B})}},
+             fill, loss, t.imitation_loss);
+}
+
+// The policy head's last layer at the start of PPO: weights near 0 and a bias that gives every
+// kind of transformation, and "next", the same probability. 36 of the 68 actions are tilings: a
+// uniform start spends half of its exploration on them and one pick in fourteen on
+// parallelization, the transformation most often worth taking on two cores.
+std::map<std::string, HostTensor> policy_head_start(const PearlOptions& o) {
+  const int64_t A = num_actions(), M = o.mlp;
+  std::map<Kind, int> per_kind;
+  for (const Action& a : action_space()) ++per_kind[a.kind];
+  HostTensor w(DType::Float32, {A, M}), b(DType::Float32, {A});
+  std::mt19937_64 rng(o.seed + 29);
+  std::normal_distribution<float> small(0.f, 0.01f);
+  for (int64_t k = 0; k < A * M; ++k) w.ptr<float>()[k] = small(rng);
+  for (int64_t a = 0; a < A; ++a)
+    b.ptr<float>()[a] = -std::log(static_cast<float>(per_kind[action_space()[a].kind]));
+  return {{"pol.2.weight", w}, {"pol.2.bias", b}};
 }
 
 // Episodes for the PPO learner, driven by its batch UDF.
@@ -504,7 +652,8 @@ class Rollouts {
     while (filled < B) {
       Slot& s = slots_[std::uniform_int_distribution<size_t>(0, slots_.size() - 1)(rng_)];
       const Clock::time_point t0 = Clock::now();
-      Episode ep = play(*s.env, *s.enc, *network, o_, ev_, s.base_ms, &rng_, o_.step_rewards);
+      Episode ep = play(*s.env, *s.enc, *network, o_, ev_, s.base_ms, s.limit_s, &rng_,
+                        o_.step_rewards);
       t_.episode_seconds += since(t0);
       t_.measure_seconds += ep.measure_seconds;
       ++episodes;
@@ -562,8 +711,10 @@ class Rollouts {
 PearlTraining train_pearl(const std::vector<Program>& programs, const PearlOptions& o) {
   if (programs.empty()) throw UserError("Pearl: no training programs");
   if (o.batch < 1 || o.epochs < 1 || o.iterations < 1 || o.hidden < 1 || o.mlp < 1 ||
-      o.max_actions_per_branch < 0 || o.pretrain_steps < 0)
-    throw UserError("Pearl options: batch, epochs, iterations and sizes must be positive");
+      o.max_actions_per_branch < 0 || o.pretrain_steps < 0 || o.imitation_steps < 0 ||
+      !(o.max_slowdown > 1))
+    throw UserError("Pearl options: batch, epochs, iterations and sizes must be positive, "
+                    "max_slowdown above 1");
   const Clock::time_point t0 = Clock::now();
   PearlTraining t;
   Evaluator ev(o.run, o.memoize);
@@ -576,10 +727,21 @@ PearlTraining train_pearl(const std::vector<Program>& programs, const PearlOptio
     const Measurement m = ev.measure(p, Schedule::original(p));
     s.base_ms = m.ms;
     s.base_checksum = m.checksum;
+    s.limit_s = 0.5 + o.run.reps * m.ms * o.max_slowdown / 1e3;
+    if (o.run.time_limit_s > 0) s.limit_s = std::min(s.limit_s, o.run.time_limit_s);
     slots.push_back(std::move(s));
   }
   std::map<std::string, HostTensor> init;
   if (o.pretrain_steps > 0) init = pretrain(slots, o, t);
+  if (o.kind_prior) init.merge(policy_head_start(o));
+  if (o.imitation_steps > 0) {
+    const Clock::time_point t1 = Clock::now();
+    const std::vector<Demo> demos = demonstrations(slots, o, ev, t);
+    t.demonstrations = static_cast<int64_t>(demos.size());
+    for (const Demo& d : demos) t.demonstrated_moves += d.action != num_actions() - 1;
+    init = imitate(demos, o, init, t);
+    t.imitation_seconds = since(t1);
+  }
 
   // The learner: parameters over the iteration dimension i, one Adam step per i.
   Context ctx;
@@ -633,7 +795,7 @@ Result run_pearl(const Program& p, const PearlNetwork& net, const PearlOptions& 
   const Result base = run_unoptimized(p, ev);
   LoopEnv env(p);
   GraphEncoder enc(p);
-  Episode ep = play(env, enc, net, o, ev, base.ms, nullptr, o.select_measured);
+  Episode ep = play(env, enc, net, o, ev, base.ms, 0, nullptr, o.select_measured);
   Result r;
   r.method = o.select_measured ? "pearl+select" : "pearl";
   r.ok = ep.illegal == 0;

@@ -4,7 +4,7 @@
 //
 //   state    the loop-nest graph (loops/graph.h) with the current branch tagged
 //   encoder  two GATv2 layers (attention over each node's neighbours through a padded adjacency
-//            mask; one head where the paper uses four), mean and max pooling after each layer,
+//            mask; four heads as in the paper), mean and max pooling after each layer,
 //            concatenated (Fig. 2), then a 2-layer MLP
 //   heads    a 3-layer policy MLP over the 68 actions, masked to the legal ones (the environment's
 //            isl legality, and "next" only once a branch has had max_actions_per_branch
@@ -17,8 +17,10 @@
 //            current parameters, plays episodes with a C++ forward pass of the same network every
 //            `epochs` steps, and returns the batch; the weights after the last step are the agent
 //   pre-training (§5.2)  the encoder, trunk and value head first learn to predict the unoptimized
-//            programs' (standardized log) run times, also a Tempo program; their weights start
-//            the PPO learner
+//            programs' (standardized log) run times, also a Tempo program; then (the data the
+//            paper leaves for future work: program, schedule, speedup) the whole network imitates
+//            measured demonstrations, a one-step look-ahead episode per training program; the
+//            weights start the PPO learner
 //
 // Memoization (§5.1): legality by schedule key in each program's LoopEnv, timings by schedule key
 // in one Evaluator for all training programs; both can be turned off to measure what they save.
@@ -45,6 +47,7 @@ using ir::HostTensor;
 
 struct PearlOptions {
   int64_t hidden = 64;     // GATv2 width
+  int64_t heads = 4;       // GATv2 attention heads, each on hidden / heads channels
   int64_t mlp = 128;       // trunk and heads
   int64_t batch = 64;      // transitions per PPO batch
   int64_t epochs = 4;      // Adam steps on each batch
@@ -55,13 +58,24 @@ struct PearlOptions {
   int max_actions_per_branch = 3;
   int64_t pretrain_steps = 150;  // 0: no pre-training
   double pretrain_learning_rate = 1e-3;
+  // Adam steps of imitation of measured demonstrations before PPO (0: none): one episode per
+  // training program by a one-step look-ahead that times every legal transformation.
+  int64_t imitation_steps = 200;
   bool memoize = true;  // legality and timing memoization during training
+  // PPO starts from a policy that picks each kind of transformation (and "next") equally often
+  // instead of each of the 68 actions (false: the policy head's default initialization).
+  bool kind_prior = true;
   // Training: each transformation is timed and rewarded with the log4 speedup it made (§4.3);
   // false: one timing per episode, the whole log4 speedup paid at its end (the same return).
   bool step_rewards = true;
   // Inference: time the schedule after each transformation of the greedy episode and return the
   // fastest one on the way (the original included), instead of the episode's last.
   bool select_measured = false;
+  // Training runs are killed once they take as long as this many unoptimized runs (plus 0.5 s
+  // to start and fill the arrays; within run.time_limit_s): a parallel loop inside millions of
+  // sequential iterations can be slower by orders of magnitude, and earns about
+  // log4(1 / max_slowdown) anyway.
+  double max_slowdown = 16;
   uint64_t seed = 1;
   RunOptions run;  // how training programs are timed
 };
@@ -86,7 +100,7 @@ class PearlNetwork {
   };
   Dense get(const std::string& name, int64_t in, int64_t out, bool bias) const;
   std::map<std::string, HostTensor> weights_;
-  int64_t hidden_, mlp_;
+  int64_t hidden_, mlp_, heads_;
   Dense wl_[2], wr_[2], att_[2], trunk_[2], pol_[3], val_[3];
 };
 
@@ -101,7 +115,8 @@ struct PearlOutputs {
   RT logits, value;
 };
 struct PearlModel {
-  std::shared_ptr<nn::Linear> wl[2], wr[2], att[2];
+  int64_t heads = 1;
+  std::shared_ptr<nn::Linear> wl[2], wr[2], att[2];  // att: the heads' attention vectors, (1, H)
   std::shared_ptr<nn::MLP> trunk, pol, val;
   // Named as PearlNetwork expects them.
   std::vector<std::pair<std::string, nn::Parameter>> named_parameters() const;
@@ -117,6 +132,10 @@ std::vector<bool> pearl_action_mask(LoopEnv& env, int transformations_on_branch,
 struct PearlTraining {
   std::shared_ptr<PearlNetwork> network;
   double seconds = 0, pretrain_seconds = 0;
+  double imitation_seconds = 0;     // demonstrations and imitation
+  double demo_measure_seconds = 0;  // of which compiling and timing the demonstrations' schedules
+  int64_t demonstrations = 0, demonstrated_moves = 0;  // states, and those not "next"
+  std::vector<double> imitation_loss;  // per imitation step
   double episode_seconds = 0;  // playing episodes (legality, encoding, inference, timing)
   double measure_seconds = 0;  // of which compiling and timing schedules
   std::vector<double> pretrain_loss;   // per pre-training step

@@ -123,6 +123,18 @@ int num_actions() {
   return static_cast<int>(action_space().size());
 }
 
+namespace {
+// The parentheses of `e` pair up.
+bool balanced(const std::string& e) {
+  int depth = 0;
+  for (char c : e) {
+    depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    if (depth < 0) return false;
+  }
+  return depth == 0;
+}
+}  // namespace
+
 std::optional<Schedule> apply(const Schedule& s, int stmt, const Action& a) {
   if (stmt < 0 || stmt >= static_cast<int>(s.rows.size())) return std::nullopt;
   if (a.kind == Kind::Next) return s;
@@ -141,9 +153,14 @@ std::optional<Schedule> apply(const Schedule& s, int stmt, const Action& a) {
       case Kind::Interchange:
         std::swap(r[ri], r[rj]);
         break;
-      case Kind::Reversal:
-        r[ri].expr = "-(" + r[ri].expr + ")";
+      case Kind::Reversal: {
+        // Reversing twice gives the loop back, with its key.
+        std::string& e = r[ri].expr;
+        const bool reversed = e.size() > 3 && e.compare(0, 2, "-(") == 0 && e.back() == ')' &&
+                              balanced(e.substr(2, e.size() - 3));
+        e = reversed ? e.substr(2, e.size() - 3) : "-(" + e + ")";
         break;
+      }
       case Kind::Skew:
         r[rj].expr = cat("(", r[rj].expr, ") + ", a.factor, "*(", r[ri].expr, ")");
         break;
@@ -199,21 +216,9 @@ Dependences::~Dependences() {
   isl_ctx_free(ctx_);
 }
 
-bool Dependences::legal(const Schedule& s) const {
+bool Dependences::legal(const Schedule& s, bool same_order) const {
   std::string str = s.to_isl(p_);
-  isl_union_map* sched = parse_umap(ctx_, str);
-  // The dependences in schedule time (every statement maps into one space of max_rows
-  // dimensions): a violation is a source at or after its sink. Mapping the few dependence
-  // pieces is much cheaper than comparing the schedule with itself over whole domains.
-  isl_union_map* times = isl_union_map_apply_range(
-      isl_union_map_apply_domain(isl_union_map_copy(deps_), isl_union_map_copy(sched)), sched);
-  const unsigned n = static_cast<unsigned>(max_rows(s));
-  isl_map* ge = isl_map_lex_ge(isl_space_set_alloc(ctx_, 0, n));
-  isl_union_map* violated = isl_union_map_intersect(times, isl_union_map_from_map(ge));
-  isl_bool empty = isl_union_map_is_empty(violated);
-  isl_union_map_free(violated);
-  if (empty < 0) internal_error("isl failed checking a schedule's legality");
-  if (!empty) return false;
+  if (!same_order && !order_ok(str, max_rows(s))) return false;
   std::set<int> dims;
   for (const auto& rows : s.rows)
     for (size_t k = 0; k < rows.size(); ++k)
@@ -234,6 +239,21 @@ bool Dependences::legal(const Schedule& s) const {
     if (!parallel_ok(str, d, among)) return false;
   }
   return true;
+}
+
+bool Dependences::order_ok(const std::string& schedule_isl, int rows) const {
+  isl_union_map* sched = parse_umap(ctx_, schedule_isl);
+  // The dependences in schedule time (every statement maps into one space of `rows`
+  // dimensions): a violation is a source at or after its sink. Mapping the few dependence
+  // pieces is much cheaper than comparing the schedule with itself over whole domains.
+  isl_union_map* times = isl_union_map_apply_range(
+      isl_union_map_apply_domain(isl_union_map_copy(deps_), isl_union_map_copy(sched)), sched);
+  isl_map* ge = isl_map_lex_ge(isl_space_set_alloc(ctx_, 0, static_cast<unsigned>(rows)));
+  isl_union_map* violated = isl_union_map_intersect(times, isl_union_map_from_map(ge));
+  isl_bool empty = isl_union_map_is_empty(violated);
+  isl_union_map_free(violated);
+  if (empty < 0) internal_error("isl failed checking a schedule's legality");
+  return empty;
 }
 
 bool Dependences::parallel_ok(const std::string& schedule_isl, int dim,
@@ -293,10 +313,10 @@ void LoopEnv::reset() {
   visited_ = {schedule_.key(program())};
 }
 
-bool LoopEnv::legal(const Schedule& s) {
+bool LoopEnv::legal(const Schedule& s, bool same_order) {
   if (!memoize_) {
     ++stats_.legality_misses;
-    return deps_->legal(s);
+    return deps_->legal(s, same_order);
   }
   std::string key = s.key(program());
   auto it = legal_memo_.find(key);
@@ -305,7 +325,7 @@ bool LoopEnv::legal(const Schedule& s) {
     return it->second;
   }
   ++stats_.legality_misses;
-  bool ok = deps_->legal(s);
+  bool ok = deps_->legal(s, same_order);
   legal_memo_.emplace(key, ok);
   return ok;
 }
@@ -328,7 +348,8 @@ std::optional<Schedule> LoopEnv::try_action(const Action& a) {
     if (!r || !legal(*r)) return std::nullopt;
     return s;
   }
-  if (!legal(*s)) return std::nullopt;
+  // Parallelizing changes no order: the current schedule's is legal.
+  if (!legal(*s, a.kind == Kind::Parallelize)) return std::nullopt;
   return s;
 }
 

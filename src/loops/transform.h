@@ -66,8 +66,11 @@ class Dependences {
   Dependences(const Dependences&) = delete;
   Dependences& operator=(const Dependences&) = delete;
 
-  // Every dependence's source runs before its sink, and no parallel loop carries one.
-  bool legal(const Schedule& s) const;
+  // Every dependence's source runs before its sink, and no parallel loop carries one; with
+  // `same_order`, the caller knows the first (s only marks loops of a legal schedule).
+  bool legal(const Schedule& s, bool same_order = false) const;
+  // Every dependence's source runs before its sink under the schedule map (`rows` dimensions).
+  bool order_ok(const std::string& schedule_isl, int rows) const;
   // The loop at schedule dimension `dim` carries no dependence between the statements `among`
   // (all when empty).
   bool parallel_ok(const std::string& schedule_isl, int dim,
@@ -106,7 +109,7 @@ class LoopEnv {
   std::vector<bool> legal_mask();  // over action_space()
   // Applies action `index` of the action space; false (and no change) when it is illegal.
   bool step(int index);
-  bool legal(const Schedule& s);  // memoized
+  bool legal(const Schedule& s, bool same_order = false);  // memoized
   const MemoStats& stats() const { return stats_; }
   const Dependences& deps() const { return *deps_; }
 

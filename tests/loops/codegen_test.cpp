@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <random>
 
 #include "loops/baselines.h"
@@ -135,6 +139,40 @@ TEST(Codegen, RunsPastTheTimeLimitAreKilled) {
   record(r, m);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.note.find("timed out"), std::string::npos);
+}
+
+// On request, a measurement made once is read back by later measurements of the same source,
+// threads and repetitions, also in other processes (a file next to the binary); a run killed at
+// a limit is reused as killed under limits no longer than it.
+TEST(Codegen, TimingsAreReusedOnRequest) {
+  RunOptions o = test_options();
+  o.cache_dir = ::testing::TempDir() + "tempo-loops-timings-" + std::to_string(::getpid());
+  o.reuse_timings = true;
+  const Program p = benchmark("mvt", Size::Small);
+  const std::string source = c_file(p, kernel_code(p, Schedule::original(p)));
+  const Measurement first = compile_and_run(source, o);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(o.cache_dir))
+    files += e.path().extension() == ".time";
+  EXPECT_EQ(files, 1);
+  for (int k = 0; k < 3; ++k) {
+    const Measurement again = compile_and_run(source, o);
+    EXPECT_EQ(again.ms, first.ms);  // read back to the last digit, not measured again
+    EXPECT_EQ(again.checksum, first.checksum);
+  }
+  RunOptions other = o;
+  other.reps = 2;  // another measurement
+  EXPECT_TRUE(same_checksum(compile_and_run(source, other).checksum, first.checksum));
+
+  o.time_limit_s = 0.5;
+  const std::string forever = "int main(void) { for (volatile int k = 0;; k += 0) {} }\n";
+  EXPECT_TRUE(compile_and_run(forever, o).timed_out);
+  o.time_limit_s = 0.3;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(compile_and_run(forever, o).timed_out);  // read back: killed under 0.5 s
+  // Not run again: that alone would take the limit.
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0.3);
+  std::filesystem::remove_all(o.cache_dir);
 }
 
 }  // namespace

@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
 #include <random>
 #include <set>
 
 #include "loops/benchmarks.h"
 #include "loops/generator.h"
+#include "nn/safetensors.h"
 #include "util/error.h"
 
 namespace tempo::loops {
@@ -29,6 +32,7 @@ PearlOptions tiny() {
   o.epochs = 4;
   o.iterations = 2;
   o.pretrain_steps = 40;
+  o.imitation_steps = 40;
   o.entropy_start = o.entropy_end = 0.01;  // a constant loss term: steps compare
   o.learning_rate = 1e-3;
   o.run = test_options();
@@ -105,8 +109,12 @@ std::map<std::string, HostTensor> random_weights(const PearlOptions& o, uint64_t
   return w;
 }
 
-TEST(Pearl, CpuForwardMatchesTempo) {
+class PearlHeads : public ::testing::TestWithParam<int> {};
+
+// One attention head and four (the paper's), each on hidden / heads channels.
+TEST_P(PearlHeads, CpuForwardMatchesTempo) {
   PearlOptions o = tiny();
+  o.heads = GetParam();
   auto weights = random_weights(o, 5);
   PearlNetwork net(weights, o);
   std::vector<LoopGraph> graphs;
@@ -142,6 +150,64 @@ TEST(Pearl, CpuForwardMatchesTempo) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(Pearl, PearlHeads, ::testing::Values(1, 4));
+
+TEST(Pearl, HeadsMustDivideTheWidth) {
+  PearlOptions o = tiny();
+  o.heads = 3;  // hidden 16
+  Context ctx;
+  EXPECT_THROW(make_pearl_model(ctx, nn::Steps(), o), UserError);
+  EXPECT_THROW(train_pearl({benchmark("mvt", Size::Small)}, o), UserError);
+}
+
+// The saved agent keeps its sizes, the heads included; a file that is no agent is a UserError.
+TEST(Pearl, SavedAgentsLoadWithTheirSizes) {
+  PearlOptions o = tiny();
+  o.heads = 2;
+  PearlNetwork net(random_weights(o, 3), o);
+  const std::string path = ::testing::TempDir() + "pearl_agent.safetensors";
+  net.save(path);
+  PearlOptions loaded;
+  PearlNetwork back = PearlNetwork::load(path, loaded);
+  EXPECT_EQ(loaded.hidden, 16);
+  EXPECT_EQ(loaded.heads, 2);
+  Program p = benchmark("mvt", Size::Small);
+  GraphEncoder enc(p);
+  const LoopGraph g = enc.encode(Schedule::original(p), 0);
+  std::vector<float> l1, l2;
+  float v1, v2;
+  net.forward(g, l1, v1);
+  back.forward(g, l2, v2);
+  EXPECT_EQ(l1, l2);
+  EXPECT_EQ(v1, v2);
+  nn::save(path, {{"x", HostTensor(DType::Float32, {1})}});
+  EXPECT_THROW(PearlNetwork::load(path, loaded), UserError);
+}
+
+// The policy head starts with each kind of transformation as probable as "next".
+TEST(Pearl, PolicyStartsUniformOverKinds) {
+  GeneratorOptions small;
+  small.small = true;
+  PearlOptions o = tiny();
+  o.iterations = 1;
+  o.epochs = 1;
+  o.pretrain_steps = 0;
+  o.imitation_steps = 0;
+  o.learning_rate = 1e-9;  // the one update leaves the start as it was
+  PearlTraining t = train_pearl(generate_programs(100, 1, small), o);
+  std::vector<float> logits;
+  float value;
+  Program p = benchmark("doitgen", Size::Small);
+  GraphEncoder enc(p);
+  t.network->forward(enc.encode(Schedule::original(p), 0), logits, value);
+  std::map<Kind, double> mass;
+  double z = 0;
+  for (int a = 0; a < num_actions(); ++a) z += std::exp(logits[a]);
+  for (int a = 0; a < num_actions(); ++a) mass[action_space()[a].kind] += std::exp(logits[a]) / z;
+  ASSERT_EQ(mass.size(), 7u);
+  for (const auto& [kind, m] : mass) EXPECT_NEAR(m, 1.0 / 7, 0.02) << static_cast<int>(kind);
+}
+
 TEST(Pearl, ShortTrainingByTempo) {
   GeneratorOptions small;
   small.small = true;
@@ -152,9 +218,16 @@ TEST(Pearl, ShortTrainingByTempo) {
   EXPECT_EQ(t.illegal_picks, 0);  // the masked policy only picks legal actions
   EXPECT_GT(t.episodes, 0);
   ASSERT_EQ(static_cast<int64_t>(t.pretrain_loss.size()), o.pretrain_steps);
-  double first = 0, last = 0;
-  for (int k = 0; k < 5; ++k) first += t.pretrain_loss[k], last += t.pretrain_loss[o.pretrain_steps - 1 - k];
-  EXPECT_LT(last, first);  // pre-training fits the run times
+  auto falls = [](const std::vector<double>& loss) {
+    double first = 0, last = 0;
+    for (size_t k = 0; k < 5; ++k) first += loss[k], last += loss[loss.size() - 1 - k];
+    return last < first;
+  };
+  EXPECT_TRUE(falls(t.pretrain_loss));  // pre-training fits the run times
+  // Imitation: one demonstration per branch at least, and the network fits them.
+  EXPECT_GE(t.demonstrations, 6);
+  ASSERT_EQ(static_cast<int64_t>(t.imitation_loss.size()), o.imitation_steps);
+  EXPECT_TRUE(falls(t.imitation_loss)) << ::testing::PrintToString(t.imitation_loss);
   // The first batch's Adam steps lower its PPO loss. (Later batches are no test: the rewards of
   // programs that run for microseconds carry timing noise of several log4 units.)
   ASSERT_EQ(static_cast<int64_t>(t.loss.size()), o.iterations * o.epochs);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "loops/benchmarks.h"
 #include "util/error.h"
 
@@ -51,6 +53,44 @@ TEST(Transform, ParallelizingACarryingLoopIsIllegal) {
   LoopEnv mvt(benchmark("mvt", Size::Small));
   EXPECT_FALSE(mvt.try_action(act(Kind::Parallelize, 1)));
   EXPECT_TRUE(mvt.try_action(act(Kind::Parallelize, 0)));
+}
+
+TEST(Transform, ReversingTwiceGivesTheLoopBack) {
+  const Program p = benchmark("mvt", Size::Small);
+  const Schedule s = Schedule::original(p);
+  const Schedule once = *apply(s, 0, act(Kind::Reversal, 0));
+  EXPECT_NE(once.key(p), s.key(p));
+  EXPECT_EQ(apply(once, 0, act(Kind::Reversal, 0))->key(p), s.key(p));
+  // A skewed loop reversed twice: the outer parentheses are the reversal's alone.
+  const Schedule skewed = *apply(s, 0, act(Kind::Skew, 0, 1, 1));
+  const Schedule back = *apply(*apply(skewed, 0, act(Kind::Reversal, 1)), 0, act(Kind::Reversal, 1));
+  EXPECT_EQ(back.key(p), skewed.key(p));
+  // In an episode the second reversal returns to a visited schedule: not offered.
+  LoopEnv env(p);
+  EXPECT_TRUE(env.step(index_of(act(Kind::Reversal, 0))));
+  EXPECT_FALSE(env.try_action(act(Kind::Reversal, 0)));
+}
+
+// Parallelization is checked for carried dependences only (it changes no order): the same
+// answers as the whole check, after random legal transformations of every benchmark.
+TEST(Transform, ParallelizationNeedsNoOrderCheck) {
+  std::mt19937 rng(7);
+  int checked = 0;
+  for (const std::string& name : benchmark_names()) {
+    LoopEnv env(benchmark(name, Size::Small));
+    for (int step = 0; step < 3; ++step) {
+      const int a = static_cast<int>(rng() % (num_actions() - 1));
+      if (action_space()[a].kind != Kind::Parallelize) env.step(a);
+    }
+    for (int level = 0; level < kMaxLevels; ++level) {
+      std::optional<Schedule> s = apply(env.schedule(), env.branch(), act(Kind::Parallelize, level));
+      if (!s) continue;
+      EXPECT_EQ(env.try_action(act(Kind::Parallelize, level)).has_value(), env.deps().legal(*s))
+          << name << " level " << level;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 16);
 }
 
 TEST(Transform, LegalTransformationsAreAccepted) {
