@@ -47,6 +47,8 @@ const char* kUsage =
     "  training options:\n"
     "      --programs N       generated training programs (default 48, --quick 16)\n"
     "      --iterations N     PPO batches (default 16, --quick 5)\n"
+    "      --entropy X        PPO's entropy bonus at the start, decaying to 0 (default\n"
+    "                         0.01 after imitation, else 0.1)\n"
     "      --final-reward     one reward per episode (its log4 speedup) instead of per step\n"
     "      --no-imitation     PPO from the pre-trained network, without demonstrations\n"
     "      --uniform-start    PPO's policy starts uniform over the actions, not over the\n"
@@ -118,7 +120,15 @@ PearlOptions pearl_options(const Args& a) {
   o.select_measured = a.has("--select");
   o.kind_prior = !a.has("--uniform-start");
   o.imitation_steps = a.has("--no-imitation") ? 0 : quick ? 100 : 200;
+  // The paper's entropy bonus (0.1 at the start) is for a policy that starts uniform; after
+  // imitation it pulls the policy back towards uniform (measured: lower rewards in PPO).
+  if (o.imitation_steps > 0) o.entropy_start = 0.01;
   o.run.reuse_timings = a.has("--reuse-timings");
+  if (a.has("--entropy")) {
+    o.entropy_start = cli::parse_double("--entropy", a.get("--entropy", ""));
+    if (!(o.entropy_start >= 0 && o.entropy_start < 10))
+      throw UserError("--entropy must be in [0, 10)");
+  }
   return o;
 }
 
@@ -375,11 +385,12 @@ int run_loops_command(int argc, char** argv) {
   const std::string sub = argv[1];
   if (sub == "bench")
     return bench(parse(argc, argv,
-                       {"--threads", "--width", "--depth", "--only", "--programs", "--iterations"},
+                       {"--threads", "--width", "--depth", "--only", "--programs", "--iterations",
+                        "--entropy"},
                        {"--quick", "--final-reward", "--uniform-start", "--no-imitation", "--reuse-timings",
                         "--no-memo-check"}));
   if (sub == "train")
-    return train(parse(argc, argv, {"--programs", "--iterations", "--out"},
+    return train(parse(argc, argv, {"--programs", "--iterations", "--entropy", "--out"},
                        {"--quick", "--no-memo", "--final-reward", "--uniform-start", "--no-imitation",
                         "--reuse-timings"}));
   if (sub == "optimize")

@@ -423,18 +423,20 @@ CompileOptions learner_options(uint64_t seed) {
   return co;
 }
 
-// Adam on a loss over batches of graphs: a Tempo program over a step dimension whose batch UDF
-// fills the graphs (x, adjacency, node mask) and `extra` tensors of sample b by `fill(b, out)`.
-// Trains the parameters `train` selects, starting from `init` where it names them, and returns
-// all the parameters after the last step.
-using Fill = std::function<void(int64_t b, std::vector<HostTensor>& out)>;
-using LossFn = std::function<RT(const PearlOutputs&, const std::vector<RT>& batch)>;
-std::map<std::string, HostTensor> fit(const PearlOptions& o, int64_t batch, int64_t steps,
-                                      double learning_rate,
+// A learner: Adam on a loss, a Tempo program over a step dimension i whose batch UDF returns
+// make_batch(the trained parameters' current weights by name, step), of `types` (x, adjacency
+// and node mask first). Trains the parameters `train` selects, starting from `init` where it
+// names them; returns `init` updated with the trained weights after the last step.
+using MakeBatch = std::function<std::vector<HostTensor>(
+    const std::map<std::string, HostTensor>& weights, int64_t step)>;
+using LossFn = std::function<RT(Context& ctx, const Dim& i, const PearlOutputs& out,
+                                const std::vector<RT>& batch)>;
+std::map<std::string, HostTensor> fit(const PearlOptions& o, int64_t steps, double learning_rate,
                                       const std::map<std::string, HostTensor>& init,
                                       const std::function<bool(const std::string&)>& train,
-                                      const std::vector<TensorType>& extra, const Fill& fill,
-                                      const LossFn& loss_fn, std::vector<double>& losses) {
+                                      const std::vector<TensorType>& types,
+                                      const MakeBatch& make_batch, const LossFn& loss_fn,
+                                      std::vector<double>& losses) {
   Context ctx;
   Dim i = ctx.dim("i", "I");
   PearlModel model = make_pearl_model(ctx, i, o);
@@ -447,20 +449,17 @@ std::map<std::string, HostTensor> fit(const PearlOptions& o, int64_t batch, int6
     names.push_back(name);
     params.push_back(p);
   }
-  std::vector<TensorType> types = graph_types(batch);
-  types.insert(types.end(), extra.begin(), extra.end());
   auto result = std::make_shared<std::map<std::string, HostTensor>>(init);
-  auto batch_fn = [&, result, types, steps](const std::vector<HostTensor>& in,
-                                            const std::vector<int64_t>& point) {
-    if (point[0] == steps)  // the trained weights
-      for (const auto& [name, w] : by_name(in, names)) (*result)[name] = w;
-    std::vector<HostTensor> out;
-    for (const TensorType& ty : types) out.emplace_back(ty.dtype, ty.shape.static_dims());
-    for (int64_t b = 0; b < batch; ++b) fill(b, out);
-    return out;
+  // One more step than the training needs: its UDF call sees the weights after the last update.
+  auto batch_fn = [&, result, steps](const std::vector<HostTensor>& in,
+                                     const std::vector<int64_t>& point) {
+    std::map<std::string, HostTensor> weights = by_name(in, names);
+    if (point[0] == steps)
+      for (const auto& [name, w] : weights) (*result)[name] = w;
+    return make_batch(weights, point[0]);
   };
   const std::vector<RT> in = ctx.udf("pearl_batch", batch_fn, nn::as_rts(params), types, {i});
-  const RT loss = loss_fn(pearl_forward(model, in[0], in[1], in[2]), in);
+  const RT loss = loss_fn(ctx, i, pearl_forward(model, in[0], in[1], in[2]), in);
   optim::Adam adam(params, learning_rate);
   optim::minimize(loss, adam, /*max_grad_norm=*/1.0);
   const RT kept = loss.retain();
@@ -468,6 +467,18 @@ std::map<std::string, HostTensor> fit(const PearlOptions& o, int64_t batch, int6
   exe.run();
   for (int64_t k = 0; k < steps; ++k) losses.push_back(exe.get(kept, {k}).at(0));
   return *result;
+}
+
+// Batches of `batch` samples of a data set for `fit`: fill(b, out) writes sample b into the
+// tensors of `types` (x, adjacency and node mask first, then the targets).
+MakeBatch sampled(const std::vector<TensorType>& types, int64_t batch,
+                  std::function<void(int64_t b, std::vector<HostTensor>& out)> fill) {
+  return [types, batch, fill](const std::map<std::string, HostTensor>&, int64_t) {
+    std::vector<HostTensor> out;
+    for (const TensorType& ty : types) out.emplace_back(ty.dtype, ty.shape.static_dims());
+    for (int64_t b = 0; b < batch; ++b) fill(b, out);
+    return out;
+  };
 }
 
 // Sample b of a batch: in order for data sets of at most `batch` samples, else drawn by rng.
@@ -503,14 +514,16 @@ std::map<std::string, HostTensor> pretrain(std::vector<Slot>& slots, const Pearl
     copy_graph(graphs[k], b, out);
     out[3].ptr<float>()[b] = target[k];
   };
-  auto loss = [](const PearlOutputs& out, const std::vector<RT>& in) {
+  auto loss = [](Context&, const Dim&, const PearlOutputs& out, const std::vector<RT>& in) {
     return (out.value.squeeze(1) - in[3]).square().mean();
   };
   // The policy head has no part in this task.
   auto train = [](const std::string& name) { return name.rfind("pol.", 0) != 0; };
+  std::vector<TensorType> types = graph_types(B);
+  types.push_back({DType::Float32, Shape({B})});
   std::map<std::string, HostTensor> w =
-      fit(o, B, o.pretrain_steps, o.pretrain_learning_rate, {}, train,
-          {{DType::Float32, Shape({B})}}, fill, loss, t.pretrain_loss);
+      fit(o, o.pretrain_steps, o.pretrain_learning_rate, {}, train, types,
+          sampled(types, B, fill), loss, t.pretrain_loss);
   t.pretrain_seconds = since(t0);
   return w;
 }
@@ -518,17 +531,20 @@ std::map<std::string, HostTensor> pretrain(std::vector<Slot>& slots, const Pearl
 // Demonstrations (an extension of §5.2 to the data the paper names as its next step: program,
 // schedule, speedup): one episode per training program by a measured one-step look-ahead. At
 // each state every legal transformation (square tiles only) is timed, and the fastest is taken
-// where it gains more than 5 %, else "next". Each state is a sample: its mask, the action taken
-// and the log4 speedup from there to the episode's end. The timings stay in `ev` for PPO.
+// where it gains more than 5 %, else "next". Each state is a sample: its graph and mask, a
+// target distribution over the actions from their measured speedups (a softmax of log4 speedup
+// over a temperature; "next" scores a 5 % gain, unmeasured actions 0), and the log4 speedup from
+// there to the episode's end. The timings stay in `ev` for PPO.
 struct Demo {
   LoopGraph graph;
   std::vector<bool> mask;
-  int action = 0;
+  std::vector<float> target;
   float ret = 0;
 };
 
 std::vector<Demo> demonstrations(std::vector<Slot>& slots, const PearlOptions& o, Evaluator& ev,
                                  PearlTraining& t) {
+  const int next = num_actions() - 1;
   std::vector<Demo> demos;
   for (Slot& s : slots) {
     LoopEnv& env = *s.env;
@@ -541,24 +557,33 @@ std::vector<Demo> demonstrations(std::vector<Slot>& slots, const PearlOptions& o
       Demo d;
       d.graph = s.enc->encode(env.schedule(), env.branch());
       d.mask = pearl_action_mask(env, on_branch, o.max_actions_per_branch);
-      d.action = num_actions() - 1;  // next
-      double best = ms / 1.05;
-      for (int a = 0; a + 1 < num_actions(); ++a) {
+      std::vector<double> score(static_cast<size_t>(num_actions()), -1e30);
+      score[next] = log4(1.05);
+      int pick = next;
+      double best_ms = ms;
+      for (int a = 0; a < next; ++a) {
         const Action& act = action_space()[a];
         if (!d.mask[a] || (act.kind == Kind::Tile && act.size1 != act.size2)) continue;
-        std::optional<Schedule> next = env.try_action(act);
+        std::optional<Schedule> after = env.try_action(act);
         const Clock::time_point t0 = Clock::now();
-        const Measurement m = ev.measure(env.program(), *next, s.limit_s);
+        const Measurement m = ev.measure(env.program(), *after, s.limit_s);
         t.demo_measure_seconds += since(t0);
-        if (!m.timed_out && m.ms < best) best = m.ms, d.action = a;
+        if (m.timed_out) continue;
+        score[a] = log4(ms / m.ms);
+        if (score[a] > score[pick]) pick = a, best_ms = m.ms;
       }
+      const double top = *std::max_element(score.begin(), score.end());
+      double z = 0;
+      for (double& v : score) z += v = std::exp((v - top) / o.imitation_temperature);
+      for (double v : score) d.target.push_back(static_cast<float>(v / z));
       ms_at.push_back(ms);
-      env.step(d.action);
-      if (d.action == num_actions() - 1) {
+      env.step(pick);
+      if (pick == next) {
         on_branch = 0;
       } else {
         ++on_branch;
-        ms = best;
+        ++t.demonstrated_moves;
+        ms = best_ms;
       }
       demos.push_back(std::move(d));
     }
@@ -568,8 +593,8 @@ std::vector<Demo> demonstrations(std::vector<Slot>& slots, const PearlOptions& o
   return demos;
 }
 
-// Imitation: the whole network learns the demonstrations' actions (cross-entropy under the
-// action mask) and their returns (the value head), from the weights `init`.
+// Imitation: the whole network learns the demonstrations' target distributions (cross-entropy
+// under the action mask) and their returns (the value head), from the weights `init`.
 std::map<std::string, HostTensor> imitate(const std::vector<Demo>& demos, const PearlOptions& o,
                                           const std::map<std::string, HostTensor>& init,
                                           PearlTraining& t) {
@@ -579,20 +604,24 @@ std::map<std::string, HostTensor> imitate(const std::vector<Demo>& demos, const 
   auto fill = [&](int64_t b, std::vector<HostTensor>& out) {
     const Demo& d = demos[sample(b, B, demos.size(), rng)];
     copy_graph(d.graph, b, out);
-    for (int64_t a = 0; a < A; ++a) out[3].ptr<float>()[b * A + a] = d.mask[a] ? 1.f : 0.f;
-    out[4].ptr<int64_t>()[b] = d.action;
+    for (int64_t a = 0; a < A; ++a) {
+      out[3].ptr<float>()[b * A + a] = d.mask[a] ? 1.f : 0.f;
+      out[4].ptr<float>()[b * A + a] = d.target[a];
+    }
     out[5].ptr<float>()[b] = d.ret;
   };
-  auto loss = [&](const PearlOutputs& out, const std::vector<RT>& in) {
+  auto loss = [&](Context&, const Dim&, const PearlOutputs& out, const std::vector<RT>& in) {
     const nn::Categorical dist(out.logits + (in[3] - 1.0) * kMasked);
-    return -dist.log_prob(in[4]).mean() +
+    return -(in[4] * dist.logits()).sum(1).mean() +
            o.value_coef * (out.value.squeeze(1) - in[5]).square().mean();
   };
-  return fit(o, B, o.imitation_steps, o.pretrain_learning_rate, init,
-             [](const std::string&) { return true; },
-             {{DType::Float32, Shape({B, A})}, {DType::Int64, Shape({B})},
-              {DType::Float32, Shape({B})}},
-             fill, loss, t.imitation_loss);
+  std::vector<TensorType> types = graph_types(B);
+  types.push_back({DType::Float32, Shape({B, A})});
+  types.push_back({DType::Float32, Shape({B, A})});
+  types.push_back({DType::Float32, Shape({B})});
+  return fit(o, o.imitation_steps, o.pretrain_learning_rate, init,
+             [](const std::string&) { return true; }, types, sampled(types, B, fill), loss,
+             t.imitation_loss);
 }
 
 // The policy head's last layer at the start of PPO: weights near 0 and a bias that gives every
@@ -629,17 +658,15 @@ class Rollouts {
     return t;
   }
 
-  std::vector<HostTensor> operator()(const std::vector<HostTensor>& params, int64_t step,
-                                     const std::vector<std::string>& names) {
-    const bool collect = step % o_.epochs == 0 && step / o_.epochs < o_.iterations;
-    if (collect || step == last_step)
-      network = std::make_shared<PearlNetwork>(by_name(params, names), o_);
-    if (collect) batch_ = collect_batch();
+  // The batch of PPO step `step`: new episodes with the current weights every `epochs` steps.
+  std::vector<HostTensor> operator()(const std::map<std::string, HostTensor>& weights,
+                                     int64_t step) {
+    if (step % o_.epochs == 0 && step / o_.epochs < o_.iterations) {
+      network_ = std::make_shared<PearlNetwork>(weights, o_);
+      batch_ = collect_batch();
+    }
     return batch_;
   }
-
-  std::shared_ptr<PearlNetwork> network;
-  int64_t last_step = -1;
 
  private:
   std::vector<HostTensor> collect_batch() {
@@ -652,7 +679,7 @@ class Rollouts {
     while (filled < B) {
       Slot& s = slots_[std::uniform_int_distribution<size_t>(0, slots_.size() - 1)(rng_)];
       const Clock::time_point t0 = Clock::now();
-      Episode ep = play(*s.env, *s.enc, *network, o_, ev_, s.base_ms, s.limit_s, &rng_,
+      Episode ep = play(*s.env, *s.enc, *network_, o_, ev_, s.base_ms, s.limit_s, &rng_,
                         o_.step_rewards);
       t_.episode_seconds += since(t0);
       t_.measure_seconds += ep.measure_seconds;
@@ -703,6 +730,7 @@ class Rollouts {
   Evaluator& ev_;
   PearlTraining& t_;
   std::mt19937_64 rng_;
+  std::shared_ptr<PearlNetwork> network_;
   std::vector<HostTensor> batch_;
 };
 
@@ -712,9 +740,9 @@ PearlTraining train_pearl(const std::vector<Program>& programs, const PearlOptio
   if (programs.empty()) throw UserError("Pearl: no training programs");
   if (o.batch < 1 || o.epochs < 1 || o.iterations < 1 || o.hidden < 1 || o.mlp < 1 ||
       o.max_actions_per_branch < 0 || o.pretrain_steps < 0 || o.imitation_steps < 0 ||
-      !(o.max_slowdown > 1))
+      !(o.max_slowdown > 1) || !(o.imitation_temperature > 0))
     throw UserError("Pearl options: batch, epochs, iterations and sizes must be positive, "
-                    "max_slowdown above 1");
+                    "max_slowdown above 1, imitation_temperature positive");
   const Clock::time_point t0 = Clock::now();
   PearlTraining t;
   Evaluator ev(o.run, o.memoize);
@@ -738,49 +766,30 @@ PearlTraining train_pearl(const std::vector<Program>& programs, const PearlOptio
     const Clock::time_point t1 = Clock::now();
     const std::vector<Demo> demos = demonstrations(slots, o, ev, t);
     t.demonstrations = static_cast<int64_t>(demos.size());
-    for (const Demo& d : demos) t.demonstrated_moves += d.action != num_actions() - 1;
     init = imitate(demos, o, init, t);
     t.imitation_seconds = since(t1);
   }
 
-  // The learner: parameters over the iteration dimension i, one Adam step per i.
-  Context ctx;
-  Dim i = ctx.dim("i", "I");
-  PearlModel model = make_pearl_model(ctx, i, o);
-  std::vector<nn::Parameter> params;
-  std::vector<std::string> names;
-  for (const auto& [name, p] : model.named_parameters()) {
-    auto it = init.find(name);
-    if (it != init.end()) p.set_initial(it->second, "Pearl pre-training");
-    names.push_back(name);
-    params.push_back(p);
-  }
-  auto roll = std::make_shared<Rollouts>(slots, o, ev, t);
-  auto batch_fn = [roll, names](const std::vector<HostTensor>& in,
-                                const std::vector<int64_t>& point) {
-    return (*roll)(in, point[0], names);
+  // PPO: one Adam step per i, on a batch of new episodes every `epochs` steps.
+  Rollouts roll(slots, o, ev, t);
+  auto batch = [&](const std::map<std::string, HostTensor>& w, int64_t step) {
+    return roll(w, step);
   };
-  const std::vector<RT> b = ctx.udf("pearl_rollouts", batch_fn, nn::as_rts(params), roll->types(), {i});
-  const PearlOutputs out = pearl_forward(model, b[0], b[1], b[2]);
-  // Illegal actions get no probability: their logits sink by kMasked.
-  const nn::Categorical dist(out.logits + (b[3] - 1.0) * kMasked);
-  const RT ratio = (dist.log_prob(b[4]) - b[5]).exp();
-  const RT& adv = b[6];
-  const RT surrogate = (ratio * adv).minimum(ratio.clamp(1 - o.clip, 1 + o.clip) * adv);
-  const int64_t steps = o.iterations * o.epochs;
-  const RT entropy_coef = optim::linear_decay(ctx, o.entropy_start, o.entropy_end, i.var, Expr(steps));
-  const RT loss = -surrogate.mean() + o.value_coef * (out.value.squeeze(1) - b[7]).square().mean() -
-                  entropy_coef * dist.entropy().mean();
-  optim::Adam adam(params, o.learning_rate);
-  optim::minimize(loss, adam, /*max_grad_norm=*/1.0);
-  const RT kept = loss.retain();
-  // One more step than the iterations need: its UDF call sees the parameters after the last
-  // update, the trained agent.
-  roll->last_step = steps;
-  Executable exe = ctx.compile({{i.bound, steps + 1}}, learner_options(o.seed));
-  exe.run();
-  for (int64_t k = 0; k < steps; ++k) t.loss.push_back(exe.get(kept, {k}).at(0));
-  t.network = roll->network;
+  auto loss = [&](Context& ctx, const Dim& i, const PearlOutputs& out, const std::vector<RT>& b) {
+    // Illegal actions get no probability: their logits sink by kMasked.
+    const nn::Categorical dist(out.logits + (b[3] - 1.0) * kMasked);
+    const RT ratio = (dist.log_prob(b[4]) - b[5]).exp();
+    const RT& adv = b[6];
+    const RT surrogate = (ratio * adv).minimum(ratio.clamp(1 - o.clip, 1 + o.clip) * adv);
+    const RT entropy_coef = optim::linear_decay(ctx, o.entropy_start, o.entropy_end, i.var,
+                                                Expr(o.iterations * o.epochs));
+    return -surrogate.mean() + o.value_coef * (out.value.squeeze(1) - b[7]).square().mean() -
+           entropy_coef * dist.entropy().mean();
+  };
+  const std::map<std::string, HostTensor> trained =
+      fit(o, o.iterations * o.epochs, o.learning_rate, init,
+          [](const std::string&) { return true; }, roll.types(), batch, loss, t.loss);
+  t.network = std::make_shared<PearlNetwork>(trained, o);
   t.seconds = since(t0);
   t.memo = ev.stats();
   for (const Slot& s : slots) {

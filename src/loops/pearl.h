@@ -61,6 +61,8 @@ struct PearlOptions {
   // Adam steps of imitation of measured demonstrations before PPO (0: none): one episode per
   // training program by a one-step look-ahead that times every legal transformation.
   int64_t imitation_steps = 200;
+  // The demonstrations' targets: softmax of the measured log4 speedups over this temperature.
+  double imitation_temperature = 0.1;
   bool memoize = true;  // legality and timing memoization during training
   // PPO starts from a policy that picks each kind of transformation (and "next") equally often
   // instead of each of the 68 actions (false: the policy head's default initialization).

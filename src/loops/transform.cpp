@@ -174,6 +174,10 @@ std::optional<Schedule> apply(const Schedule& s, int stmt, const Action& a) {
         r[ri].unroll = a.factor;
         break;
       case Kind::Tile: {
+        // Once per statement: tiling again would tile the tile loops (8 to 64 iterations at
+        // the sizes offered), a new schedule key for nearly the same code.
+        for (const Row& row : r)
+          if (row.expr.find("floor(") != std::string::npos) return std::nullopt;
         std::vector<Row> nr(r.begin(), r.begin() + ri);
         nr.push_back({cat("floor((", r[ri].expr, ")/", a.size1, ")")});
         nr.push_back({"0"});

@@ -96,6 +96,9 @@ TEST(Transform, ParallelizationNeedsNoOrderCheck) {
 TEST(Transform, LegalTransformationsAreAccepted) {
   LoopEnv jac(benchmark("jacobi2d", Size::Small));
   EXPECT_TRUE(jac.try_action(act(Kind::Tile, 1, 2, 0, 32, 32)));
+  const Schedule tiled = *apply(jac.schedule(), 0, act(Kind::Tile, 1, 2, 0, 32, 32));
+  EXPECT_FALSE(apply(tiled, 0, act(Kind::Tile, 1, 2, 0, 32, 32)));  // a statement is tiled once
+  EXPECT_TRUE(apply(tiled, 1, act(Kind::Tile, 1, 2, 0, 32, 32)));   // S1 is not tiled yet
   EXPECT_FALSE(jac.try_action(act(Kind::Tile, 0, 1, 0, 32, 32)));  // time loop shared by S1
   LoopEnv mvt(benchmark("mvt", Size::Small));
   EXPECT_TRUE(mvt.try_action(act(Kind::Interchange, 0, 1)));
