@@ -112,14 +112,14 @@ PearlOptions pearl_options(const Args& a) {
   PearlOptions o;
   o.iterations = get_int(a, "--iterations", quick ? 5 : 16, 1);
   o.batch = quick ? 48 : 64;
-  o.pretrain_steps = quick ? 100 : 300;
+  o.pretrain_steps = quick ? 150 : 300;
   o.run.reps = 2;  // training programs run 1-20 ms: the minimum of 2 runs
   o.run.time_limit_s = 5;
   o.memoize = !a.has("--no-memo");
   o.step_rewards = !a.has("--final-reward");
   o.select_measured = a.has("--select");
   o.kind_prior = !a.has("--uniform-start");
-  o.imitation_steps = a.has("--no-imitation") ? 0 : quick ? 100 : 200;
+  o.imitation_steps = a.has("--no-imitation") ? 0 : 200;
   // The paper's entropy bonus (0.1 at the start) is for a policy that starts uniform; after
   // imitation it pulls the policy back towards uniform (measured: lower rewards in PPO).
   if (o.imitation_steps > 0) o.entropy_start = 0.01;
