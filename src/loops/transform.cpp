@@ -151,6 +151,9 @@ std::optional<Schedule> apply(const Schedule& s, int stmt, const Action& a) {
     std::vector<Row>& r = out.rows[t];
     switch (a.kind) {
       case Kind::Interchange:
+        // A parallel loop moves out, never in: inside another loop it would start a parallel
+        // region per iteration of that loop (measured: 0.03x on blur).
+        if (r[ri].parallel) return std::nullopt;
         std::swap(r[ri], r[rj]);
         break;
       case Kind::Reversal: {
@@ -178,12 +181,14 @@ std::optional<Schedule> apply(const Schedule& s, int stmt, const Action& a) {
         // the sizes offered), a new schedule key for nearly the same code.
         for (const Row& row : r)
           if (row.expr.find("floor(") != std::string::npos) return std::nullopt;
+        // A parallel loop's mark goes to its tile loop: its point loop is the inner one.
         std::vector<Row> nr(r.begin(), r.begin() + ri);
-        nr.push_back({cat("floor((", r[ri].expr, ")/", a.size1, ")")});
+        nr.push_back({cat("floor((", r[ri].expr, ")/", a.size1, ")"), r[ri].parallel});
         nr.push_back({"0"});
-        nr.push_back({cat("floor((", r[rj].expr, ")/", a.size2, ")")});
+        nr.push_back({cat("floor((", r[rj].expr, ")/", a.size2, ")"), r[rj].parallel});
         nr.push_back({"0"});
         nr.insert(nr.end(), r.begin() + ri, r.end());
+        nr[ri + 4].parallel = nr[rj + 4].parallel = false;
         r = std::move(nr);
         break;
       }

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "loops/benchmarks.h"
+#include "loops/codegen.h"
 #include "util/error.h"
 
 namespace tempo::loops {
@@ -91,6 +92,26 @@ TEST(Transform, ParallelizationNeedsNoOrderCheck) {
     }
   }
   EXPECT_GE(checked, 16);
+}
+
+// Parallel loops stay outside: an interchange does not move one in, and tiling one makes its
+// tile loop the parallel one.
+TEST(Transform, ParallelLoopsStayOutside) {
+  const Program p = benchmark("doitgen", Size::Small);
+  const Schedule par = *apply(Schedule::original(p), 0, act(Kind::Parallelize, 0));
+  EXPECT_FALSE(apply(par, 0, act(Kind::Interchange, 0, 1)));
+  const Schedule inner = *apply(Schedule::original(p), 0, act(Kind::Parallelize, 1));
+  const Schedule out = *apply(inner, 0, act(Kind::Interchange, 0, 1));
+  EXPECT_TRUE(out.rows[0][1].parallel);
+  const Schedule tiled = *apply(par, 0, act(Kind::Tile, 0, 1, 0, 2, 2));
+  EXPECT_TRUE(tiled.rows[0][1].parallel);  // the tile loop of the parallel loop
+  for (size_t k = 3; k < tiled.rows[0].size(); ++k) EXPECT_FALSE(tiled.rows[0][k].parallel) << k;
+  LoopEnv env(p);
+  EXPECT_TRUE(env.legal(tiled));
+  Evaluator ev(RunOptions{.threads = 2, .reps = 1});
+  EXPECT_TRUE(same_checksum(ev.measure(p, tiled).checksum,
+                            ev.measure(p, Schedule::original(p)).checksum));
+  EXPECT_NE(kernel_code(p, tiled).find("#pragma omp parallel for"), std::string::npos);
 }
 
 TEST(Transform, LegalTransformationsAreAccepted) {
