@@ -61,7 +61,7 @@ const char* kUsage =
     "      'Learned loop optimization') and prints the transformations, the generated C\n"
     "      kernel and the speedup: with a trained agent (--agent; --select: the fastest\n"
     "      schedule of its episode), the given action indices\n"
-    "      (--actions 3,67: branch by branch, 67 = next), or else the beam search; --small\n"
+    "      (--actions 3,76: branch by branch, 76 = next), or else the beam search; --small\n"
     "      uses a benchmark's test size\n"
     "  tempo loops actions\n"
     "      lists the action space (the agent's choices on one branch of the loop tree)\n\n"

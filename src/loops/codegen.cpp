@@ -281,8 +281,10 @@ Measurement compile_and_run(const std::string& source, const RunOptions& o) {
     found += std::sscanf(line, "checksum %lf", &m.checksum);
   }
   int status = pclose(f);
-  const bool killed = o.time_limit_s > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL;
-  if (killed) m = timed_out(o);
+  const bool killed =
+      o.time_limit_s > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL;
+  if (killed)
+    m = timed_out(o);
   else if (status != 0 || found != 2)
     throw Error(cat("running ", bin, " failed (status ", status, ")"));
   if (reuse) {
@@ -290,8 +292,10 @@ Measurement compile_and_run(const std::string& source, const RunOptions& o) {
     {
       std::ofstream f(tmp);
       f.precision(17);
-      if (killed) f << "0 0 " << o.time_limit_s << "\n";
-      else f << m.ms << " " << m.checksum << " 0\n";
+      if (killed)
+        f << "0 0 " << o.time_limit_s << "\n";
+      else
+        f << m.ms << " " << m.checksum << " 0\n";
     }
     fs::rename(tmp, timing);
   }
@@ -319,7 +323,8 @@ Measurement Evaluator::measure(const std::string& key, const std::function<std::
 }
 
 Measurement Evaluator::measure(const Program& p, const Schedule& s, double time_limit_s) {
-  return measure(s.key(p), [&] { return c_file(p, kernel_code(p, s)); }, time_limit_s);
+  return measure(
+      s.key(p), [&] { return c_file(p, kernel_code(p, s)); }, time_limit_s);
 }
 
 }  // namespace tempo::loops

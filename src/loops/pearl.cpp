@@ -625,8 +625,8 @@ std::map<std::string, HostTensor> imitate(const std::vector<Demo>& demos, const 
 }
 
 // The policy head's last layer at the start of PPO: weights near 0 and a bias that gives every
-// kind of transformation, and "next", the same probability. 36 of the 68 actions are tilings: a
-// uniform start spends half of its exploration on them and one pick in fourteen on
+// kind of transformation, and "next", the same probability. 45 of the 77 actions are tilings: a
+// uniform start spends more than half of its exploration on them and one pick in sixteen on
 // parallelization, the transformation most often worth taking on two cores.
 std::map<std::string, HostTensor> policy_head_start(const PearlOptions& o) {
   const int64_t A = num_actions(), M = o.mlp;

@@ -6,7 +6,7 @@
 //   encoder  two GATv2 layers (attention over each node's neighbours through a padded adjacency
 //            mask; four heads as in the paper), mean and max pooling after each layer,
 //            concatenated (Fig. 2), then a 2-layer MLP
-//   heads    a 3-layer policy MLP over the 68 actions, masked to the legal ones (the environment's
+//   heads    a 3-layer policy MLP over the 77 actions, masked to the legal ones (the environment's
 //            isl legality, and "next" only once a branch has had max_actions_per_branch
 //            transformations), and a 3-layer value MLP
 //   reward   log4(speedup) (§4.3) of each transformation, timed after it (memoized); the rewards
@@ -65,7 +65,7 @@ struct PearlOptions {
   double imitation_temperature = 0.1;
   bool memoize = true;  // legality and timing memoization during training
   // PPO starts from a policy that picks each kind of transformation (and "next") equally often
-  // instead of each of the 68 actions (false: the policy head's default initialization).
+  // instead of each of the 77 actions (false: the policy head's default initialization).
   bool kind_prior = true;
   // Training: each transformation is timed and rewarded with the log4 speedup it made (§4.3);
   // false: one timing per episode, the whole log4 speedup paid at its end (the same return).

@@ -89,6 +89,7 @@ std::string Action::to_string() const {
     case Kind::Skew:
       return cat("skew(", level, ",", level2, ",", factor, ")");
     case Kind::Tile:
+      if (size3) return cat("tile(", level, ",", level + 1, ",", level2, ",", size1, "x", size2, "x", size3, ")");
       return cat("tile(", level, ",", level2, ",", size1, "x", size2, ")");
     case Kind::Parallelize:
       return cat("parallelize(", level, ")");
@@ -113,6 +114,9 @@ const std::vector<Action>& action_space() {
         for (int y : {32, 64, 128}) v.push_back({Kind::Tile, i, i + 1, 0, x, y});
     for (int i = 0; i < kMaxLevels; ++i) v.push_back({Kind::Parallelize, i, i});
     for (int f : {4, 8, 16}) v.push_back({Kind::Unroll, 0, 0, f});
+    // 3-D tiles (cubes) after the rest: the earlier actions keep their indices.
+    for (int i = 0; i + 2 < kMaxLevels; ++i)
+      for (int x : {32, 64, 128}) v.push_back({Kind::Tile, i, i + 2, 0, x, x, x});
     v.push_back({Kind::Next});
     return v;
   }();
@@ -181,14 +185,18 @@ std::optional<Schedule> apply(const Schedule& s, int stmt, const Action& a) {
         // the sizes offered), a new schedule key for nearly the same code.
         for (const Row& row : r)
           if (row.expr.find("floor(") != std::string::npos) return std::nullopt;
-        // A parallel loop's mark goes to its tile loop: its point loop is the inner one.
+        std::vector<int> sizes = {a.size1, a.size2};
+        if (a.size3) sizes.push_back(a.size3);
+        if (static_cast<int>(sizes.size()) != hi - lo + 1) return std::nullopt;
+        // The tile loops, then the point loops; a parallel loop's mark goes to its tile loop.
         std::vector<Row> nr(r.begin(), r.begin() + ri);
-        nr.push_back({cat("floor((", r[ri].expr, ")/", a.size1, ")"), r[ri].parallel});
-        nr.push_back({"0"});
-        nr.push_back({cat("floor((", r[rj].expr, ")/", a.size2, ")"), r[rj].parallel});
-        nr.push_back({"0"});
+        for (size_t k = 0; k < sizes.size(); ++k) {
+          nr.push_back({cat("floor((", r[ri + 2 * k].expr, ")/", sizes[k], ")"),
+                        r[ri + 2 * k].parallel});
+          nr.push_back({"0"});
+        }
         nr.insert(nr.end(), r.begin() + ri, r.end());
-        nr[ri + 4].parallel = nr[rj + 4].parallel = false;
+        for (size_t k = 0; k < sizes.size(); ++k) nr[ri + 2 * sizes.size() + 2 * k].parallel = false;
         r = std::move(nr);
         break;
       }
@@ -346,13 +354,15 @@ std::optional<Schedule> LoopEnv::try_action(const Action& a) {
   if (visited_.count(s->key(program()))) return std::nullopt;
   // Unrolling changes no order and no parallel loop: legal as the current schedule is.
   if (a.kind == Kind::Unroll) return s;
-  if (memoize_ && a.kind == Kind::Tile && (a.size1 != 32 || a.size2 != 32)) {
+  if (memoize_ && a.kind == Kind::Tile &&
+      (a.size1 != 32 || a.size2 != 32 || (a.size3 != 0 && a.size3 != 32))) {
     // Part of the canonical key: a tiling legal with the smallest sizes offered (32) is legal
     // with larger ones (fewer tile boundaries for a dependence to cross backwards), so the
     // nine sizes of a loop pair cost one check. A larger tile judged illegal this way may be
     // legal (degenerate, past the loop's extent): the mask only errs on the safe side.
     Action small = a;
     small.size1 = small.size2 = 32;
+    if (small.size3) small.size3 = 32;
     std::optional<Schedule> r = apply(schedule_, branch_, small);
     if (!r || !legal(*r)) return std::nullopt;
     return s;

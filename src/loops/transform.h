@@ -44,6 +44,7 @@ struct Action {
   int level = 0, level2 = 0;  // loop levels within the branch (0: outermost)
   int factor = 0;             // skew factor, unroll factor
   int size1 = 0, size2 = 0;   // tile sizes
+  int size3 = 0;              // 3-D tiles (level2 = level + 2): the third loop's size; 0: 2-D
   std::string to_string() const;
 };
 

@@ -3,7 +3,6 @@
 #include "loops/codegen.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <chrono>

@@ -24,7 +24,7 @@ int index_of(const Action& a) {
 }
 
 TEST(Transform, ActionSpaceHasAFixedSize) {
-  EXPECT_EQ(num_actions(), 68);
+  EXPECT_EQ(num_actions(), 77);
   EXPECT_EQ(action_space().back().kind, Kind::Next);
 }
 
@@ -64,7 +64,8 @@ TEST(Transform, ReversingTwiceGivesTheLoopBack) {
   EXPECT_EQ(apply(once, 0, act(Kind::Reversal, 0))->key(p), s.key(p));
   // A skewed loop reversed twice: the outer parentheses are the reversal's alone.
   const Schedule skewed = *apply(s, 0, act(Kind::Skew, 0, 1, 1));
-  const Schedule back = *apply(*apply(skewed, 0, act(Kind::Reversal, 1)), 0, act(Kind::Reversal, 1));
+  const Schedule back =
+      *apply(*apply(skewed, 0, act(Kind::Reversal, 1)), 0, act(Kind::Reversal, 1));
   EXPECT_EQ(back.key(p), skewed.key(p));
   // In an episode the second reversal returns to a visited schedule: not offered.
   LoopEnv env(p);
@@ -84,7 +85,8 @@ TEST(Transform, ParallelizationNeedsNoOrderCheck) {
       if (action_space()[a].kind != Kind::Parallelize) env.step(a);
     }
     for (int level = 0; level < kMaxLevels; ++level) {
-      std::optional<Schedule> s = apply(env.schedule(), env.branch(), act(Kind::Parallelize, level));
+      std::optional<Schedule> s =
+          apply(env.schedule(), env.branch(), act(Kind::Parallelize, level));
       if (!s) continue;
       EXPECT_EQ(env.try_action(act(Kind::Parallelize, level)).has_value(), env.deps().legal(*s))
           << name << " level " << level;
@@ -109,9 +111,32 @@ TEST(Transform, ParallelLoopsStayOutside) {
   LoopEnv env(p);
   EXPECT_TRUE(env.legal(tiled));
   Evaluator ev(RunOptions{.threads = 2, .reps = 1});
+  EXPECT_TRUE(
+      same_checksum(ev.measure(p, tiled).checksum, ev.measure(p, Schedule::original(p)).checksum));
+  EXPECT_NE(kernel_code(p, tiled).find("#pragma omp parallel for"), std::string::npos);
+}
+
+// 3-D tiling: three tile loops, then the point loops; the same results as the original.
+TEST(Transform, ThreeDimensionalTiling) {
+  int cubes = 0;
+  for (const Action& a : action_space()) cubes += a.kind == Kind::Tile && a.size3 != 0;
+  EXPECT_EQ(cubes, 9);
+  const Program p = benchmark("heat3d", Size::Small);
+  LoopEnv env(p);
+  const Action cube = act(Kind::Tile, 1, 3, 0, 2, 2);
+  EXPECT_FALSE(apply(env.schedule(), 0, cube));  // two sizes for three loops
+  Action a = cube;
+  a.size3 = 2;
+  EXPECT_EQ(a.to_string(), "tile(1,2,3,2x2x2)");
+  const Schedule tiled = *apply(env.schedule(), 0, a);
+  EXPECT_EQ(tiled.loops(0), env.schedule().loops(0) + 3);
+  EXPECT_TRUE(env.legal(tiled));
+  Evaluator ev(RunOptions{.threads = 2, .reps = 1});
   EXPECT_TRUE(same_checksum(ev.measure(p, tiled).checksum,
                             ev.measure(p, Schedule::original(p)).checksum));
-  EXPECT_NE(kernel_code(p, tiled).find("#pragma omp parallel for"), std::string::npos);
+  a.level = 0;  // with the time loop, shared with S1: not a band of S0 alone
+  a.level2 = 2;
+  EXPECT_FALSE(apply(env.schedule(), 0, a));
 }
 
 TEST(Transform, LegalTransformationsAreAccepted) {
@@ -120,7 +145,7 @@ TEST(Transform, LegalTransformationsAreAccepted) {
   const Schedule tiled = *apply(jac.schedule(), 0, act(Kind::Tile, 1, 2, 0, 32, 32));
   EXPECT_FALSE(apply(tiled, 0, act(Kind::Tile, 1, 2, 0, 32, 32)));  // a statement is tiled once
   EXPECT_TRUE(apply(tiled, 1, act(Kind::Tile, 1, 2, 0, 32, 32)));   // S1 is not tiled yet
-  EXPECT_FALSE(jac.try_action(act(Kind::Tile, 0, 1, 0, 32, 32)));  // time loop shared by S1
+  EXPECT_FALSE(jac.try_action(act(Kind::Tile, 0, 1, 0, 32, 32)));   // time loop shared by S1
   LoopEnv mvt(benchmark("mvt", Size::Small));
   EXPECT_TRUE(mvt.try_action(act(Kind::Interchange, 0, 1)));
   EXPECT_TRUE(mvt.step(index_of(act(Kind::Interchange, 0, 1))));
