@@ -64,8 +64,8 @@ struct PearlOptions {
   // The demonstrations' targets: softmax of the measured log4 speedups over this temperature.
   double imitation_temperature = 0.1;
   bool memoize = true;  // legality and timing memoization during training
-  // PPO starts from a policy that picks each kind of transformation (and "next") equally often
-  // instead of each of the 77 actions (false: the policy head's default initialization).
+  // The policy head starts (imitation, then PPO) picking each kind of transformation (and
+  // "next") equally often instead of each of the 77 actions (false: its default initialization).
   bool kind_prior = true;
   // Training: each transformation is timed and rewarded with the log4 speedup it made (§4.3);
   // false: one timing per episode, the whole log4 speedup paid at its end (the same return).

@@ -204,7 +204,7 @@ rm -rf "$mmap_dir"
 # one-line errors.
 loops_dir="$(mktemp -d)"
 examples_dir="$(dirname "$0")/../../examples/loops"
-if ! "$tempo" loops optimize "$examples_dir/matvec.loop" --actions 0,67 --threads 1 |
+if ! "$tempo" loops optimize "$examples_dir/matvec.loop" --actions 0,76 --threads 1 |
   grep -q "transformations: S0:interchange(0,1)"; then
   echo "FAIL: tempo loops optimize FILE --actions"
   failures=$((failures + 1))
@@ -215,9 +215,9 @@ expect_error "nonaffine.loop:3: index \`i*j\` of A is not an affine expression" 
   loops optimize "$loops_dir/nonaffine.loop"
 printf 'array A 8\nstatement S0 i : 0 <= i < 8\n  A[i] = C[i]\n' >"$loops_dir/unknown.loop"
 expect_error "unknown.loop:3: unknown array \`C\`" loops optimize "$loops_dir/unknown.loop"
-expect_error "action 99 is outside 0..67" loops optimize "$examples_dir/matvec.loop" --actions 99
+expect_error "action 99 is outside 0..76" loops optimize "$examples_dir/matvec.loop" --actions 99
 expect_error "is not legal on branch S1" loops optimize "$examples_dir/sweep.loop" \
-  --actions 67,59
+  --actions 76,59
 expect_error "cannot read loop program" loops optimize "$loops_dir/missing.loop"
 expect_error "not a Pearl agent" loops optimize "$examples_dir/matvec.loop" \
   --agent "$examples_dir/matvec.loop"
