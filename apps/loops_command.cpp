@@ -117,12 +117,11 @@ PearlOptions pearl_options(const Args& a) {
   o.run.time_limit_s = 5;
   o.memoize = !a.has("--no-memo");
   o.step_rewards = !a.has("--final-reward");
-  o.select_measured = a.has("--select");
   o.kind_prior = !a.has("--uniform-start");
-  o.imitation_steps = a.has("--no-imitation") ? 0 : 200;
-  // The paper's entropy bonus (0.1 at the start) is for a policy that starts uniform; after
-  // imitation it pulls the policy back towards uniform (measured: lower rewards in PPO).
-  if (o.imitation_steps > 0) o.entropy_start = 0.01;
+  if (a.has("--no-imitation")) {
+    o.imitation_steps = 0;
+    o.entropy_start = 0.1;  // the paper's, for a policy that starts uniform
+  }
   o.run.reuse_timings = a.has("--reuse-timings");
   if (a.has("--entropy")) {
     o.entropy_start = cli::parse_double("--entropy", a.get("--entropy", ""));

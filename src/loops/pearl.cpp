@@ -738,10 +738,11 @@ class Rollouts {
 
 PearlTraining train_pearl(const std::vector<Program>& programs, const PearlOptions& o) {
   if (programs.empty()) throw UserError("Pearl: no training programs");
-  if (o.batch < 1 || o.epochs < 1 || o.iterations < 1 || o.hidden < 1 || o.mlp < 1 ||
-      o.max_actions_per_branch < 0 || o.pretrain_steps < 0 || o.imitation_steps < 0 ||
-      !(o.max_slowdown > 1) || !(o.imitation_temperature > 0))
-    throw UserError("Pearl options: batch, epochs, iterations and sizes must be positive, "
+  check_sizes(o);  // before the programs are timed
+  if (o.batch < 1 || o.epochs < 1 || o.iterations < 1 || o.max_actions_per_branch < 0 ||
+      o.pretrain_steps < 0 || o.imitation_steps < 0 || !(o.max_slowdown > 1) ||
+      !(o.imitation_temperature > 0))
+    throw UserError("Pearl options: batch, epochs and iterations must be positive, "
                     "max_slowdown above 1, imitation_temperature positive");
   const Clock::time_point t0 = Clock::now();
   PearlTraining t;
