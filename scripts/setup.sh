@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs every Debian package Tempo needs. Idempotent: packages already present are skipped.
+# Installs every package Tempo needs. Idempotent: what is already present is skipped.
+#   bash scripts/setup.sh          Debian packages (the default build)
+#   bash scripts/setup.sh --cuda   also the CUDA LibTorch of the CUDA build (-DTEMPO_CUDA=ON)
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
@@ -15,6 +18,7 @@ PACKAGES=(
   libbenchmark-dev
   # the Python module (python/): bindings, arrays, tests; built against Debian's /usr/bin/python3
   python3-dev python3-pybind11 python3-numpy python3-pytest
+  python3-pip         # installs the CUDA LibTorch (--cuda)
   clang-format
   # the Polly baseline of `tempo loops bench` (clang's polyhedral optimizer, OpenMP runtime)
   clang-14 libomp-14-dev
@@ -25,13 +29,33 @@ for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO=sudo
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "setup: all packages present"
+fi
+
+if [ "${1:-}" = "--cuda" ]; then
+  # PyPI's torch wheel and the CUDA libraries it loads, pinned in requirements-torch.txt, into
+  # one folder of their own (scripts/torch_prefix.sh prints it); about 3.8 GB.
+  prefix="$(bash scripts/torch_prefix.sh)"
+  stamp="$prefix/.installed"
+  if [ -f "$stamp" ] && cmp -s "$stamp" scripts/requirements-torch.txt; then
+    echo "setup: CUDA LibTorch present in $prefix"
+  else
+    if ! command -v nvcc > /dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+      echo "setup: the CUDA build needs the CUDA toolkit 13 (nvcc, NVRTC) in /usr/local/cuda" >&2
+      exit 1
+    fi
+    echo "setup: installing the CUDA LibTorch into $prefix"
+    $SUDO rm -rf "$prefix"
+    $SUDO env PIP_BREAK_SYSTEM_PACKAGES=1 /usr/bin/python3 -m pip install -q --no-deps \
+      --disable-pip-version-check --root-user-action=ignore --target "$prefix" -r scripts/requirements-torch.txt
+    $SUDO cp scripts/requirements-torch.txt "$stamp"
+  fi
 fi

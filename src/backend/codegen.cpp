@@ -35,11 +35,9 @@ const char* c_type(DType d) {
 std::string literal(double v, DType d) {
   std::ostringstream os;
   os << std::setprecision(std::numeric_limits<double>::max_digits10);
-  if (v != v) return cat("std::numeric_limits<", c_type(d), ">::quiet_NaN()");
-  if (v == std::numeric_limits<double>::infinity())
-    return cat("std::numeric_limits<", c_type(d), ">::infinity()");
-  if (v == -std::numeric_limits<double>::infinity())
-    return cat("-std::numeric_limits<", c_type(d), ">::infinity()");
+  if (v != v) return cat("((", c_type(d), ")TEMPO_NAN)");
+  if (v == std::numeric_limits<double>::infinity()) return cat("((", c_type(d), ")TEMPO_INF)");
+  if (v == -std::numeric_limits<double>::infinity()) return cat("(-(", c_type(d), ")TEMPO_INF)");
   os << v;
   return cat("(", c_type(d), ")(", os.str(), ")");
 }
@@ -67,7 +65,7 @@ bool logical(OpKind k) {
 std::string expression(OpKind k, DType out, const std::vector<std::string>& x) {
   const std::string T = c_type(out);
   auto v = [&](size_t i) { return cat("((", T, ")", x.at(i), ")"); };
-  auto fn = [&](const char* f) { return cat("std::", f, "(", v(0), ")"); };
+  auto fn = [&](const char* f) { return cat("tempo_", f, "(", v(0), ")"); };
   switch (k) {
     case OpKind::Identity:
     case OpKind::Detach:
@@ -108,7 +106,7 @@ std::string expression(OpKind k, DType out, const std::vector<std::string>& x) {
     case OpKind::Div:
       return cat("(", v(0), " / ", v(1), ")");
     case OpKind::Pow:
-      return cat("std::pow(", v(0), ", ", v(1), ")");
+      return cat("tempo_pow(", v(0), ", ", v(1), ")");
     case OpKind::Maximum:
       return cat("tempo_max(", v(0), ", ", v(1), ")");
     case OpKind::Minimum:
@@ -339,27 +337,62 @@ RegionPlan plan_region(const ir::Region& region, bool clusters) {
   return plan;
 }
 
+bool row_blocks(const ir::Graph& body, const RegionPlan::Step& step) {
+  return std::any_of(step.ops.begin(), step.ops.end(), [&](ir::OpId id) {
+    const Role r = role(body, body.op(id), step.shape);
+    return r == Role::Row || r == Role::Reduce;
+  });
+}
+
+// The loops of both targets come from the same pieces: loads, the statements of element ops
+// (computed in each loop that needs them), per-row statements, reductions and stores. On the CPU
+// one call runs every row; on CUDA a cluster with per-row work runs a thread block per row (its
+// threads stride over the row's columns and reduce together), any other a thread per element.
 std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
-                         const std::string& name) {
+                         const std::string& name, Target target) {
   TEMPO_ASSERT(step.access.size() == step.inputs.size(), "cluster without access classes");
+  const bool cuda = target == Target::Cuda;
+  const bool blocks = row_blocks(body, step);
   auto value = [](ir::OpId id, int k) { return cat("x", id, "_", k); };
   auto type_of = [&](const ValueRef& v) { return c_type(body.op(v.first).outputs[v.second].dtype); };
   auto member = [&](ir::OpId id) {
     return std::find(step.ops.begin(), step.ops.end(), id) != step.ops.end();
   };
+  // A full input may share its buffer with an element output (donation, cluster_kernel): no
+  // restrict on those pointers.
+  auto is_element = [&](const ValueRef& v) {
+    return role(body, body.op(v.first), step.shape) == Role::Element;
+  };
   std::ostringstream c;
-  c << "extern \"C\" void " << name
-    << "(int64_t rows, int64_t cols, const void* const* in, void* const* out) {\n";
+  std::string params, pointers;
+  for (size_t k = 0; k < step.inputs.size(); ++k) {
+    const char* t = type_of(step.inputs[k]);
+    const char* restrict = step.access[k] == Access::Full ? "* " : "* TEMPO_RESTRICT ";
+    if (cuda)
+      params += cat(", const ", t, restrict, "in", k);
+    else
+      pointers += cat("  const ", t, restrict, "in", k, " = (const ", t, "*)in[", k, "];\n");
+  }
+  for (size_t k = 0; k < step.outputs.size(); ++k) {
+    const char* t = type_of(step.outputs[k]);
+    const char* restrict = is_element(step.outputs[k]) ? "* " : "* TEMPO_RESTRICT ";
+    if (cuda)
+      params += cat(", ", t, restrict, "out", k);
+    else
+      pointers += cat("  ", t, restrict, "out", k, " = (", t, "*)out[", k, "];\n");
+  }
+  if (cuda)
+    c << "extern \"C\" __global__ void __launch_bounds__(TEMPO_MAX_THREADS) " << name
+      << "(int64_t rows, int64_t cols" << params << ") {\n";
+  else
+    c << "extern \"C\" void " << name
+      << "(int64_t rows, int64_t cols, const void* const* in, void* const* out) {\n"
+      << pointers;
   std::string row_loads, element_loads;
   for (size_t k = 0; k < step.inputs.size(); ++k) {
     const ValueRef& v = step.inputs[k];
     const char* t = type_of(v);
     const std::string x = value(v.first, v.second);
-    // A full input may share its buffer with an element output (donation, cluster_kernel):
-    // no __restrict on those pointers.
-    const bool full = step.access[k] == Access::Full;
-    c << "  const " << t << (full ? "* in" : "* __restrict in") << k << " = (const " << t
-      << "*)in[" << k << "];\n";
     switch (step.access[k]) {
       case Access::Scalar:
         c << "  const " << t << " " << x << " = in" << k << "[0];\n";
@@ -375,11 +408,6 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
         element_loads += cat("      const ", t, " ", x, " = in", k, "[r * cols + j];\n");
         break;
     }
-  }
-  for (size_t k = 0; k < step.outputs.size(); ++k) {
-    const bool element = role(body, body.op(step.outputs[k].first), step.shape) == Role::Element;
-    c << "  " << type_of(step.outputs[k]) << (element ? "* out" : "* __restrict out") << k
-      << " = (" << type_of(step.outputs[k]) << "*)out[" << k << "];\n";
   }
   auto statement = [&](const ir::OpNode& op, const char* indent) {
     std::vector<std::string> args;
@@ -408,6 +436,9 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
       if (need[id]) s += statement(body.op(id), "      ");
     return s;
   };
+  // A loop over the columns of row r: all of them on the CPU, a thread's share on CUDA.
+  const std::string columns = cuda ? "    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {\n"
+                                   : "    for (int64_t j = 0; j < cols; ++j) {\n";
   std::string row;  // per-row ops and reductions, in order
   for (ir::OpId id : step.ops) {
     const ir::OpNode& op = body.op(id);
@@ -418,21 +449,25 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
       case Role::Reduce: {
         const ir::Edge& in = body.edge(op.inputs[0]);
         const std::string x = value(in.source, in.source_output), acc = cat("acc", id);
+        const std::string arg = cat("arg", id);
         const char* t = c_type(op.outputs[0].dtype);
         const bool max = op.kind == OpKind::ReduceMax;
-        row += cat("    ", t, " ", acc, " = ",
-                   max ? cat("-std::numeric_limits<", t, ">::infinity()") : cat("(", t, ")0"),
-                   ";\n", max ? cat("    int64_t arg", id, " = 0;\n") : "",
+        row += cat("    ", t, " ", acc, " = ", max ? cat("-(", t, ")TEMPO_INF") : cat("(", t, ")0"),
+                   ";\n", max ? cat("    int64_t ", arg, " = 0;\n") : "",
                    // A sum may be reassociated (as LibTorch's vectorized sums are), so that its
                    // loop vectorizes; the first maximum is a sequential search.
-                   max ? "" : cat("#pragma omp simd reduction(+ : ", acc, ")\n"),
-                   "    for (int64_t j = 0; j < cols; ++j) {\n", element_chain({in.source}));
+                   max || cuda ? "" : cat("#pragma omp simd reduction(+ : ", acc, ")\n"), columns,
+                   element_chain({in.source}));
         // The first maximum (or NaN), as LibTorch's max along a dimension.
         row += max ? cat("      if (", x, " > ", acc, " || (", x, " != ", x, " && ", acc,
-                         " == ", acc, ")) { ", acc, " = ", x, "; arg", id, " = j; }\n")
+                         " == ", acc, ")) { ", acc, " = ", x, "; ", arg, " = j; }\n")
                    : cat("      ", acc, " += (", t, ")", x, ";\n");
-        row += cat("    }\n    const ", t, " ", value(id, 0), " = ", acc, ";\n",
-                   max ? cat("    const int64_t ", value(id, 1), " = arg", id, ";\n") : "");
+        row += "    }\n";
+        if (cuda)  // the block's threads combine their shares
+          row += max ? cat("    tempo_block_argmax(", acc, ", ", arg, ");\n")
+                     : cat("    ", acc, " = tempo_block_sum(", acc, ");\n");
+        row += cat("    const ", t, " ", value(id, 0), " = ", acc, ";\n",
+                   max ? cat("    const int64_t ", value(id, 1), " = ", arg, ";\n") : "");
         break;
       }
       default:  // element ops are computed in the loops that need them
@@ -443,39 +478,60 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
   std::vector<ir::OpId> targets;
   for (size_t k = 0; k < step.outputs.size(); ++k) {
     const auto& [id, o] = step.outputs[k];
-    if (role(body, body.op(id), step.shape) == Role::Element) {
+    if (is_element(step.outputs[k])) {
       stores += cat("      out", k, "[r * cols + j] = ", value(id, o), ";\n");
       targets.push_back(id);
     } else {
-      row += cat("    out", k, "[r] = ", value(id, o), ";\n");
+      row += cat(cuda ? "    if (threadIdx.x == 0) " : "    ", "out", k, "[r] = ",
+                 value(id, o), ";\n");
     }
+  }
+  if (cuda && !blocks) {  // a thread per element
+    c << "  const int64_t n = rows * cols;\n"
+      << "  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+      << "       i += (int64_t)gridDim.x * blockDim.x) {\n"
+      << "    const int64_t r = i / cols, j = i - r * cols;\n"
+      << row_loads << element_chain(targets) << stores << "  }\n}\n";
+    return c.str();
   }
   std::string last;
   if (!targets.empty())
     // An output aliases at most a full input, element by element at the same index (read
     // before written): ivdep lets GCC vectorize regardless.
-    last = cat("#pragma GCC ivdep\n    for (int64_t j = 0; j < cols; ++j) {\n",
-               element_chain(targets), stores, "    }\n");
-  c << "  for (int64_t r = 0; r < rows; ++r) {\n"
+    last = cat(cuda ? "" : "#pragma GCC ivdep\n", columns, element_chain(targets), stores,
+               "    }\n");
+  c << (cuda ? "  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {\n"
+             : "  for (int64_t r = 0; r < rows; ++r) {\n")
     << row_loads << row << last << "  }\n}\n";
   return c.str();
 }
 
-// Helpers of the generated code. The float math functions are Cephes' polynomials (range
-// reduction, then a minimax polynomial; about 1 ulp from the correctly rounded result), written
-// branch-free so that loops calling them vectorize; libm's are scalar calls. Double precision
-// calls libm.
-const char* kPrelude = R"(// Generated by Tempo: the clusters of fused regions.
+namespace {
+
+// Helpers of the generated code for the CPU. The float math functions are Cephes' polynomials
+// (range reduction, then a minimax polynomial; about 1 ulp from the correctly rounded result),
+// written branch-free so that loops calling them vectorize; libm's are scalar calls. Double
+// precision calls libm.
+const char* kCpuPrelude = R"(// Generated by Tempo: the clusters of fused regions.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 
-// NaN-propagating like LibTorch's maximum, minimum, relu and sign.
-template <class T> static inline T tempo_max(T a, T b) { return (a > b || a != a) ? a : b; }
-template <class T> static inline T tempo_min(T a, T b) { return (a < b || a != a) ? a : b; }
-template <class T> static inline T tempo_relu(T x) { return x > T(0) || x != x ? x : T(0); }
-template <class T> static inline T tempo_sign(T x) { return x != x ? x : T((x > T(0)) - (x < T(0))); }
+#define TEMPO_DEV static inline
+#define TEMPO_RESTRICT __restrict
+#define TEMPO_INF (std::numeric_limits<double>::infinity())
+#define TEMPO_NAN (std::numeric_limits<double>::quiet_NaN())
+#define TEMPO_MATH(name, f32, f64) \
+  static inline float name(float x) { return f32(x); } \
+  static inline double name(double x) { return f64(x); }
+TEMPO_MATH(tempo_sqrt, std::sqrt, std::sqrt)
+TEMPO_MATH(tempo_sin, std::sin, std::sin)
+TEMPO_MATH(tempo_cos, std::cos, std::cos)
+TEMPO_MATH(tempo_abs, std::abs, std::abs)
+TEMPO_MATH(tempo_floor, std::floor, std::floor)
+TEMPO_MATH(tempo_ceil, std::ceil, std::ceil)
+template <class T> static inline T tempo_pow(T a, T b) { return std::pow(a, b); }
 
 static inline float tempo_from_bits(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
 static inline uint32_t tempo_to_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
@@ -550,13 +606,100 @@ static inline float tempo_tanh(float x) {
 static inline double tempo_exp(double x) { return std::exp(x); }
 static inline double tempo_log(double x) { return std::log(x); }
 static inline double tempo_tanh(double x) { return std::tanh(x); }
+)";
+
+// Helpers of the generated code for CUDA (NVRTC: no host headers). Math is CUDA's, as in
+// LibTorch's CUDA kernels (no fast-math intrinsics). Blocks have a multiple of 32 threads, at
+// most TEMPO_MAX_THREADS; a block reduction leaves its result in every thread.
+const char* kCudaPrelude = R"(// Generated by Tempo: the clusters of fused regions, for CUDA.
+typedef long long int64_t;
+typedef int int32_t;
+
+#define TEMPO_MAX_THREADS 256
+#define TEMPO_DEV __device__ __forceinline__
+#define TEMPO_RESTRICT __restrict__
+#define TEMPO_INF __longlong_as_double(0x7ff0000000000000LL)
+#define TEMPO_NAN __longlong_as_double(0x7ff8000000000000LL)
+#define TEMPO_MATH(name, f32, f64) \
+  TEMPO_DEV float name(float x) { return f32(x); } \
+  TEMPO_DEV double name(double x) { return f64(x); }
+TEMPO_MATH(tempo_sqrt, sqrtf, sqrt)
+TEMPO_MATH(tempo_sin, sinf, sin)
+TEMPO_MATH(tempo_cos, cosf, cos)
+TEMPO_MATH(tempo_abs, fabsf, fabs)
+TEMPO_MATH(tempo_floor, floorf, floor)
+TEMPO_MATH(tempo_ceil, ceilf, ceil)
+TEMPO_MATH(tempo_exp, expf, exp)
+TEMPO_MATH(tempo_log, logf, log)
+TEMPO_MATH(tempo_tanh, tanhf, tanh)
+TEMPO_DEV float tempo_pow(float a, float b) { return powf(a, b); }
+TEMPO_DEV double tempo_pow(double a, double b) { return pow(a, b); }
+
+template <class T> TEMPO_DEV T tempo_block_sum(T v) {
+  __shared__ T part[32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();  // the previous reduction has read `part`
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  v = lane < (int)(blockDim.x >> 5) ? part[lane] : (T)0;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  return __shfl_sync(0xffffffffu, v, 0);
+}
+
+// (b, j) comes before (a, i) as LibTorch's max along a dimension picks: the larger value, NaN
+// first, then the first index.
+template <class T> TEMPO_DEV bool tempo_before(T b, int64_t j, T a, int64_t i) {
+  return b > a || (b != b && a == a) || ((b == a || (b != b && a != a)) && j < i);
+}
+template <class T> TEMPO_DEV void tempo_warp_argmax(T& v, int64_t& i) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const T w = __shfl_down_sync(0xffffffffu, v, o);
+    const int64_t j = __shfl_down_sync(0xffffffffu, i, o);
+    if (tempo_before(w, j, v, i)) { v = w; i = j; }
+  }
+}
+template <class T> TEMPO_DEV void tempo_block_argmax(T& v, int64_t& i) {
+  __shared__ T part[32];
+  __shared__ int64_t index[32];
+  tempo_warp_argmax(v, i);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) { part[warp] = v; index[warp] = i; }
+  __syncthreads();
+  const bool has = lane < (int)(blockDim.x >> 5);
+  v = has ? part[lane] : -(T)TEMPO_INF;
+  i = has ? index[lane] : 0;
+  tempo_warp_argmax(v, i);
+  v = __shfl_sync(0xffffffffu, v, 0);
+  i = __shfl_sync(0xffffffffu, i, 0);
+}
+)";
+
+// Helpers of both targets.
+const char* kCommonPrelude = R"(
+// NaN-propagating like LibTorch's maximum, minimum, relu and sign.
+template <class T> TEMPO_DEV T tempo_max(T a, T b) { return (a > b || a != a) ? a : b; }
+template <class T> TEMPO_DEV T tempo_min(T a, T b) { return (a < b || a != a) ? a : b; }
+template <class T> TEMPO_DEV T tempo_relu(T x) { return x > T(0) || x != x ? x : T(0); }
+template <class T> TEMPO_DEV T tempo_sign(T x) { return x != x ? x : T((x > T(0)) - (x < T(0))); }
 
 )";
 
-std::string library_source(const std::vector<std::string>& functions) {
-  std::string s = kPrelude;
+}  // namespace
+
+std::string library_source(const std::vector<std::string>& functions, Target target) {
+  std::string s = target == Target::Cuda ? kCudaPrelude : kCpuPrelude;
+  s += kCommonPrelude;
   for (const std::string& f : functions) s += f + "\n";
   return s;
+}
+
+int cuda_block_threads(bool blocks, int64_t cols) {
+  if (!blocks) return 256;
+  int threads = 32;  // a warp at least, up to one thread per column
+  while (threads < 256 && threads < cols) threads *= 2;
+  return threads;
 }
 
 }  // namespace tempo::backend

@@ -45,16 +45,28 @@ struct RegionPlan {
 // Plans a Fused op's body. With `clusters` false every op is its own step.
 RegionPlan plan_region(const ir::Region& region, bool clusters);
 
-// The C++ source of a cluster step as `extern "C" void <name>(int64_t rows, int64_t cols,
-// const void* const* in, void* const* out)`: inputs indexed by their Access; outputs contiguous,
-// rows * cols elements (element ops) or rows (per-row ops and reductions). Loops are written for
-// the compiler to vectorize
-// (float exp, log, tanh and sigmoid are branch-free polynomials, not libm calls).
+// Where generated code runs: C++ compiled by the system compiler, or CUDA C++ compiled by NVRTC.
+enum class Target : uint8_t { Cpu, Cuda };
+
+// The source of a cluster step. Cpu: `extern "C" void <name>(int64_t rows, int64_t cols,
+// const void* const* in, void* const* out)`, loops written for the compiler to vectorize (float
+// exp, log, tanh and sigmoid are branch-free polynomials, not libm calls). Cuda: `extern "C"
+// __global__ void <name>(int64_t rows, int64_t cols, <one pointer per input>, <one per
+// output>)`, launched with cuda_block_threads threads a block. Inputs are indexed by their
+// Access; outputs are contiguous, rows * cols elements (element ops) or rows (per-row ops and
+// reductions).
 std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
-                         const std::string& name);
+                         const std::string& name, Target target = Target::Cpu);
 
 // A whole library: the helpers generated functions use, then the functions.
-std::string library_source(const std::vector<std::string>& functions);
+std::string library_source(const std::vector<std::string>& functions,
+                           Target target = Target::Cpu);
+
+// Whether a cluster has per-row ops or reductions: its CUDA kernel then runs a thread block per
+// row (a grid of min(rows, 65535) blocks), else a thread per element.
+bool row_blocks(const ir::Graph& body, const RegionPlan::Step& step);
+// The threads of a CUDA kernel's blocks: a power of two from 32 to 256.
+int cuda_block_threads(bool row_blocks, int64_t cols);
 
 // Whether an elementwise op can be generated (as a cluster member of any role).
 bool generable(const ir::Graph& body, const ir::OpNode& op);

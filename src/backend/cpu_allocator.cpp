@@ -3,6 +3,7 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
+#include <torch/version.h>
 
 #include <cstdlib>
 #include <mutex>
@@ -35,12 +36,22 @@ class CachingCpuAllocator final : public c10::Allocator {
  public:
   explicit CachingCpuAllocator(int64_t limit) : limit_(limit) {}
 
+// LibTorch 2 made allocate non-const and asks allocators to copy their own blocks.
+#if TORCH_VERSION_MAJOR >= 2
+  c10::DataPtr allocate(size_t n) override {
+#else
   c10::DataPtr allocate(size_t n) const override {
+#endif
     if (n == 0) return {nullptr, nullptr, &release, c10::Device(c10::DeviceType::CPU)};
     void* data = const_cast<CachingCpuAllocator*>(this)->take(size_class(n));
     return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
+#if TORCH_VERSION_MAJOR >= 2
+  void copy_data(void* dest, const void* src, size_t n) const override {
+    default_copy_data(dest, src, n);
+  }
+#endif
 
   CpuAllocatorStats stats() {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -185,7 +185,8 @@ std::unique_ptr<Kernel> udf_kernel(const ir::Graph& g, const ir::OpNode& op,
 // A cluster of a region (RegionPlan::Step) run by its generated loop.
 std::unique_ptr<Kernel> cluster_kernel(const std::string& who, const ir::Graph& body,
                                        const RegionPlan::Step& step, ClusterFn loop,
-                                       const sym::SymbolLayout& layout, bool donation) {
+                                       const sym::SymbolLayout& layout, bool donation,
+                                       torch::Device device) {
   SymShape shape(step.shape.dims, layout);
   std::vector<SymShape> out_shapes;
   std::vector<torch::ScalarType> in_types, out_types;
@@ -206,6 +207,7 @@ std::unique_ptr<Kernel> cluster_kernel(const std::string& who, const ir::Graph& 
     c10::SmallVector<void*, 8> out_ptrs;
     for (size_t k = 0; k < in_types.size(); ++k) {
       torch::Tensor t = as(tensor_of(in[k]), in_types[k]);
+      if (t.device() != device) t = t.to(device);  // e.g. a value swapped to host memory
       t = access[k] == Access::Expand ? t.expand(sh).contiguous() : t.contiguous();
       const int64_t want = access[k] == Access::Scalar   ? 1
                            : access[k] == Access::Row    ? cols
@@ -240,7 +242,8 @@ std::unique_ptr<Kernel> cluster_kernel(const std::string& who, const ir::Graph& 
         donated[j] = true;
         outputs.push_back(inputs[j]);
       } else {
-        outputs.push_back(torch::empty(want, torch::TensorOptions().dtype(out_types[k])));
+        outputs.push_back(
+            torch::empty(want, torch::TensorOptions().dtype(out_types[k]).device(device)));
       }
       out_ptrs.push_back(outputs.back().data_ptr());
     }
@@ -651,7 +654,7 @@ std::unique_ptr<Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId id,
           [&](size_t k) -> std::unique_ptr<Kernel> {
             if (!compiled || !compiled->loops[k]) return nullptr;
             return cluster_kernel(who, a.region->body, plan.steps[k], compiled->loops[k], layout,
-                                  state.donation);
+                                  state.donation, state.device);
           });
     }
     case ir::OpKind::Param:

@@ -1,6 +1,9 @@
 #include "backend/libtorch_backend.h"
 
 #include <dlfcn.h>
+#ifdef TEMPO_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
 
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +11,7 @@
 #include <utility>
 
 #include "backend/cpu_allocator.h"
+#include "backend/cuda_kernels.h"
 #include "backend/torch_collectives.h"
 #include "backend/torch_value.h"
 #include "util/error.h"
@@ -76,9 +80,13 @@ torch::Tensor host_to_torch(ir::HostTensor&& h, const torch::Device& device) {
 
 torch::Tensor host_to_torch(const ir::HostTensor& h, const torch::Device& device) {
   check_host(h);
-  torch::Tensor t = torch::empty(h.shape, torch::TensorOptions().dtype(to_torch(h.dtype)));
+  // For a GPU the bytes go through pinned memory, so that the copy is asynchronous on the
+  // current stream (LibTorch's pinned allocator keeps the buffer until the copy has run).
+  const bool gpu = device != torch::kCPU;
+  torch::Tensor t =
+      torch::empty(h.shape, torch::TensorOptions().dtype(to_torch(h.dtype)).pinned_memory(gpu));
   if (!h.data.empty()) std::memcpy(t.data_ptr(), h.data.data(), h.data.size());
-  if (device != torch::kCPU) t = t.to(device);
+  if (gpu) t = t.to(device, /*non_blocking=*/true);
   return t;
 }
 
@@ -112,7 +120,7 @@ std::string loop_name(ir::OpId op, size_t step) {
 class LibTorchBackend final : public runtime::Backend {
  public:
   LibTorchBackend(torch::Device device, BackendOptions options)
-      : codegen_(options.codegen && device.is_cpu()) {
+      : codegen_(options.codegen), cuda_check_(options.check_cuda_kernels) {
     state_.device = device;
     state_.donation = options.donation;
     if (options.process_group) {
@@ -127,42 +135,47 @@ class LibTorchBackend final : public runtime::Backend {
 
   std::string prepare(const ir::Graph& g, const sym::SymbolLayout&) override {
     state_.regions.clear();
-    if (!codegen_) return "";
-    std::vector<std::string> functions;
+    if (!codegen_ && !cuda_check_) return "";
+    std::vector<Cluster> clusters;
+    std::vector<std::string> cpu, cuda;  // their sources, per target
     int ops = 0;
     for (const ir::OpNode& op : g.ops()) {
       if (op.kind != ir::OpKind::Fused) continue;
       CompiledRegion& r = state_.regions[op.id];
       r.plan = plan_region(*op.attrs.region, true);
       r.loops.assign(r.plan.steps.size(), nullptr);
-      for (size_t k = 0; k < r.plan.steps.size(); ++k)
-        if (r.plan.steps[k].cluster()) {
-          functions.push_back(
-              emit_cluster(op.attrs.region->body, r.plan.steps[k], loop_name(op.id, k)));
-          ops += static_cast<int>(r.plan.steps[k].ops.size());
-        }
+      for (size_t k = 0; k < r.plan.steps.size(); ++k) {
+        const RegionPlan::Step& step = r.plan.steps[k];
+        if (!step.cluster()) continue;
+        const ir::Graph& body = op.attrs.region->body;
+        const std::string name = loop_name(op.id, k);
+        clusters.push_back({name, op.id, k, row_blocks(body, step), step.inputs.size(),
+                            step.outputs.size()});
+        if (state_.device.is_cpu()) cpu.push_back(emit_cluster(body, step, name));
+        if (!state_.device.is_cpu() || cuda_check_)
+          cuda.push_back(emit_cluster(body, step, name, Target::Cuda));
+        ops += static_cast<int>(step.ops.size());
+      }
     }
-    if (functions.empty()) return "";
+    if (clusters.empty()) return "";
+    if (cuda_check_ && state_.device.is_cpu()) check_cuda_kernels(cuda);
+    if (!codegen_) {
+      state_.regions.clear();
+      return "";
+    }
+    std::string report;
     try {
-      state_.library = KernelLibrary::load(library_source(functions));
+      report = state_.device.is_cpu() ? load_cpu_loops(cpu, clusters)
+                                      : load_cuda_kernels(cuda, clusters);
     } catch (const std::exception& e) {
-      // Correct either way: without the library every region runs on LibTorch kernels.
+      // Correct either way: without generated code every region runs on LibTorch kernels.
       std::cerr << "[tempo] warning: code generation failed, fused regions run op by op: "
                 << e.what() << "\n";
       state_.regions.clear();
       return "code generation failed";
     }
-    for (auto& [id, r] : state_.regions)
-      for (size_t k = 0; k < r.plan.steps.size(); ++k)
-        if (r.plan.steps[k].cluster()) {
-          r.loops[k] = reinterpret_cast<ClusterFn>(state_.library->symbol(loop_name(id, k)));
-          TEMPO_ASSERT(r.loops[k], "generated loop ", loop_name(id, k), " is missing");
-        }
-    return cat("generated ", functions.size(), " loops (", ops, " ops) ",
-               state_.library->from_cache()
-                   ? std::string("from the kernel cache")
-                   : cat("compiled in ", state_.library->compile_seconds(), " s"),
-               ": ", state_.library->path());
+    return cat("generated ", clusters.size(), " ", state_.device.is_cpu() ? "loops" : "kernels",
+               " (", ops, " ops) ", report);
   }
 
   std::unique_ptr<runtime::Kernel> make_kernel(const ir::Graph& g, ir::OpId op,
@@ -243,7 +256,77 @@ class LibTorchBackend final : public runtime::Backend {
   }
 
  private:
-  const bool codegen_;  // generate loops for fused regions (CPU only)
+  struct Cluster {  // a generated cluster step
+    std::string name;
+    ir::OpId region;
+    size_t step;
+    bool row_blocks;  // codegen.h's row_blocks
+    size_t inputs, outputs;
+  };
+
+  static std::string cache_report(bool from_cache, double seconds, const std::string& path) {
+    return cat(from_cache ? std::string("from the kernel cache") : cat("compiled in ", seconds, " s"),
+               ": ", path);
+  }
+
+  std::string load_cpu_loops(const std::vector<std::string>& functions,
+                             const std::vector<Cluster>& clusters) {
+    state_.library = KernelLibrary::load(library_source(functions));
+    for (const Cluster& c : clusters) {
+      auto fn = reinterpret_cast<void (*)(int64_t, int64_t, const void* const*, void* const*)>(
+          state_.library->symbol(c.name));
+      TEMPO_ASSERT(fn, "generated loop ", c.name, " is missing");
+      state_.regions[c.region].loops[c.step] = fn;  // state_.library keeps it loaded
+    }
+    return cache_report(state_.library->from_cache(), state_.library->compile_seconds(),
+                        state_.library->path());
+  }
+
+#ifdef TEMPO_CUDA
+  std::string load_cuda_kernels(const std::vector<std::string>& functions,
+                                const std::vector<Cluster>& clusters) {
+    const CudaImage image = compile_cuda(library_source(functions, Target::Cuda),
+                                         cuda_device_arch());
+    std::shared_ptr<CudaModule> module = CudaModule::load(image);
+    for (const Cluster& c : clusters) {
+      const bool blocks = c.row_blocks;
+      const size_t n_in = c.inputs, n_out = c.outputs;
+      void* fn = module->function(c.name);
+      state_.regions[c.region].loops[c.step] = [module, fn, blocks, n_in, n_out](int64_t rows, int64_t cols,
+                                                           const void* const* in,
+                                                           void* const* out) {
+        const int64_t work = blocks ? rows : rows * cols;
+        if (work <= 0) return;
+        const int threads = cuda_block_threads(blocks, cols);
+        const int64_t grid = blocks ? rows : (work + threads - 1) / threads;
+        c10::SmallVector<void*, 16> ptrs, args{&rows, &cols};
+        for (size_t k = 0; k < n_in; ++k) ptrs.push_back(const_cast<void*>(in[k]));
+        for (size_t k = 0; k < n_out; ++k) ptrs.push_back(out[k]);
+        for (void*& p : ptrs) args.push_back(&p);
+        CudaModule::launch(fn, static_cast<unsigned>(std::min<int64_t>(grid, 65535)),
+                           static_cast<unsigned>(threads), args.data(),
+                           at::cuda::getCurrentCUDAStream().stream());
+      };
+    }
+    return cache_report(image.from_cache, image.compile_seconds, image.path);
+  }
+
+  // Compiles the CUDA kernels of a program that runs on the CPU: a kernel that does not compile
+  // is an error even without a GPU (the suite of a CUDA build runs so).
+  static void check_cuda_kernels(const std::vector<std::string>& functions) {
+    compile_cuda(library_source(functions, Target::Cuda), "compute_80");
+  }
+#else
+  std::string load_cuda_kernels(const std::vector<std::string>&, const std::vector<Cluster>&) {
+    internal_error("generated CUDA kernels in a build without CUDA");
+  }
+  static void check_cuda_kernels(const std::vector<std::string>&) {
+    internal_error("checking CUDA kernels in a build without CUDA");
+  }
+#endif
+
+  const bool codegen_;     // generate code for fused regions
+  const bool cuda_check_;  // BackendOptions::check_cuda_kernels
   TorchState state_;
 };
 
@@ -268,6 +351,10 @@ std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& devic
   } else if (!dev.is_cpu()) {
     throw UserError(cat("device \"", device, "\" is not supported (use cpu or cuda)"));
   }
+#ifndef TEMPO_CUDA
+  if (options.check_cuda_kernels)
+    throw UserError("checking the generated CUDA kernels needs a CUDA build (-DTEMPO_CUDA=ON)");
+#endif
   limit_blas_threads();
   install_caching_cpu_allocator();
   return std::make_unique<LibTorchBackend>(dev, options);

@@ -13,9 +13,13 @@ namespace tempo::backend {
 // `device` is a LibTorch device string: "cpu", "cuda" or "cuda:N". A CUDA device needs a build
 // with -DTEMPO_CUDA=ON against a CUDA LibTorch; asking for one otherwise is a UserError.
 struct BackendOptions {
-  // The clusters of fused regions run as generated C++ loops (CPU only; backend/codegen.h),
-  // compiled once per program and cached on disk.
+  // The clusters of fused regions run as generated code (backend/codegen.h): C++ loops on the
+  // CPU, CUDA kernels (NVRTC) on a GPU; compiled once per program and cached on disk.
   bool codegen = true;
+  // On the CPU, also generate and compile (NVRTC, no GPU needed) the CUDA kernels of every
+  // cluster, failing on one that does not compile. Needs a CUDA build; its test suite sets it
+  // ($TEMPO_CHECK_CUDA_KERNELS, read by the driver).
+  bool check_cuda_kernels = false;
   // A generated loop writes its output into a dead input's buffer (TEMPO §5.2's donation).
   bool donation = true;
   // The collectives' process group (make_process_group); null: one process, where AllReduce

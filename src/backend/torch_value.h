@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <unordered_map>
 
 #include "backend/codegen.h"
@@ -44,8 +45,10 @@ torch::Tensor host_to_torch(const ir::HostTensor& h, const torch::Device& device
 torch::Tensor host_to_torch(ir::HostTensor&& h, const torch::Device& device);
 ir::HostTensor torch_to_host(const torch::Tensor& t);
 
-// A generated cluster loop (backend/codegen.h).
-using ClusterFn = void (*)(int64_t rows, int64_t cols, const void* const* in, void* const* out);
+// A generated cluster (backend/codegen.h): a call of its CPU loop, or a launch of its CUDA kernel
+// on the current stream. Pointers are to the backend device's memory.
+using ClusterFn =
+    std::function<void(int64_t rows, int64_t cols, const void* const* in, void* const* out)>;
 
 // The plan of a Fused op's region and, per step, its generated loop (null: op by op).
 struct CompiledRegion {
@@ -61,7 +64,7 @@ struct TorchState {
   torch::Generator generator;
   uint64_t seed = 0;  // Backend::seed
   bool donation = true;  // BackendOptions::donation
-  std::shared_ptr<KernelLibrary> library;  // the program's generated loops
+  std::shared_ptr<KernelLibrary> library;  // the program's generated loops (CPU)
   // BackendOptions::process_group as its torch-facing side (null: one process).
   std::shared_ptr<TorchProcessGroup> process_group;
   std::unordered_map<ir::OpId, CompiledRegion> regions;

@@ -20,9 +20,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// TEMPO_NO_<FEATURE>=1 turns a feature off in any program without recompiling it, e.g. to run a
-// test suite with it off.
-bool switched_off(const char* variable) {
+// Whether an environment switch is set (not empty, not 0). TEMPO_NO_<FEATURE>=1 turns a feature
+// off in any program without recompiling it, e.g. to run a test suite with it off.
+bool env_flag(const char* variable) {
   const char* v = std::getenv(variable);
   return v && *v && *v != '0';
 }
@@ -150,7 +150,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   so.proximity = options.proximity;
   so.deallocate = options.deallocate;
   so.fuse = options.fuse;
-  so.solve_in_child = !switched_off("TEMPO_SCHEDULE_IN_PROCESS");
+  so.solve_in_child = !env_flag("TEMPO_SCHEDULE_IN_PROCESS");
   for (const auto& [b, v] : bounds) so.known_bounds.emplace_back(b.name(), v);
   impl->schedule = schedule::compute_schedule(impl->graph, so);
   if (options.memory_budget > 0) {
@@ -176,7 +176,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   }
   // Buffer donation (TEMPO §5.2): last readers take their inputs over, and generated loops
   // write into those buffers.
-  const bool donation = options.donation && !switched_off("TEMPO_NO_DONATION");
+  const bool donation = options.donation && !env_flag("TEMPO_NO_DONATION");
   if (donation) impl->schedule = schedule::donate_buffers(impl->graph, impl->schedule);
   log("schedule", t0);
   if (options.verbose)
@@ -188,8 +188,9 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
 
   t0 = Clock::now();
   backend::BackendOptions bo;
-  bo.codegen = options.codegen && !switched_off("TEMPO_NO_CODEGEN");
+  bo.codegen = options.codegen && !env_flag("TEMPO_NO_CODEGEN");
   bo.donation = donation;
+  bo.check_cuda_kernels = env_flag("TEMPO_CHECK_CUDA_KERNELS");
   bo.process_group = driver::process_group_of(options.communicator);
   if (bo.process_group)
     driver::check_same_schedule(*bo.process_group, impl->schedule.str(impl->graph), where(loc));
@@ -197,7 +198,7 @@ Executable Context::compile(const Bounds& bounds, const CompileOptions& options,
   impl->backend->seed(options.seed);
   runtime::Blocks blocks = options.memory_budget > 0 ? driver::budget_blocks(options)
                                                      : runtime::Blocks::All;
-  if (!options.block_stores || switched_off("TEMPO_NO_BLOCK_STORES"))
+  if (!options.block_stores || env_flag("TEMPO_NO_BLOCK_STORES"))
     blocks = runtime::Blocks::None;
   impl->executor = std::make_unique<runtime::Executor>(impl->graph, impl->schedule, *impl->backend,
                                                        impl->dims, blocks);

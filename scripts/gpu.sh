@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: builds the CUDA build, runs the whole suite on the GPU
+# (TEMPO_DEVICE=cuda), then the GPU benchmarks and the main job, and writes their tables to
+# $TEMPO_GPU_OUT/results.md (default out/gpu). Fails with one line on a machine without a GPU.
+#
+# LibTorch: python3's torch where it is a CUDA build (as on GPU machines with PyTorch), else the
+# one scripts/setup.sh --cuda installs. Packages that a machine without network access lacks
+# (isl, GoogleTest, Google Benchmark) come from Debian packages fetched beforehand by
+# scripts/gpu_deps.sh into .gpu-deps/ (unpacked here, installed nowhere).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! nvidia-smi -L 2> /dev/null | grep -q '^GPU'; then
+  echo "gpu.sh: no NVIDIA GPU on this machine (nvidia-smi lists none)" >&2
+  exit 1
+fi
+out="${TEMPO_GPU_OUT:-out/gpu}"
+mkdir -p "$out"
+log() { echo "[gpu.sh] $*" | tee -a "$out/log.txt"; }
+
+torch_dir="$(python3 -c 'import torch; assert torch.version.cuda; print(torch.utils.cmake_prefix_path)' 2> /dev/null || true)"
+if [ -z "$torch_dir" ]; then
+  bash scripts/setup.sh --cuda
+  torch_dir="$(bash scripts/torch_prefix.sh)/torch"
+fi
+prefixes="$torch_dir"
+if ! pkg-config --exists isl 2> /dev/null; then
+  [ -d .gpu-deps ] || { echo "gpu.sh: isl is missing: run scripts/gpu_deps.sh where apt works" >&2; exit 1; }
+  root="$PWD/.gpu-deps/root"
+  rm -rf "$root" && mkdir -p "$root"
+  for deb in .gpu-deps/*.deb; do dpkg -x "$deb" "$root"; done
+  multiarch="$root/usr/lib/x86_64-linux-gnu"
+  export PKG_CONFIG_PATH="$multiarch/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  # isl.pc names /usr as its prefix: point it at the unpacked tree.
+  sed -i "s|^prefix=/usr|prefix=$root/usr|" "$multiarch/pkgconfig/isl.pc"
+  export LD_LIBRARY_PATH="$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  prefixes="$prefixes;$root/usr"
+fi
+python_args=()
+python3 -c 'import numpy, pybind11' 2> /dev/null &&
+  python_args=(-DPython_EXECUTABLE="$(command -v python3)" -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)")
+
+log "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader)"
+log "LibTorch: $torch_dir"
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTEMPO_CUDA=ON \
+  -DCMAKE_PREFIX_PATH="$prefixes" "${python_args[@]}" > "$out/configure.txt" 2>&1 ||
+  { tail -20 "$out/configure.txt"; exit 1; }
+cmake --build build-gpu -j"$(nproc)" > "$out/build.txt" 2>&1 || { tail -40 "$out/build.txt"; exit 1; }
+log "built"
+
+results="$out/results.md"
+{
+  echo "# Tempo on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+  echo
+  echo "$(date -u +%F), LibTorch $(grep -o '[0-9.]*' "$torch_dir/Torch/TorchConfigVersion.cmake" | head -1), CUDA build"
+} > "$results"
+
+# The suite on the GPU: every program's device is cuda (backend::default_device).
+set +e
+TEMPO_DEVICE=cuda ctest --test-dir build-gpu -j4 --timeout 900 > "$out/tests.txt" 2>&1
+set -e
+{
+  echo
+  echo "## Test suite with TEMPO_DEVICE=cuda"
+  echo
+  grep -E "tests passed|tests failed" "$out/tests.txt" || echo "(ctest printed no summary)"
+  sed -n '/The following tests FAILED/,$p' "$out/tests.txt"
+} >> "$results"
+log "suite done"
+
+bench() {  # title, then the command; its output (Markdown tables) goes into the results
+  local title="$1"
+  shift
+  log "$title"
+  echo -e "\n## $title\n\n\`$*\`\n" >> "$results"
+  (cd build-gpu && TEMPO_DEVICE=cuda "$@") >> "$results" 2> "$out/stderr.txt" ||
+    echo "(failed: $(tail -1 "$out/stderr.txt"))" >> "$results"
+}
+bench "RL training against the eager baseline (Tempo on the GPU, eager on the CPU)" \
+  ./bench_rl_vs_eager --quick
+bench "RL sweep, PPO (envs up to 512, observations up to 3x64x64)" \
+  ./bench_rl_vs_eager --only sweep --algos ppo
+bench "Decoding" ./bench_decode --quick
+bench "Decoding, long sequences and batch 16" ./bench_decode --long
+
+# The main job (README), on the GPU and on this machine's CPU.
+for device in cuda cpu; do
+  log "main job on $device"
+  start=$(date +%s.%N)
+  TEMPO_DEVICE=$device ./build-gpu/tempo train ppo --env CartPole-v1 --seed 1 --out "$out/main-$device" \
+    > "$out/main-$device.txt" 2>&1 || true
+  end=$(date +%s.%N)
+  echo -e "\n## Main job (PPO on CartPole-v1), $device: $(echo "$end - $start" | bc) s\n" >> "$results"
+  tail -3 "$out/main-$device.txt" >> "$results"
+done
+log "results in $results"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Downloads (does not install) the Debian packages that scripts/gpu.sh unpacks on a GPU machine
+# without network access: isl, GoogleTest and Google Benchmark, into .gpu-deps/ (ignored by git).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .gpu-deps
+cd .gpu-deps
+apt-get update -qq
+apt-get download libisl-dev libisl23 libgtest-dev libgmock-dev googletest libbenchmark-dev \
+  libbenchmark1debian
+ls -1 *.deb
