@@ -409,14 +409,15 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
         break;
     }
   }
+  // An operand: a value of the cluster or of its inputs, or a uniform constant's literal.
+  auto operand = [&](const ir::Edge& edge) {
+    const ir::OpNode& src = body.op(edge.source);
+    return uniform_const(src) ? literal(src.attrs.scalar, src.outputs[0].dtype)
+                              : value(edge.source, edge.source_output);
+  };
   auto statement = [&](const ir::OpNode& op, const char* indent) {
     std::vector<std::string> args;
-    for (ir::EdgeId eid : op.inputs) {
-      const ir::Edge& edge = body.edge(eid);
-      const ir::OpNode& src = body.op(edge.source);
-      args.push_back(uniform_const(src) ? literal(src.attrs.scalar, src.outputs[0].dtype)
-                                        : value(edge.source, edge.source_output));
-    }
+    for (ir::EdgeId eid : op.inputs) args.push_back(operand(body.edge(eid)));
     return cat(indent, "const ", c_type(op.outputs[0].dtype), " ", value(op.id, 0), " = ",
                expression(op.kind, op.outputs[0].dtype, args), ";\n");
   };
@@ -448,7 +449,7 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
         break;
       case Role::Reduce: {
         const ir::Edge& in = body.edge(op.inputs[0]);
-        const std::string x = value(in.source, in.source_output), acc = cat("acc", id);
+        const std::string x = operand(in), acc = cat("acc", id);
         const std::string arg = cat("arg", id);
         const char* t = c_type(op.outputs[0].dtype);
         const bool max = op.kind == OpKind::ReduceMax;

@@ -90,7 +90,6 @@ TEST_F(CudaCodegen, KernelsOfAProgramCompileWithNvrtc) {
   EXPECT_GE(kernels, 3);
   EXPECT_EQ(entries, kernels);
   // Compiled once: the same program again finds the image in the cache.
-  const std::string image = ptx[0];
   EXPECT_TRUE(backend::compile_cuda(sources[0], "compute_80").from_cache);
 }
 

@@ -383,3 +383,33 @@ TEST(Fusion, GeneratedRowReductionsMatchLibTorch) {
 
 }  // namespace
 }  // namespace tempo
+
+namespace tempo {
+namespace {
+
+// A reduction whose input is a uniform constant (the log-softmax of constant logits, as a
+// Categorical over no information): the constant is a literal in the generated loop, which
+// compiles (the program runs on generated code, not on the LibTorch fallback).
+TEST(Fusion, ReductionOfAConstantIsGenerated) {
+  const std::string dir = ::testing::TempDir() + "tempo_constant_cache." + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  setenv("TEMPO_CACHE_DIR", dir.c_str(), 1);
+  Context ctx;
+  Dim b = ctx.dim("b", "B");
+  RT logits = ctx.constant(0.0, {8}, DType::Float32, {b});
+  RT y = logits.log_softmax(0).retain();
+  Executable exe = ctx.compile({{b.bound, 4}});
+  exe.run();
+  int libraries = 0;
+  if (std::filesystem::exists(dir + "/kernels"))
+    for (const auto& e : std::filesystem::directory_iterator(dir + "/kernels"))
+      libraries += e.path().extension() == ".so";
+  unsetenv("TEMPO_CACHE_DIR");
+  std::filesystem::remove_all(dir);
+  expect_close(to_torch(exe.get(y, {3})), torch::full({8}, -std::log(8.0)), "log-softmax");
+  const bool generated = std::getenv("TEMPO_NO_PASS") == nullptr && !std::getenv("TEMPO_NO_CODEGEN");
+  if (generated) EXPECT_EQ(libraries, 1);
+}
+
+}  // namespace
+}  // namespace tempo
