@@ -2,12 +2,9 @@
 import sys
 from pathlib import Path
 
-# The figures compared, by the column headers of the benchmarks' Markdown tables.
-COLUMNS = {
-    "rl": ["Tempo s/iter", "eager s/iter"],
-    "decode": ["Tempo ms/token", "grown cache ms/token"],
-}
-KEYS = {"rl": ["algo", "config"], "decode": ["attention", "batch", "T"]}
+# The figures compared and the columns that name a row, by the benchmarks' table headers.
+FIGURES = ["Tempo s/iter", "eager s/iter", "s/iter", "Tempo ms/token", "grown cache ms/token"]
+KEYS = ["algo", "config", "T", "returns", "system", "attention", "batch"]
 
 
 def tables(text):
@@ -33,16 +30,15 @@ def main(out, a, b):
         wall[(name, build)] = float(seconds)
     print(f"| command | figure | {a} | {b} | {b}/{a} |")
     print("|---|---|---|---|---|")
-    for name, cols in COLUMNS.items():
+    for name in ["rl", "decode"]:
         ra = tables((out / f"{name}.{a}.txt").read_text())
         rb = tables((out / f"{name}.{b}.txt").read_text())
         for x, y in zip(ra, rb):
-            if not all(c in x and c in y for c in cols):
-                continue
-            key = " ".join(x[k] for k in KEYS[name] if k in x)
-            for c in cols:
-                va, vb = float(x[c]), float(y[c])
-                print(f"| {name} | {key}: {c} | {va:g} | {vb:g} | {vb / va:.2f} |")
+            key = " ".join(x[k] for k in KEYS if k in x)
+            for c in FIGURES:
+                if c in x and c in y:
+                    va, vb = float(x[c]), float(y[c])
+                    print(f"| {name} | {key}: {c} | {va:g} | {vb:g} | {vb / va:.2f} |")
     for name in ["rl", "decode", "main"]:
         va, vb = wall[(name, a)], wall[(name, b)]
         print(f"| {name} | wall s (whole command) | {va:.1f} | {vb:.1f} | {vb / va:.2f} |")

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: builds the CUDA build, runs the whole suite on the GPU
-# (TEMPO_DEVICE=cuda), then the GPU benchmarks and the main job, and writes their tables to
+# (TEMPO_DEVICE=cuda), then the GPU benchmarks and the main job, and appends their tables to
 # $TEMPO_GPU_OUT/results.md (default out/gpu). Fails with one line on a machine without a GPU.
+#   bash scripts/gpu.sh [STAGE...]   stages: build test rl decode main (default: all, in order);
+#   each stage builds first if needed, so that a machine that limits a command's time can run
+#   them one call at a time.
 #
 # LibTorch: python3's torch where it is a CUDA build (as on GPU machines with PyTorch), else the
 # one scripts/setup.sh --cuda installs. Packages that a machine without network access lacks
@@ -30,43 +33,49 @@ if ! pkg-config --exists isl 2> /dev/null; then
   rm -rf "$root" && mkdir -p "$root"
   for deb in .gpu-deps/*.deb; do dpkg -x "$deb" "$root"; done
   multiarch="$root/usr/lib/x86_64-linux-gnu"
+  command -v pkg-config > /dev/null || export PKG_CONFIG="$root/usr/bin/pkgconf"
   export PKG_CONFIG_PATH="$multiarch/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
   # isl.pc names /usr as its prefix: point it at the unpacked tree.
   sed -i "s|^prefix=/usr|prefix=$root/usr|" "$multiarch/pkgconfig/isl.pc"
   export LD_LIBRARY_PATH="$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   prefixes="$prefixes;$root/usr"
 fi
-python_args=()
-python3 -c 'import numpy, pybind11' 2> /dev/null &&
+# The Python module, where python3 has NumPy, pybind11 and its C headers.
+python_args=(-DTEMPO_BUILD_PYTHON=OFF)
+python3 -c 'import numpy, pybind11, os, sysconfig
+assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2> /dev/null &&
   python_args=(-DPython_EXECUTABLE="$(command -v python3)" -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)")
 
-log "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader)"
-log "LibTorch: $torch_dir"
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTEMPO_CUDA=ON \
-  -DCMAKE_PREFIX_PATH="$prefixes" "${python_args[@]}" > "$out/configure.txt" 2>&1 ||
-  { tail -20 "$out/configure.txt"; exit 1; }
-cmake --build build-gpu -j"$(nproc)" > "$out/build.txt" 2>&1 || { tail -40 "$out/build.txt"; exit 1; }
-log "built"
-
+stages=("$@")
+((${#stages[@]})) || stages=(build test rl decode main)
 results="$out/results.md"
-{
-  echo "# Tempo on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
-  echo
-  echo "$(date -u +%F), LibTorch $(grep -o '[0-9.]*' "$torch_dir/Torch/TorchConfigVersion.cmake" | head -1), CUDA build"
-} > "$results"
 
-# The suite on the GPU: every program's device is cuda (backend::default_device).
-set +e
-TEMPO_DEVICE=cuda ctest --test-dir build-gpu -j4 --timeout 900 > "$out/tests.txt" 2>&1
-set -e
-{
-  echo
-  echo "## Test suite with TEMPO_DEVICE=cuda"
-  echo
-  grep -E "tests passed|tests failed" "$out/tests.txt" || echo "(ctest printed no summary)"
-  sed -n '/The following tests FAILED/,$p' "$out/tests.txt"
-} >> "$results"
-log "suite done"
+build() {
+  log "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader)"
+  log "LibTorch: $torch_dir"
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTEMPO_CUDA=ON \
+    -DCMAKE_PREFIX_PATH="$prefixes" "${python_args[@]}" > "$out/configure.txt" 2>&1 ||
+    { tail -20 "$out/configure.txt"; exit 1; }
+  cmake --build build-gpu -j"$(nproc)" > "$out/build.txt" 2>&1 || { tail -40 "$out/build.txt"; exit 1; }
+  [ -f "$results" ] || {
+    echo "# Tempo on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+    echo
+    echo "$(date -u +%F), CUDA build against $torch_dir"
+  } > "$results"
+  log "built"
+}
+
+test_suite() {  # every program's device is cuda (backend::default_device)
+  set +e
+  TEMPO_DEVICE=cuda ctest --test-dir build-gpu -j4 --timeout 900 > "$out/tests.txt" 2>&1
+  set -e
+  {
+    echo -e "\n## Test suite with TEMPO_DEVICE=cuda\n"
+    grep -E "tests passed|tests failed" "$out/tests.txt" || echo "(ctest printed no summary)"
+    sed -n '/The following tests FAILED/,$p' "$out/tests.txt"
+  } >> "$results"
+  log "suite done"
+}
 
 bench() {  # title, then the command; its output (Markdown tables) goes into the results
   local title="$1"
@@ -76,21 +85,39 @@ bench() {  # title, then the command; its output (Markdown tables) goes into the
   (cd build-gpu && TEMPO_DEVICE=cuda "$@") >> "$results" 2> "$out/stderr.txt" ||
     echo "(failed: $(tail -1 "$out/stderr.txt"))" >> "$results"
 }
-bench "RL training against the eager baseline (Tempo on the GPU, eager on the CPU)" \
-  ./bench_rl_vs_eager --quick
-bench "RL sweep, PPO (envs up to 512, observations up to 3x64x64)" \
-  ./bench_rl_vs_eager --only sweep --algos ppo
-bench "Decoding" ./bench_decode --quick
-bench "Decoding, long sequences and batch 16" ./bench_decode --long
 
-# The main job (README), on the GPU and on this machine's CPU.
-for device in cuda cpu; do
-  log "main job on $device"
-  start=$(date +%s.%N)
-  TEMPO_DEVICE=$device ./build-gpu/tempo train ppo --env CartPole-v1 --seed 1 --out "$out/main-$device" \
-    > "$out/main-$device.txt" 2>&1 || true
-  end=$(date +%s.%N)
-  echo -e "\n## Main job (PPO on CartPole-v1), $device: $(echo "$end - $start" | bc) s\n" >> "$results"
-  tail -3 "$out/main-$device.txt" >> "$results"
+main_job() {  # the README's main job, on the GPU and on this machine's CPU
+  for device in cuda cpu; do
+    log "main job on $device"
+    local start end
+    start=$(date +%s.%N)
+    TEMPO_DEVICE=$device ./build-gpu/tempo train ppo --env CartPole-v1 --seed 1 \
+      --out "$out/main-$device" > "$out/main-$device.txt" 2>&1 || true
+    end=$(date +%s.%N)
+    echo -e "\n## Main job (PPO on CartPole-v1), $device: $(echo "$end - $start" | bc) s\n" >> "$results"
+    tail -3 "$out/main-$device.txt" >> "$results"
+  done
+}
+
+for stage in "${stages[@]}"; do
+  case "$stage" in
+    build) build ;;
+    test) [ -x build-gpu/tempo ] || build; test_suite ;;
+    rl)
+      [ -x build-gpu/tempo ] || build
+      # The eager baseline (bench/eager_rl.h) runs on the CPU: Tempo's figures are the GPU's.
+      bench "RL training, base configurations (Tempo on the GPU, eager on the CPU)" \
+        ./bench_rl_vs_eager --quick
+      bench "RL under a 1 GiB device-memory budget (TEMPO Fig. 21)" \
+        ./bench_rl_vs_eager --only budget --quick
+      ;;
+    decode)
+      [ -x build-gpu/tempo ] || build
+      bench "Decoding" ./bench_decode --quick
+      bench "Decoding, long sequences and batch 16" ./bench_decode --long
+      ;;
+    main) [ -x build-gpu/tempo ] || build; main_job ;;
+    *) echo "gpu.sh: unknown stage $stage (build, test, rl, decode, main)" >&2; exit 2 ;;
+  esac
 done
 log "results in $results"

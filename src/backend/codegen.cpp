@@ -354,7 +354,9 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
   const bool cuda = target == Target::Cuda;
   const bool blocks = row_blocks(body, step);
   auto value = [](ir::OpId id, int k) { return cat("x", id, "_", k); };
-  auto type_of = [&](const ValueRef& v) { return c_type(body.op(v.first).outputs[v.second].dtype); };
+  auto type_of = [&](const ValueRef& v) {
+    return c_type(body.op(v.first).outputs[v.second].dtype);
+  };
   auto member = [&](ir::OpId id) {
     return std::find(step.ops.begin(), step.ops.end(), id) != step.ops.end();
   };
@@ -427,8 +429,7 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
     while (!targets.empty()) {
       ir::OpId id = targets.back();
       targets.pop_back();
-      if (need[id] || !member(id) || role(body, body.op(id), step.shape) != Role::Element)
-        continue;
+      if (need[id] || !member(id) || role(body, body.op(id), step.shape) != Role::Element) continue;
       need[id] = true;
       for (ir::EdgeId e : body.op(id).inputs) targets.push_back(body.edge(e).source);
     }
@@ -438,8 +439,9 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
     return s;
   };
   // A loop over the columns of row r: all of them on the CPU, a thread's share on CUDA.
-  const std::string columns = cuda ? "    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {\n"
-                                   : "    for (int64_t j = 0; j < cols; ++j) {\n";
+  const std::string columns =
+      cuda ? "    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {\n"
+           : "    for (int64_t j = 0; j < cols; ++j) {\n";
   std::string row;  // per-row ops and reductions, in order
   for (ir::OpId id : step.ops) {
     const ir::OpNode& op = body.op(id);
@@ -483,8 +485,8 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
       stores += cat("      out", k, "[r * cols + j] = ", value(id, o), ";\n");
       targets.push_back(id);
     } else {
-      row += cat(cuda ? "    if (threadIdx.x == 0) " : "    ", "out", k, "[r] = ",
-                 value(id, o), ";\n");
+      row += cat(cuda ? "    if (threadIdx.x == 0) " : "    ", "out", k, "[r] = ", value(id, o),
+                 ";\n");
     }
   }
   if (cuda && !blocks) {  // a thread per element
@@ -499,8 +501,8 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
   if (!targets.empty())
     // An output aliases at most a full input, element by element at the same index (read
     // before written): ivdep lets GCC vectorize regardless.
-    last = cat(cuda ? "" : "#pragma GCC ivdep\n", columns, element_chain(targets), stores,
-               "    }\n");
+    last =
+        cat(cuda ? "" : "#pragma GCC ivdep\n", columns, element_chain(targets), stores, "    }\n");
   c << (cuda ? "  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {\n"
              : "  for (int64_t r = 0; r < rows; ++r) {\n")
     << row_loads << row << last << "  }\n}\n";

@@ -59,8 +59,7 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
                          const std::string& name, Target target = Target::Cpu);
 
 // A whole library: the helpers generated functions use, then the functions.
-std::string library_source(const std::vector<std::string>& functions,
-                           Target target = Target::Cpu);
+std::string library_source(const std::vector<std::string>& functions, Target target = Target::Cpu);
 
 // Whether a cluster has per-row ops or reductions: its CUDA kernel then runs a thread block per
 // row (a grid of min(rows, 65535) blocks), else a thread per element.

@@ -46,8 +46,8 @@ std::string nvrtc_compile(const std::string& source, const std::string& arch) {
     throw std::runtime_error("NVRTC cannot create a program");
   const std::string arch_flag = "--gpu-architecture=" + arch;
   // IEEE results as LibTorch's CUDA kernels compute them: no fast math, no flushed denormals.
-  const char* flags[] = {arch_flag.c_str(), "--std=c++17", "--ftz=false", "--prec-div=true",
-                         "--prec-sqrt=true", "--fmad=true"};
+  const char* flags[] = {arch_flag.c_str(), "--std=c++17",      "--ftz=false",
+                         "--prec-div=true", "--prec-sqrt=true", "--fmad=true"};
   const nvrtcResult rc = nvrtcCompileProgram(prog, std::size(flags), flags);
   size_t log_size = 0;
   nvrtcGetProgramLogSize(prog, &log_size);

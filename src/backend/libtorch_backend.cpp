@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #ifdef TEMPO_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
 #endif
 
 #include <cstdlib>
@@ -149,8 +150,8 @@ class LibTorchBackend final : public runtime::Backend {
         if (!step.cluster()) continue;
         const ir::Graph& body = op.attrs.region->body;
         const std::string name = loop_name(op.id, k);
-        clusters.push_back({name, op.id, k, row_blocks(body, step), step.inputs.size(),
-                            step.outputs.size()});
+        clusters.push_back(
+            {name, op.id, k, row_blocks(body, step), step.inputs.size(), step.outputs.size()});
         if (state_.device.is_cpu()) cpu.push_back(emit_cluster(body, step, name));
         if (!state_.device.is_cpu() || cuda_check_)
           cuda.push_back(emit_cluster(body, step, name, Target::Cuda));
@@ -265,8 +266,9 @@ class LibTorchBackend final : public runtime::Backend {
   };
 
   static std::string cache_report(bool from_cache, double seconds, const std::string& path) {
-    return cat(from_cache ? std::string("from the kernel cache") : cat("compiled in ", seconds, " s"),
-               ": ", path);
+    return cat(
+        from_cache ? std::string("from the kernel cache") : cat("compiled in ", seconds, " s"),
+        ": ", path);
   }
 
   std::string load_cpu_loops(const std::vector<std::string>& functions,
@@ -285,27 +287,28 @@ class LibTorchBackend final : public runtime::Backend {
 #ifdef TEMPO_CUDA
   std::string load_cuda_kernels(const std::vector<std::string>& functions,
                                 const std::vector<Cluster>& clusters) {
-    const CudaImage image = compile_cuda(library_source(functions, Target::Cuda),
-                                         cuda_device_arch());
+    const c10::DeviceIndex device = state_.device.index() < 0 ? 0 : state_.device.index();
+    c10::cuda::CUDAGuard guard(device);  // the module belongs to this device's context
+    const CudaImage image =
+        compile_cuda(library_source(functions, Target::Cuda), cuda_device_arch());
     std::shared_ptr<CudaModule> module = CudaModule::load(image);
     for (const Cluster& c : clusters) {
-      const bool blocks = c.row_blocks;
-      const size_t n_in = c.inputs, n_out = c.outputs;
       void* fn = module->function(c.name);
-      state_.regions[c.region].loops[c.step] = [module, fn, blocks, n_in, n_out](int64_t rows, int64_t cols,
-                                                           const void* const* in,
-                                                           void* const* out) {
-        const int64_t work = blocks ? rows : rows * cols;
+      state_.regions[c.region].loops[c.step] = [module, fn, c, device](int64_t rows, int64_t cols,
+                                                                       const void* const* in,
+                                                                       void* const* out) {
+        const int64_t work = c.row_blocks ? rows : rows * cols;
         if (work <= 0) return;
-        const int threads = cuda_block_threads(blocks, cols);
-        const int64_t grid = blocks ? rows : (work + threads - 1) / threads;
-        c10::SmallVector<void*, 16> ptrs, args{&rows, &cols};
-        for (size_t k = 0; k < n_in; ++k) ptrs.push_back(const_cast<void*>(in[k]));
-        for (size_t k = 0; k < n_out; ++k) ptrs.push_back(out[k]);
-        for (void*& p : ptrs) args.push_back(&p);
-        CudaModule::launch(fn, static_cast<unsigned>(std::min<int64_t>(grid, 65535)),
+        const int threads = cuda_block_threads(c.row_blocks, cols);
+        const int64_t blocks = c.row_blocks ? rows : (work + threads - 1) / threads;
+        c10::SmallVector<void*, 16> pointers, args{&rows, &cols};
+        for (size_t k = 0; k < c.inputs; ++k) pointers.push_back(const_cast<void*>(in[k]));
+        for (size_t k = 0; k < c.outputs; ++k) pointers.push_back(out[k]);
+        for (void*& p : pointers) args.push_back(&p);
+        c10::cuda::CUDAGuard launch_guard(device);
+        CudaModule::launch(fn, static_cast<unsigned>(std::min<int64_t>(blocks, 65535)),
                            static_cast<unsigned>(threads), args.data(),
-                           at::cuda::getCurrentCUDAStream().stream());
+                           at::cuda::getCurrentCUDAStream(device).stream());
       };
     }
     return cache_report(image.from_cache, image.compile_seconds, image.path);
@@ -314,7 +317,7 @@ class LibTorchBackend final : public runtime::Backend {
   // Compiles the CUDA kernels of a program that runs on the CPU: a kernel that does not compile
   // is an error even without a GPU (the suite of a CUDA build runs so).
   static void check_cuda_kernels(const std::vector<std::string>& functions) {
-    compile_cuda(library_source(functions, Target::Cuda), "compute_80");
+    compile_cuda(library_source(functions, Target::Cuda), "compute_80");  // PTX: Ampere on
   }
 #else
   std::string load_cuda_kernels(const std::vector<std::string>&, const std::vector<Cluster>&) {

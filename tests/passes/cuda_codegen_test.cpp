@@ -61,8 +61,8 @@ std::vector<RT> program(Context& ctx) {
   RT ent = -(x.softmax(1) * x.log_softmax(1)).sum(1);
   RT y = ((x + bias) * column).maximum(x * 0.0).tanh() + 1.0;
   RT d = (x.cast(DType::Float64) * 0.5).exp().sqrt() + 2.0;
-  return {ent.retain(), (m + 0.5).retain(), (arg.cast(DType::Float32) + 0.5).retain(),
-          y.retain(), d.retain()};
+  return {ent.retain(), (m + 0.5).retain(), (arg.cast(DType::Float32) + 0.5).retain(), y.retain(),
+          d.retain()};
 }
 
 #ifdef TEMPO_CUDA

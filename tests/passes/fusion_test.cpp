@@ -407,7 +407,8 @@ TEST(Fusion, ReductionOfAConstantIsGenerated) {
   unsetenv("TEMPO_CACHE_DIR");
   std::filesystem::remove_all(dir);
   expect_close(to_torch(exe.get(y, {3})), torch::full({8}, -std::log(8.0)), "log-softmax");
-  const bool generated = std::getenv("TEMPO_NO_PASS") == nullptr && !std::getenv("TEMPO_NO_CODEGEN");
+  const bool generated =
+      std::getenv("TEMPO_NO_PASS") == nullptr && !std::getenv("TEMPO_NO_CODEGEN");
   if (generated) EXPECT_EQ(libraries, 1);
 }
 
