@@ -9,8 +9,11 @@
 // tensor stores, and whether the three token streams agree; the tracked peak against T. Then
 // Tempo's tile-size sweep for causal attention (TEMPO Fig. 18), the batched prefill against
 // feeding the prompt token by token, and compile time against the number of layers.
-// Usage: bench_decode [--quick | --long]   (--long: window:512 and causal at batch 16 and at
-// T = 2048 and 8192 only)
+// Usage: bench_decode [--quick | --long | --gpu]   (--long: window:512 and causal at batch 16 and
+// at T = 2048 and 8192 only; --gpu: the Llama-3.2-1B shape with random weights, Tempo and the
+// grown cache both on $TEMPO_DEVICE, causal and window:512, batch 1 and 16, T up to 16384, the
+// grown cache up to 4096)
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -25,6 +28,7 @@
 #include "backend/libtorch_backend.h"
 #include "llm/llama.h"
 
+
 namespace {
 
 using namespace tempo;
@@ -33,8 +37,21 @@ using llm::LlamaConfig;
 using llm::LlamaWeights;
 using Clock = std::chrono::steady_clock;
 
+// The device both systems run on: Tempo's default (TEMPO_DEVICE), which the eager baseline
+// follows.
+torch::Device device() {
+  static const torch::Device d(backend::default_device());
+  return d;
+}
+
+// Waits for the device's queued work, so that a timing covers it.
+void synchronize() {
+  if (device().is_cuda()) torch::cuda::synchronize();
+}
+
 torch::Tensor torch_of(const HostTensor& h) {
-  return torch::from_blob(const_cast<uint8_t*>(h.data.data()), h.shape, torch::kFloat32).clone();
+  return torch::from_blob(const_cast<uint8_t*>(h.data.data()), h.shape, torch::kFloat32)
+      .to(device(), /*non_blocking=*/false, /*copy=*/true);
 }
 
 struct Run {
@@ -55,7 +72,7 @@ Run eager(const LlamaConfig& c, const LlamaWeights& hw, const torch::Tensor& fir
                 fn = torch_of(hw.ffn_norm), final_norm = torch_of(hw.final_norm);
   torch::Tensor head = embed.t().contiguous();
   std::vector<double> inv = llm::rope_inverse_frequencies(c);
-  torch::Tensor freqs = torch::tensor(std::vector<float>(inv.begin(), inv.end()));
+  torch::Tensor freqs = torch::tensor(std::vector<float>(inv.begin(), inv.end())).to(device());
   auto rms = [&](const torch::Tensor& x, const torch::Tensor& g) {
     return x * torch::rsqrt(x.pow(2).mean(-1, true) + c.norm_eps) * g;
   };
@@ -65,12 +82,12 @@ Run eager(const LlamaConfig& c, const LlamaWeights& hw, const torch::Tensor& fir
   std::vector<torch::Tensor> kc(c.layers), vc(c.layers);
   if (padded)
     for (int64_t j = 0; j < c.layers; ++j) {
-      kc[j] = torch::zeros({B, Hk, T, hd});
-      vc[j] = torch::zeros({B, Hk, T, hd});
+      kc[j] = torch::zeros({B, Hk, T, hd}, device());
+      vc[j] = torch::zeros({B, Hk, T, hd}, device());
     }
-  torch::Tensor tok = first, out = torch::empty({T, B}, torch::kInt64);
+  torch::Tensor tok = first.to(device()), out = torch::empty({T, B}, torch::kInt64);
   for (int64_t s = 0; s < T; ++s) {
-    out[s] = tok;
+    out[s] = tok.cpu();
     torch::Tensor ang = freqs * static_cast<double>(s);
     torch::Tensor cos = torch::cat({ang.cos(), ang.cos()}),
                   sin = torch::cat({ang.sin(), ang.sin()});
@@ -94,7 +111,7 @@ Run eager(const LlamaConfig& c, const LlamaWeights& hw, const torch::Tensor& fir
                     (p.kind == AttentionPattern::Kind::Sinks && r < p.sinks);
           if (in) m[static_cast<size_t>(r)] = 0.0f;
         }
-        mask = torch::tensor(m);
+        mask = torch::tensor(m).to(device());
       } else {
         kc[j] = s == 0 ? k : torch::cat({kc[j], k}, 2);
         vc[j] = s == 0 ? v : torch::cat({vc[j], v}, 2);
@@ -114,6 +131,7 @@ Run eager(const LlamaConfig& c, const LlamaWeights& hw, const torch::Tensor& fir
     }
     tok = rms(x, final_norm).matmul(head).argmax(-1);
   }
+  synchronize();
   Run r;
   r.ms_per_token = 1e3 * std::chrono::duration<double>(Clock::now() - t0).count() / T;
   r.peak_mib =
@@ -138,6 +156,7 @@ Run tempo_decode(const LlamaConfig& c, const LlamaWeights& w, const torch::Tenso
     const int64_t before = backend::cpu_allocator_stats().in_use_bytes;
     auto t0 = Clock::now();
     exe.run();
+    synchronize();
     double ms = 1e3 * std::chrono::duration<double>(Clock::now() - t0).count() / T;
     double peak =
         static_cast<double>(backend::cpu_allocator_stats().peak_in_use_bytes - before) / (1 << 20);
@@ -200,8 +219,38 @@ void prefill_row(const LlamaConfig& c, const LlamaWeights& w, const AttentionPat
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const bool long_run = argc > 1 && std::strcmp(argv[1], "--long") == 0;
+  const bool gpu = argc > 1 && std::strcmp(argv[1], "--gpu") == 0;
   backend::set_num_threads(1);
   backend::install_caching_cpu_allocator();
+  if (gpu) {  // the shape of TEMPO's decoding figures, on the device
+    const LlamaConfig g = LlamaConfig::llama_3_2_1b();
+    const LlamaWeights gw = LlamaWeights::random(g, 1);
+    std::cout << "## Greedy decoding, Llama-3.2-1B shape (random weights) on " << device()
+              << "\n\n| attention | batch | T | Tempo ms/token | grown cache ms/token | "
+                 "Tempo/grown | Tempo tracked MiB | tokens agree |\n"
+                 "|---|---|---|---|---|---|---|---|\n";
+    for (const AttentionPattern& p : {AttentionPattern::sliding(512), AttentionPattern::causal()})
+      for (int64_t B : {int64_t{1}, int64_t{16}})
+        for (int64_t T : {int64_t{1024}, int64_t{4096}, int64_t{16384}}) {
+          torch::manual_seed(0);
+          torch::Tensor first = torch::randint(g.vocab, {B}, torch::kInt64);
+          const Run tp = tempo_decode(g, gw, first, T, p, 0);
+          if (T > 4096) {  // the grown cache's time grows with T: Tempo alone
+            std::printf("| %s | %lld | %lld | %.2f | - | - | %.1f | - |\n", p.str().c_str(),
+                        static_cast<long long>(B), static_cast<long long>(T), tp.ms_per_token,
+                        tp.tracked_mib);
+          } else {
+            const Run grown = eager(g, gw, first, T, p, false);
+            std::printf("| %s | %lld | %lld | %.2f | %.2f | %.2f | %.1f | %s |\n",
+                        p.str().c_str(), static_cast<long long>(B), static_cast<long long>(T),
+                        tp.ms_per_token, grown.ms_per_token,
+                        tp.ms_per_token / grown.ms_per_token, tp.tracked_mib,
+                        torch::equal(tp.tokens, grown.tokens) ? "yes" : "no");
+          }
+          std::fflush(stdout);
+        }
+    return 0;
+  }
   LlamaConfig c = LlamaConfig::tiny();
   c.vocab = 2048, c.dim = 256, c.layers = 4, c.heads = 8, c.kv_heads = 4, c.ffn_hidden = 768;
   c.rope_original_context = 8192;

@@ -113,8 +113,7 @@ for stage in "${stages[@]}"; do
       ;;
     decode)
       [ -x build-gpu/tempo ] || build
-      bench "Decoding" ./bench_decode --quick
-      bench "Decoding, long sequences and batch 16" ./bench_decode --long
+      bench "Decoding, Llama-3.2-1B shape, Tempo and the grown cache on the GPU" ./bench_decode --gpu
       ;;
     main) [ -x build-gpu/tempo ] || build; main_job ;;
     *) echo "gpu.sh: unknown stage $stage (build, test, rl, decode, main)" >&2; exit 2 ;;
