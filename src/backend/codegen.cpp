@@ -10,8 +10,6 @@
 
 namespace tempo::backend {
 
-namespace {
-
 using ir::DType;
 using ir::OpKind;
 
@@ -30,6 +28,8 @@ const char* c_type(DType d) {
   }
   internal_error("unknown dtype");
 }
+
+namespace {
 
 // A literal that reads back as exactly `v` in type d.
 std::string literal(double v, DType d) {

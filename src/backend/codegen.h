@@ -67,6 +67,9 @@ bool row_blocks(const ir::Graph& body, const RegionPlan::Step& step);
 // The threads of a CUDA kernel's blocks: a power of two from 32 to 256.
 int cuda_block_threads(bool row_blocks, int64_t cols);
 
+// The C type of a dtype in generated code (both targets).
+const char* c_type(ir::DType d);
+
 // Whether an elementwise op can be generated (as a cluster member of any role).
 bool generable(const ir::Graph& body, const ir::OpNode& op);
 

@@ -84,22 +84,6 @@ std::vector<RT> long_rows(Context& ctx) {
   return {lse.retain(), (arg.cast(DType::Float32) + m).retain(), y.retain()};
 }
 
-const char* c_type(DType d) {
-  switch (d) {
-    case DType::Bool:
-      return "bool";
-    case DType::Int32:
-      return "int32_t";
-    case DType::Int64:
-      return "int64_t";
-    case DType::Float32:
-      return "float";
-    case DType::Float64:
-      return "double";
-  }
-  return "";
-}
-
 // Values of a type: normal floats with repeated values (ties for argmax) and NaN-free.
 std::vector<uint8_t> random_values(DType d, int64_t n, std::mt19937& rng) {
   std::vector<uint8_t> bytes(static_cast<size_t>(n) * ir::dtype_size(d));
@@ -187,11 +171,13 @@ TEST(CudaCodegenEmulated, KernelsMatchTheGeneratedLoops) {
         std::string args;
         for (size_t i = 0; i < step.inputs.size(); ++i) {
           const auto& [id, o] = step.inputs[i];
-          args += cat(", (const ", c_type(body.op(id).outputs[o].dtype), "*)in[", i, "]");
+          args += cat(", (const ", backend::c_type(body.op(id).outputs[o].dtype), "*)in[", i,
+                      "]");
         }
         for (size_t i = 0; i < step.outputs.size(); ++i) {
           const auto& [id, o] = step.outputs[i];
-          args += cat(", (", c_type(body.op(id).outputs[o].dtype), "*)out[", i, "]");
+          args +=
+              cat(", (", backend::c_type(body.op(id).outputs[o].dtype), "*)out[", i, "]");
         }
         launchers += cat("extern \"C\" void run_", k.name,
                          "(int64_t rows, int64_t cols, const void* const* in, void* const* out, "
