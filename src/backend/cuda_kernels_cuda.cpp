@@ -15,7 +15,6 @@
 
 #include "backend/kernel_cache.h"
 #include "util/error.h"
-#include "util/hash.h"
 
 namespace tempo::backend {
 
@@ -114,19 +113,25 @@ struct Driver {
 
 CudaImage compile_cuda(const std::string& source, const std::string& arch) {
   const std::string key =
-      cat(std::hex, fnv1a(cat(kFormat, "\n", nvrtc_version(), "\n", arch, "\n", source)));
+      kernel_cache_key(cat(kFormat, "\n", nvrtc_version(), "\n", arch, "\n", source));
   const bool cubin = arch.rfind("sm_", 0) == 0;
   const fs::path dir = fs::path(kernel_cache_dir()) / "kernels";
   const fs::path file = dir / ("c" + key + (cubin ? ".cubin" : ".ptx"));
   CudaImage image;
   image.path = file.string();
+  // An entry starts with its key and the image's size, so that a corrupted, truncated or stale
+  // one is rebuilt rather than loaded (as the CPU kernels' entries identify themselves).
   std::error_code ec;
   if (fs::exists(file, ec)) {
-    image.data = read_file(file);
-    if (!image.data.empty()) {
+    const std::string entry = read_file(file);
+    const size_t eol = entry.find('\n');
+    const std::string header = eol == std::string::npos ? "" : entry.substr(0, eol);
+    if (header == cat(key, " ", entry.size() - eol - 1)) {
+      image.data = entry.substr(eol + 1);
       image.from_cache = true;
       return image;
     }
+    fs::remove(file, ec);
   }
   const auto t0 = std::chrono::steady_clock::now();
   image.data = nvrtc_compile(source, arch);
@@ -137,8 +142,7 @@ CudaImage compile_cuda(const std::string& source, const std::string& arch) {
   const fs::path tmp = dir / cat("c", key, ".", getpid());
   {
     std::ofstream out(tmp, std::ios::binary);
-    out << image.data;
-    if (out) out.close();
+    out << key << " " << image.data.size() << "\n" << image.data;
   }
   fs::rename(tmp, file, ec);
   if (ec) fs::remove(tmp, ec);  // the cache is an optimization: the image is in hand

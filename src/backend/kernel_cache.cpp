@@ -48,12 +48,6 @@ std::string cpu_signature() {
   return sig;
 }
 
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 // The library's own record of its key, checked on load.
 std::string key_function(const std::string& key) {
   return "extern \"C\" const char* tempo_kernel_key() { return \"" + key + "\"; }\n";
@@ -73,6 +67,12 @@ void* open_checked(const std::string& path, const std::string& key) {
 
 }  // namespace
 
+std::string kernel_cache_key(const std::string& text) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a(text)));
+  return buf;
+}
+
 std::string kernel_cache_dir() {
   if (const char* d = std::getenv("TEMPO_CACHE_DIR"); d && *d) return d;
   if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/tempo";
@@ -83,7 +83,8 @@ std::string kernel_cache_dir() {
 std::shared_ptr<KernelLibrary> KernelLibrary::load(const std::string& source) {
   const std::string command = compiler() + " " + kFlags;
   static const std::string cpu = cpu_signature();
-  const std::string key = hex(fnv1a(std::string(kFormat) + "\n" + command + "\n" + cpu + source));
+  const std::string key =
+      kernel_cache_key(std::string(kFormat) + "\n" + command + "\n" + cpu + source);
   const fs::path dir = fs::path(kernel_cache_dir()) / "kernels";
   const fs::path so = dir / ("k" + key + ".so");
   std::shared_ptr<KernelLibrary> lib(new KernelLibrary());

@@ -35,4 +35,8 @@ class KernelLibrary {
 // $TEMPO_CACHE_DIR, else $XDG_CACHE_HOME/tempo, else $HOME/.cache/tempo (created on use).
 std::string kernel_cache_dir();
 
+// The name of the cache entry of `text` (a source and all that decides what it compiles to):
+// 16 hex digits of a stable hash, the same in every process.
+std::string kernel_cache_key(const std::string& text);
+
 }  // namespace tempo::backend

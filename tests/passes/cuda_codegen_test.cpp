@@ -286,6 +286,24 @@ TEST_F(CudaCodegen, InvalidKernelIsAnErrorWithTheCompilerLog) {
   }
 }
 
+// A truncated cache entry is compiled again, not handed to the driver.
+TEST_F(CudaCodegen, CorruptedImageIsRebuiltNotLoaded) {
+  const std::string src = backend::library_source(
+      {"extern \"C\" __global__ void k(int64_t n, float* out) { out[0] = 1.0f; }"},
+      backend::Target::Cuda);
+  const backend::CudaImage first = backend::compile_cuda(src, "compute_80");
+  {
+    std::ofstream out(first.path, std::ios::binary | std::ios::trunc);
+    out << first.data.substr(0, 10);
+  }
+  const backend::CudaImage again = backend::compile_cuda(src, "compute_80");
+  EXPECT_FALSE(again.from_cache);
+  EXPECT_EQ(again.data, first.data);
+  const backend::CudaImage cached = backend::compile_cuda(src, "compute_80");
+  EXPECT_TRUE(cached.from_cache);
+  EXPECT_EQ(cached.data, first.data);
+}
+
 TEST_F(CudaCodegen, CubinForAnArchitecture) {
   const std::string src = backend::library_source(
       {"extern \"C\" __global__ void k(int64_t n, float* out) { out[0] = tempo_exp(1.0f); }"},
