@@ -1,5 +1,6 @@
 #include "examples.h"
 
+#include "driver/compile.h"
 #include "util/error.h"
 
 namespace tempo::apps {

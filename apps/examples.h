@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api/tempo.h"
+#include "driver/compile.h"
 
 namespace tempo::apps {
 

@@ -12,6 +12,7 @@
 
 #include "api/tempo.h"
 #include "commands.h"
+#include "driver/compile.h"
 #include "parse_args.h"
 #include "llm/checkpoint.h"
 #include "llm/llama.h"
@@ -173,7 +174,7 @@ int run_generate_command(int argc, char** argv) {
   o.memory_timeline = timeline;
   if (tile) o.passes.tiles = {{"t", tile}};
   auto t0 = Clock::now();
-  Executable exe = ctx.compile({{t.bound, steps}, {l.bound, c.layers}}, o);
+  Executable exe = compile(ctx, {{t.bound, steps}, {l.bound, c.layers}}, o);
   auto t1 = Clock::now();
   exe.run();
   auto t2 = Clock::now();

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "commands.h"
+#include "driver/compile.h"
 #include "examples.h"
 #include "util/error.h"
 
@@ -45,7 +46,7 @@ int run_show_command(int argc, char** argv) {
   } else if (mode == "--text") {
     std::cout << ctx.graph().str();
   } else {
-    Executable exe = ctx.compile(bounds);
+    Executable exe = compile(ctx, bounds);
     if (mode == "--schedule") {
       std::cout << exe.schedule_str();
     } else {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "driver/compile.h"
 #include "mmap/placement.h"
 #include "nn/safetensors.h"
 #include "parse_args.h"

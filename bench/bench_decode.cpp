@@ -26,6 +26,7 @@
 #include "api/tempo.h"
 #include "backend/cpu_allocator.h"
 #include "backend/libtorch_backend.h"
+#include "driver/compile.h"
 #include "llm/llama.h"
 
 
@@ -149,7 +150,7 @@ Run tempo_decode(const LlamaConfig& c, const LlamaWeights& w, const torch::Tenso
   RT tokens = llm::decode_tokens(ctx, c, w, prompt, t, l, p).retain();
   CompileOptions o;
   if (tile) o.passes.tiles = {{"t", tile}};
-  Executable exe = ctx.compile({{t.bound, T}, {l.bound, c.layers}}, o);
+  Executable exe = compile(ctx, {{t.bound, T}, {l.bound, c.layers}}, o);
   Run best;
   for (int k = 0; k < (T >= 4096 ? 1 : 2); ++k) {  // one run of the longest, to fit the time
     backend::reset_cpu_peak();
@@ -200,12 +201,12 @@ void prefill_row(const LlamaConfig& c, const LlamaWeights& w, const AttentionPat
   Context a;
   Dim ta = a.dim("t", "T"), la = a.dim("l", "L");
   RT first = llm::generate(a, c, w, prompt, ta, la, p).tokens.retain();
-  Executable batched = a.compile({{ta.bound, 1}, {la.bound, c.layers}});
+  Executable batched = compile(a, {{ta.bound, 1}, {la.bound, c.layers}});
   auto [prefill_ms, prefill_peak] = time_runs(batched);
   Context b;
   Dim tb = b.dim("t", "T"), lb = b.dim("l", "L");
   RT fed = llm::decode_tokens(b, c, w, prompt, tb, lb, p).retain();
-  Executable steps = b.compile({{tb.bound, P + 1}, {lb.bound, c.layers}});
+  Executable steps = compile(b, {{tb.bound, P + 1}, {lb.bound, c.layers}});
   auto [steps_ms, steps_peak] = time_runs(steps);
   HostTensor x = batched.get(first, {0}), y = steps.get(fed, {P});
   std::printf("| %s | %lld | %lld | %.1f | %.1f | %.1fx | %.1f / %.1f | %s |\n", p.str().c_str(),
@@ -362,7 +363,7 @@ int main(int argc, char** argv) {
     HostTensor prompt(DType::Int64, {1, 1});
     llm::decode_tokens(ctx, d, wd, prompt, t, l, AttentionPattern::causal()).retain();
     auto t0 = Clock::now();
-    Executable exe = ctx.compile({{t.bound, 256}, {l.bound, L}});
+    Executable exe = compile(ctx, {{t.bound, 256}, {l.bound, L}});
     std::printf("| %lld | %zu | %.2f |\n", static_cast<long long>(L), ctx.graph().num_ops(),
                 std::chrono::duration<double>(Clock::now() - t0).count());
   }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "api/tempo.h"
+#include "driver/compile.h"
 #include "rl/algorithms/algorithms.h"
 #include "util/error.h"
 
@@ -74,7 +75,7 @@ int allreduce_worker(const Setup& s, const std::string& out) {
   tempo::RT total = tempo::all_reduce(x, true).sum().retain();
   tempo::CompileOptions o;
   o.communicator = comm;
-  tempo::Executable exe = ctx.compile({{i.bound, s.iterations}}, o);
+  tempo::Executable exe = compile(ctx, {{i.bound, s.iterations}}, o);
   exe.run();
   std::ofstream(tempo::cat(out, "/rank", comm->rank(), ".txt"))
       << comm->collectives() << ' ' << comm->collective_seconds() << '\n';

@@ -14,6 +14,7 @@
 #include <functional>
 
 #include "api/tempo.h"
+#include "driver/compile.h"
 #include "driver/executable_impl.h"
 
 namespace {
@@ -93,7 +94,7 @@ struct Row {
 
 Row measure(const char* name, Context& ctx, const Bounds& bounds,
             const std::function<void()>& eager, int64_t eager_calls) {
-  Executable exe = ctx.compile(bounds);
+  Executable exe = compile(ctx, bounds);
   exe.run();  // warm up
   Row r{name, exe.ops_executed(), 0, 0, 0, eager_calls};
   r.tempo_s = best_of(5, [&] { exe.run(); });

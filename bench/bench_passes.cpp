@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "api/tempo.h"
+#include "driver/compile.h"
 #include "rl/algorithms/algorithms.h"
 
 namespace {
@@ -82,7 +83,7 @@ RunStats run_program(Build build, int64_t T, const PassOptions& passes) {
   CompileOptions o;
   o.passes = passes;
   auto c0 = Clock::now();
-  Executable exe = ctx.compile({{t.bound, T}}, o);
+  Executable exe = compile(ctx, {{t.bound, T}}, o);
   RunStats s;
   s.compile_s = seconds_since(c0);
   std::vector<double> times;
@@ -161,7 +162,7 @@ void tiled_attention(bool quick) {
     CompileOptions o;
     if (tile) o.passes.tiles = {{"t", tile}};
     o.passes.static_tiles = fixed;
-    Executable exe = ctx.compile({{t.bound, T}}, o);
+    Executable exe = compile(ctx, {{t.bound, T}}, o);
     std::vector<double> times;
     for (int r = 0; r < 3; ++r) {
       auto r0 = Clock::now();

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "backend/libtorch_backend.h"
+#include "driver/compile.h"
 #include "eager_rl.h"
 #include "rl/algorithms/algorithms.h"
 #include "rl/envs/env.h"

@@ -14,6 +14,7 @@
 
 #include "api/tempo.h"
 #include "backend/libtorch_backend.h"
+#include "driver/compile.h"
 
 namespace {
 
@@ -44,7 +45,7 @@ Result run(int kind, int64_t T, int64_t D, bool blocks, int64_t w = 64) {
           {});
   CompileOptions o;
   o.block_stores = blocks;
-  Executable exe = ctx.compile({{t.bound, T}}, o);
+  Executable exe = compile(ctx, {{t.bound, T}}, o);
   exe.run();  // warm up
   double best = 1e30;
   for (int r = 0; r < 3; ++r) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "api/tempo.h"
+#include "driver/compile.h"
 
 using namespace tempo;
 
@@ -50,7 +51,7 @@ int main() {
 
   // retain() keeps every step's value for Executable::get after the run.
   RT ema_kept = ema.retain(), future_kept = future.retain();
-  Executable exe = ctx.compile({{t.bound, kSteps}});
+  Executable exe = compile(ctx, {{t.bound, kSteps}});
   exe.run();
 
   // The same computations as plain loops.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "api/tempo.h"
+#include "driver/compile.h"
 #include "nn/distributions.h"
 #include "nn/module.h"
 #include "optim/optim.h"
@@ -91,7 +92,7 @@ int main(int argc, char** argv) {
 
   CompileOptions options;
   options.seed = 1;  // the policy's samples are a function of (seed, op, point)
-  Executable exe = ctx.compile({{i.bound, iterations}, {t.bound, T}}, options);
+  Executable exe = compile(ctx, {{i.bound, iterations}, {t.bound, T}}, options);
   exe.run();
   std::printf("mean return: %.1f at the start, %.1f at the end\n", *first, *last);
   return *last > *first ? 0 : 1;  // learning made the policy better

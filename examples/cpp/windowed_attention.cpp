@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "api/tempo.h"
+#include "driver/compile.h"
 
 using namespace tempo;
 
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
   RT p = ((K * q).sum(-1) / std::sqrt(static_cast<double>(kDim))).softmax(0);  // (n)
   RT out = (p.unsqueeze(1) * V).sum(0).named("attention").retain();            // (d)
 
-  Executable exe = ctx.compile({{t.bound, steps}});
+  Executable exe = compile(ctx, {{t.bound, steps}});
   exe.run();
 
   double max_error = 0;

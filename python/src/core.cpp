@@ -9,6 +9,7 @@
 
 #include "api/autodiff.h"
 #include "bindings.h"
+#include "driver/compile.h"
 
 namespace tempo::python {
 
@@ -966,7 +967,7 @@ void bind_core(py::module_& m) {
           [](Context& c, py::handle bounds, py::kwargs kw) {
             Bounds b = bounds.is_none() ? Bounds{} : to_bounds(c, bounds.cast<py::dict>());
             CompileOptions o = to_options(kw);
-            return without_gil([&] { return c.compile(b, o); });
+            return without_gil([&] { return compile(c, b, o); });
           },
           py::arg("bounds") = py::none(), guard(), keep_ctx,
           "Compiles the program with values for its bounds ({'T': 100} or {T: 100}) and "

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "bindings.h"
+#include "driver/compile.h"
 #include "nn/distributions.h"
 #include "nn/module.h"
 #include "optim/optim.h"

@@ -1,4 +1,6 @@
-// The compiler driver: Context::compile and the Executable it returns.
+// The compiler driver: compile() as a list of stages, and the Executable it returns.
+#include "driver/compile.h"
+
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -19,13 +21,6 @@ namespace tempo {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Whether an environment switch is set (not empty, not 0). TEMPO_NO_<FEATURE>=1 turns a feature
-// off in any program without recompiling it, e.g. to run a test suite with it off.
-bool env_flag(const char* variable) {
-  const char* v = std::getenv(variable);
-  return v && *v && *v != '0';
-}
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -85,132 +80,279 @@ void check_tiles(const Dims& dims, const PassOptions& po, const Bounds& bounds, 
                               d.bound.name(), " = ", v, " (at ", where(loc), ")"));
 }
 
-}  // namespace
+// Whether an environment switch is set (not empty, not 0).
+bool env_flag(const char* variable) {
+  const char* v = std::getenv(variable);
+  return v && *v && *v != '0';
+}
 
-Executable Context::compile(const Bounds& bounds, const CompileOptions& options, Loc loc) {
-  const auto t_start = Clock::now();
-  auto log = [&](const char* phase, Clock::time_point t0) {
-    if (options.verbose) std::cerr << "[tempo] " << phase << ": " << ms_since(t0) << " ms\n";
-  };
-  auto impl = std::make_unique<Executable::Impl>();
-  impl->ctx = this;
-  impl->dims = dims_;
-  impl->bounds = bounds;
-  impl->options = options;
+// What a compilation runs with: the caller's options overridden by the environment. Every
+// TEMPO_* switch of compilation is read here: TEMPO_NO_<FEATURE>=1 turns a feature off in any
+// program without recompiling it (e.g. to run the test suite with it off).
+struct Settings {
+  CompileOptions options;
+  bool schedule_in_child = true;    // TEMPO_SCHEDULE_IN_PROCESS=1: isl solves in this process
+  bool check_cuda_kernels = false;  // TEMPO_CHECK_CUDA_KERNELS=1 (backend::BackendOptions)
+};
 
-  auto t0 = Clock::now();
-  ir::validate(graph_);
-  check_bounds(graph_, bounds, loc);
-  check_tiles(dims_, options.passes, bounds, loc);
-  log("validate", t0);
-  if (options.verbose)
-    std::cerr << "[tempo] SDG: " << graph_.num_ops() << " ops, " << graph_.num_edges()
-              << " edges\n";
+Settings settings_from(const CompileOptions& options) {
+  Settings s{options};
+  CompileOptions& o = s.options;
+  // TEMPO_NO_PASS=vectorize,lifting (or =all)
+  if (const char* off = std::getenv("TEMPO_NO_PASS")) {
+    std::stringstream names(off);
+    for (std::string name; std::getline(names, name, ',');)
+      if (!name.empty()) o.passes.set(name, false);
+  }
+  o.codegen &= !env_flag("TEMPO_NO_CODEGEN");
+  o.block_stores &= !env_flag("TEMPO_NO_BLOCK_STORES");
+  o.donation &= !env_flag("TEMPO_NO_DONATION");
+  if (const char* d = std::getenv("TEMPO_DUMP"); d && *d) o.dump = d;
+  if (const char* d = std::getenv("TEMPO_DUMP_DIR"); d && *d) o.dump_dir = d;
+  if (o.verbose && o.dump.empty()) o.dump = "donation";  // verbose shows the final schedule
+  s.schedule_in_child = !env_flag("TEMPO_SCHEDULE_IN_PROCESS");
+  s.check_cuda_kernels = env_flag("TEMPO_CHECK_CUDA_KERNELS");
+  return s;
+}
 
-  if (options.memory_budget < 0)
-    throw UserError(cat("compile at ", where(loc), ": memory_budget must be positive (bytes), got ",
-                        options.memory_budget));
-  // The pass pipeline, into impl; `tile_above` > 0 tiles windows above it where the options do
-  // not say otherwise (tiling for memory), and `for_memory` interleaves what can run as a
-  // recurrence goes and recomputes cheap activations (PassOptions::interleave, ::recompute).
-  auto optimize = [&](int64_t tile_above, bool for_memory) {
-    passes::Program program(graph_, retained_);
-    for (const auto& [b, v] : bounds) program.bound_values.emplace_back(b.name(), v);
-    passes::Options po = options.passes;
-    po.verbose |= options.verbose;
-    if (po.tile_above_bytes == 0) po.tile_above_bytes = tile_above;
-    po.interleave |= for_memory;
-    po.recompute |= for_memory;
-    // TEMPO_NO_PASS=vectorize,lifting (or =all) turns passes off without recompiling the
-    // program, e.g. to run a test suite with the pipeline on and off.
-    if (const char* off = std::getenv("TEMPO_NO_PASS")) {
-      std::stringstream names(off);
-      for (std::string name; std::getline(names, name, ',');)
-        if (!name.empty()) po.set(name, false);
-    }
-    passes::run_pipeline(program, po);
-    // TEMPO_DUMP_SDG=FILE writes the optimized SDG's text form (what is scheduled).
-    if (const char* path = std::getenv("TEMPO_DUMP_SDG")) {
-      std::ofstream out(path);
-      if (!out) throw UserError(cat("TEMPO_DUMP_SDG: cannot write '", path, "'"));
-      out << program.graph.str();
-    }
-    impl->graph = std::move(program.graph);
-    impl->retained = std::move(program.retained);
-    impl->op_map = std::move(program.op_map);
-  };
-  t0 = Clock::now();
-  optimize(0, false);
-  log("passes", t0);
+// A compilation in progress: what the stages read, and the executable they fill in.
+struct Compilation {
+  const Context& ctx;
+  const Bounds& bounds;
+  Settings settings;
+  const CompileOptions& options;  // settings.options
+  Loc loc;
+  std::unique_ptr<Executable::Impl> impl;
+  schedule::ScheduleOptions schedule_options;
 
-  t0 = Clock::now();
-  schedule::ScheduleOptions so;
-  so.retained = impl->retained;
-  so.whole_component = options.whole_component;
-  so.proximity = options.proximity;
-  so.deallocate = options.deallocate;
-  so.fuse = options.fuse;
-  so.solve_in_child = !env_flag("TEMPO_SCHEDULE_IN_PROCESS");
-  for (const auto& [b, v] : bounds) so.known_bounds.emplace_back(b.name(), v);
-  impl->schedule = schedule::compute_schedule(impl->graph, so);
-  if (options.memory_budget > 0) {
-    // Under a budget: the program as it is when it fits; otherwise tiled for memory (windows
-    // that could take a quarter of the budget) and scheduled with swapping.
-    auto plan = [&](const std::string& line) {
-      if (options.verbose) std::cerr << "[tempo] " << line << "\n";
-    };
-    const driver::MemoryEstimate est = driver::estimate_memory(
-        impl->graph, impl->schedule, impl->dims, bounds, driver::budget_blocks(options));
-    plan(cat("memory: estimated peak ", driver::bytes_str(est.peak), " as written (budget ",
-             driver::bytes_str(options.memory_budget), ")"));
-    if (est.peak > options.memory_budget) {
-      optimize(std::max<int64_t>(1, options.memory_budget / 4), true);
-      so.retained = impl->retained;
-      try {
-        impl->schedule =
-            driver::schedule_within_budget(impl->graph, so, impl->dims, bounds, options, plan);
-      } catch (const UserError& e) {
-        throw UserError(cat(e.what(), " (compile at ", where(loc), ")"));
+  Compilation(const Context& c, const Bounds& b, const CompileOptions& o, Loc l)
+      : ctx(c),
+        bounds(b),
+        settings(settings_from(o)),
+        options(settings.options),
+        loc(l),
+        impl(std::make_unique<Executable::Impl>()) {}
+  void log(const std::string& line) const {
+    if (options.verbose) std::cerr << "[tempo] " << line << "\n";
+  }
+};
+
+void validate(Compilation& c) {
+  const ir::Graph& g = c.ctx.graph();
+  ir::validate(g);
+  check_bounds(g, c.bounds, c.loc);
+  check_tiles(c.ctx.dims(), c.options.passes, c.bounds, c.loc);
+  if (c.options.memory_budget < 0)
+    throw UserError(cat("compile at ", where(c.loc),
+                        ": memory_budget must be positive (bytes), got ", c.options.memory_budget));
+  c.log(cat("SDG: ", g.num_ops(), " ops, ", g.num_edges(), " edges"));
+  Executable::Impl& impl = *c.impl;
+  impl.ctx = &c.ctx;
+  impl.dims = c.ctx.dims();
+  impl.bounds = c.bounds;
+  impl.options = c.options;
+}
+
+// The pass pipeline (passes/pipeline.cpp) over the user's SDG, into the executable. `tile_above`
+// > 0 tiles windows above it where the options do not say otherwise (tiling for memory), and
+// `for_memory` interleaves what can run as a recurrence goes and recomputes cheap activations
+// (PassOptions::interleave, ::recompute).
+void run_passes(Compilation& c, int64_t tile_above, bool for_memory) {
+  passes::Program program(c.ctx.graph(), c.ctx.retained());
+  for (const auto& [b, v] : c.bounds) program.bound_values.emplace_back(b.name(), v);
+  passes::Options po = c.options.passes;
+  po.verbose |= c.options.verbose;
+  if (po.tile_above_bytes == 0) po.tile_above_bytes = tile_above;
+  po.interleave |= for_memory;
+  po.recompute |= for_memory;
+  passes::run_pipeline(program, po);
+  c.impl->graph = std::move(program.graph);
+  c.impl->retained = std::move(program.retained);
+  c.impl->op_map = std::move(program.op_map);
+}
+
+void optimize(Compilation& c) {
+  run_passes(c, 0, false);
+}
+
+void schedule_program(Compilation& c) {
+  Executable::Impl& impl = *c.impl;
+  schedule::ScheduleOptions& so = c.schedule_options;
+  so.retained = impl.retained;
+  so.whole_component = c.options.whole_component;
+  so.proximity = c.options.proximity;
+  so.deallocate = c.options.deallocate;
+  so.fuse = c.options.fuse;
+  so.solve_in_child = c.settings.schedule_in_child;
+  for (const auto& [b, v] : c.bounds) so.known_bounds.emplace_back(b.name(), v);
+  impl.schedule = schedule::compute_schedule(impl.graph, so);
+  c.log(cat("isl statements: ", impl.schedule.num_statements,
+            impl.schedule.fused ? " (fused" : " (unfused",
+            impl.schedule.bounded ? ", lifetimes bounded)" : ", lifetimes unbounded)"));
+}
+
+// Under a budget (TEMPO §5.2): the program as it is when it fits; otherwise tiled for memory
+// (windows that could take a quarter of the budget), re-optimized and scheduled with swapping.
+void plan_memory(Compilation& c) {
+  const CompileOptions& o = c.options;
+  if (o.memory_budget <= 0) return;
+  Executable::Impl& impl = *c.impl;
+  auto log = [&](const std::string& line) { c.log(line); };
+  const driver::MemoryEstimate est = driver::estimate_memory(impl.graph, impl.schedule, impl.dims,
+                                                             c.bounds, driver::budget_blocks(o));
+  log(cat("memory: estimated peak ", driver::bytes_str(est.peak), " as written (budget ",
+          driver::bytes_str(o.memory_budget), ")"));
+  if (est.peak <= o.memory_budget) return;
+  run_passes(c, std::max<int64_t>(1, o.memory_budget / 4), true);
+  c.schedule_options.retained = impl.retained;
+  try {
+    impl.schedule =
+        driver::schedule_within_budget(impl.graph, c.schedule_options, impl.dims, c.bounds, o, log);
+  } catch (const UserError& e) {
+    throw UserError(cat(e.what(), " (compile at ", where(c.loc), ")"));
+  }
+}
+
+// Buffer donation (TEMPO §5.2): last readers take their inputs over, and generated loops write
+// into those buffers.
+void donate(Compilation& c) {
+  if (c.options.donation)
+    c.impl->schedule = schedule::donate_buffers(c.impl->graph, c.impl->schedule);
+}
+
+void make_backend(Compilation& c) {
+  Executable::Impl& impl = *c.impl;
+  backend::BackendOptions bo;
+  bo.codegen = c.options.codegen;
+  bo.donation = c.options.donation;
+  bo.check_cuda_kernels = c.settings.check_cuda_kernels;
+  bo.process_group = driver::process_group_of(c.options.communicator);
+  if (bo.process_group)
+    driver::check_same_schedule(*bo.process_group, impl.schedule.str(impl.graph), where(c.loc));
+  impl.backend = backend::make_libtorch_backend(backend::default_device(), bo);
+  impl.backend->seed(c.options.seed);
+}
+
+void make_executor(Compilation& c) {
+  Executable::Impl& impl = *c.impl;
+  runtime::Blocks blocks =
+      c.options.memory_budget > 0 ? driver::budget_blocks(c.options) : runtime::Blocks::All;
+  if (!c.options.block_stores) blocks = runtime::Blocks::None;
+  impl.executor = std::make_unique<runtime::Executor>(impl.graph, impl.schedule, *impl.backend,
+                                                      impl.dims, blocks);
+  impl.executor->set_profiling(c.options.profile);
+  impl.executor->record_memory(!c.options.memory_timeline.empty());
+  if (!impl.executor->prepare_report().empty()) c.log(impl.executor->prepare_report());
+}
+
+// ---- what each stage's dump shows ----
+std::string user_graph_str(const Compilation& c) {
+  return c.ctx.graph().str();
+}
+std::string graph_str(const Compilation& c) {
+  return c.impl->graph.str();
+}
+std::string schedule_str(const Compilation& c) {
+  return c.impl->schedule.str(c.impl->graph);
+}
+std::string backend_str(const Compilation& c) {
+  return cat("device ", c.impl->backend->device(), ", generated code ",
+             c.options.codegen ? "on" : "off", ", donation ", c.options.donation ? "on" : "off",
+             "\n");
+}
+// Each op output's store (TEMPO §6) and what preparing the backend made of the regions.
+std::string executor_str(const Compilation& c) {
+  const runtime::Executor& ex = *c.impl->executor;
+  std::ostringstream out;
+  for (const ir::OpNode& op : c.impl->graph.ops())
+    for (size_t k = 0; k < op.outputs.size(); ++k)
+      if (const runtime::PointStore* st = ex.store(op.id, static_cast<int>(k))) {
+        out << op.describe() << " output " << k << ": ";
+        if (!st->blocked())
+          out << "point store\n";
+        else if (st->window() > 0)
+          out << "window store (" << st->window() << " points)\n";
+        else
+          out << "block store\n";
       }
+  out << ex.prepare_report() << "\n";
+  return out.str();
+}
+
+struct Stage {
+  const char* name;
+  void (*run)(Compilation&);
+  std::string (*dump)(const Compilation&);  // its result as text (CompileOptions::dump)
+};
+
+// The outer lowering, in order: each stage reads what the stages before it made.
+constexpr Stage kStages[] = {
+    // The user's SDG, bounds and options checked before anything is derived from them.
+    {"validate", validate, user_graph_str},
+    // The whole-program optimizations (TEMPO §4; passes/pipeline.cpp lists them).
+    {"passes", optimize, graph_str},
+    // isl's schedule and its AST, with deallocations (TEMPO §5; schedule/).
+    {"schedule", schedule_program, schedule_str},
+    // Under CompileOptions::memory_budget: measured, then re-optimized and swapped until it fits;
+    // before donation, which must see the final lifetimes.
+    {"memory-plan", plan_memory, schedule_str},
+    {"donation", donate, schedule_str},
+    {"backend", make_backend, backend_str},
+    // Stores, launchers and generated kernels: everything run() needs, built once (TEMPO §6).
+    {"executor", make_executor, executor_str},
+};
+
+// The stages named by CompileOptions::dump ("all" or comma-separated names).
+std::vector<bool> stages_to_dump(const std::string& spec) {
+  std::vector<bool> on(std::size(kStages), false);
+  std::stringstream names(spec);
+  for (std::string name; std::getline(names, name, ',');) {
+    if (name.empty()) continue;
+    bool found = false;
+    for (size_t k = 0; k < on.size(); ++k)
+      if (name == "all" || name == kStages[k].name) on[k] = found = true;
+    if (!found) {
+      std::string all = "all";
+      for (const Stage& s : kStages) all += cat(", ", s.name);
+      throw UserError(cat("unknown compile stage '", name, "' to dump; the stages are ", all));
     }
   }
-  // Buffer donation (TEMPO §5.2): last readers take their inputs over, and generated loops
-  // write into those buffers.
-  const bool donation = options.donation && !env_flag("TEMPO_NO_DONATION");
-  if (donation) impl->schedule = schedule::donate_buffers(impl->graph, impl->schedule);
-  log("schedule", t0);
-  if (options.verbose)
-    std::cerr << "[tempo] isl statements: " << impl->schedule.num_statements
-              << (impl->schedule.fused ? " (fused" : " (unfused")
-              << (impl->schedule.bounded ? ", lifetimes bounded)" : ", lifetimes unbounded)")
-              << "\n";
-  if (options.verbose) std::cerr << impl->schedule.str(impl->graph);
+  return on;
+}
 
-  t0 = Clock::now();
-  backend::BackendOptions bo;
-  bo.codegen = options.codegen && !env_flag("TEMPO_NO_CODEGEN");
-  bo.donation = donation;
-  bo.check_cuda_kernels = env_flag("TEMPO_CHECK_CUDA_KERNELS");
-  bo.process_group = driver::process_group_of(options.communicator);
-  if (bo.process_group)
-    driver::check_same_schedule(*bo.process_group, impl->schedule.str(impl->graph), where(loc));
-  impl->backend = backend::make_libtorch_backend(backend::default_device(), bo);
-  impl->backend->seed(options.seed);
-  runtime::Blocks blocks = options.memory_budget > 0 ? driver::budget_blocks(options)
-                                                     : runtime::Blocks::All;
-  if (!options.block_stores || env_flag("TEMPO_NO_BLOCK_STORES"))
-    blocks = runtime::Blocks::None;
-  impl->executor = std::make_unique<runtime::Executor>(impl->graph, impl->schedule, *impl->backend,
-                                                       impl->dims, blocks);
-  impl->executor->set_profiling(options.profile);
-  impl->executor->record_memory(!options.memory_timeline.empty());
-  log("executor", t0);
-  if (options.verbose && !impl->executor->prepare_report().empty())
-    std::cerr << "[tempo] " << impl->executor->prepare_report() << "\n";
-  if (options.verbose)
-    std::cerr << "[tempo] compiled for " << impl->backend->device() << " in " << ms_since(t_start)
-              << " ms\n";
-  return Executable(std::move(impl));
+void dump_stage(const Compilation& c, size_t k) {
+  const std::string text = kStages[k].dump(c);
+  if (c.options.dump_dir.empty()) {
+    std::cerr << "[tempo] ---- after " << kStages[k].name << " ----\n" << text;
+    return;
+  }
+  const std::string path = cat(c.options.dump_dir, "/", k, "-", kStages[k].name, ".txt");
+  std::ofstream out(path);
+  if (!(out << text))
+    throw UserError(cat("dump of compile stage ", kStages[k].name, ": cannot write '", path,
+                        "' (CompileOptions::dump_dir / TEMPO_DUMP_DIR)"));
+}
+
+}  // namespace
+
+std::vector<std::string> compile_stages() {
+  std::vector<std::string> names;
+  for (const Stage& s : kStages) names.emplace_back(s.name);
+  return names;
+}
+
+Executable compile(Context& ctx, const Bounds& bounds, const CompileOptions& options, Loc loc) {
+  const auto t_start = Clock::now();
+  Compilation c(ctx, bounds, options, loc);
+  const std::vector<bool> dump = stages_to_dump(c.options.dump);
+  for (size_t k = 0; k < std::size(kStages); ++k) {
+    const auto t0 = Clock::now();
+    kStages[k].run(c);
+    c.log(cat(kStages[k].name, ": ", ms_since(t0), " ms"));
+    if (dump[k]) dump_stage(c, k);
+  }
+  c.log(cat("compiled for ", c.impl->backend->device(), " in ", ms_since(t_start), " ms"));
+  return Executable(std::move(c.impl));
 }
 
 Executable::Executable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -1,6 +1,7 @@
 // tempo::connect: the api's Communicator over the backend's process group (the driver is the
 // layer that sees both).
 #include "driver/distributed.h"
+#include "driver/compile.h"
 
 #include "util/error.h"
 #include "util/hash.h"

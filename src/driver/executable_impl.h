@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/context.h"
+#include "driver/compile.h"
 #include "runtime/backend.h"
 #include "runtime/executor.h"
 #include "schedule/schedule.h"

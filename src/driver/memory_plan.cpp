@@ -1,5 +1,6 @@
 // Memory planning: estimates from a measuring run, swapping under a budget, the timeline files.
 #include "driver/memory_plan.h"
+#include "driver/compile.h"
 
 #include <algorithm>
 #include <cctype>

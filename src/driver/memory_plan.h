@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/context.h"
+#include "driver/compile.h"
 #include "runtime/executor.h"
 #include "schedule/schedule.h"
 

@@ -1,6 +1,7 @@
 // Pearl: the network's CPU inference, episodes in the loop-nest environment, pre-training and the
 // PPO learner as Tempo programs.
 #include "loops/pearl.h"
+#include "driver/compile.h"
 
 #include <algorithm>
 #include <chrono>
@@ -463,7 +464,7 @@ std::map<std::string, HostTensor> fit(const PearlOptions& o, int64_t steps, doub
   optim::Adam adam(params, learning_rate);
   optim::minimize(loss, adam, /*max_grad_norm=*/1.0);
   const RT kept = loss.retain();
-  Executable exe = ctx.compile({{i.bound, steps + 1}}, learner_options(o.seed));
+  Executable exe = compile(ctx, {{i.bound, steps + 1}}, learner_options(o.seed));
   exe.run();
   for (int64_t k = 0; k < steps; ++k) losses.push_back(exe.get(kept, {k}).at(0));
   return *result;

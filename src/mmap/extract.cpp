@@ -1,5 +1,6 @@
 // Instances from traced runs of Tempo programs; the copy-time model.
 #include "mmap/extract.h"
+#include "driver/compile.h"
 
 #include <algorithm>
 #include <chrono>
@@ -218,7 +219,7 @@ runtime::BufferTrace trace_llm_program(const LlmProgram& program, TraceSummary* 
       .retain();
   CompileOptions o;
   o.seed = program.seed;
-  Executable exe = ctx.compile({{t.bound, program.tokens}, {l.bound, c.layers}}, o);
+  Executable exe = compile(ctx, {{t.bound, program.tokens}, {l.bound, c.layers}}, o);
   runtime::BufferTrace trace;
   start_trace(exe, trace, ops);
   exe.run();

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/compile.h"
 #include "mmap/instance.h"
 #include "runtime/tensor_store.h"
 

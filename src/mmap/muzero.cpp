@@ -1,6 +1,7 @@
 // MMap-MuZero: the networks' CPU inference, self-play into a replay, and the learner as a Tempo
 // program.
 #include "mmap/muzero.h"
+#include "driver/compile.h"
 
 #include <algorithm>
 #include <chrono>
@@ -453,7 +454,7 @@ MuZeroTraining train_muzero(const std::shared_ptr<const Instance>& inst,
   co.whole_component = false;  // a few hundred ops: fast scheduling settings
   co.proximity = false;
   co.seed = o.seed;
-  Executable exe = ctx.compile({{i.bound, steps + 1}}, co);
+  Executable exe = compile(ctx, {{i.bound, steps + 1}}, co);
   exe.run();
 
   MuZeroTraining t = play->report();

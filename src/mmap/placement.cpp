@@ -1,5 +1,6 @@
 // A finished MMapGame as the swap policy of the program it was extracted from.
 #include "mmap/placement.h"
+#include "driver/compile.h"
 
 #include <algorithm>
 #include <memory>

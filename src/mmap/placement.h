@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api/context.h"
+#include "driver/compile.h"
 #include "mmap/extract.h"
 #include "mmap/game.h"
 

@@ -71,6 +71,27 @@ size_t live_ops(const Program& p) {
 
 }  // namespace
 
+}  // namespace tempo::passes
+
+namespace tempo {
+
+// One switch per pass name, in the order the pipeline first runs it.
+const std::vector<PassOptions::Switch>& PassOptions::switches() {
+  static const std::vector<Switch> all = [] {
+    std::vector<Switch> out;
+    for (const passes::Pass& pass : passes::kPipeline)
+      if (std::none_of(out.begin(), out.end(),
+                       [&](const Switch& s) { return s.on == pass.enabled; }))
+        out.push_back({pass.name, pass.enabled});
+    return out;
+  }();
+  return all;
+}
+
+}  // namespace tempo
+
+namespace tempo::passes {
+
 Program::Program(ir::Graph g, std::vector<std::pair<ir::OpId, int>> r)
     : graph(std::move(g)), retained(std::move(r)) {
   op_map.resize(graph.num_ops());

@@ -5,12 +5,12 @@
 #include <utility>
 #include <vector>
 
-#include "api/pass_options.h"
+#include "passes/options.h"
 #include "ir/sdg.h"
 
 namespace tempo::passes {
 
-using Options = PassOptions;  // the switches, defined with CompileOptions
+using Options = PassOptions;  // the switches (passes/options.h)
 
 // The program the passes transform. Passes keep op ids stable and leave unread ops behind; DCE
 // (and the final clean-up) renumbers the graph and keeps `op_map` up to date.

@@ -1,6 +1,7 @@
 // The PPO agent: the network's CPU forward pass, rollouts in the environment, and the learner as
 // a Tempo program fed by a rollout UDF (the pattern of mmap/muzero.cpp).
 #include "rewrite/agent.h"
+#include "driver/compile.h"
 
 #include <algorithm>
 #include <chrono>
@@ -346,7 +347,7 @@ AgentResult train_ppo(const Graph& g, CostModel& cost, const PpoOptions& o) {
   co.whole_component = false;
   co.proximity = false;
   co.seed = o.seed;
-  Executable exe = ctx.compile({{i.bound, steps + 1}}, co);
+  Executable exe = compile(ctx, {{i.bound, steps + 1}}, co);
   exe.run();
 
   AgentResult r;

@@ -1,6 +1,7 @@
 // The world-model agent: random episodes in the real environment, the MDN-RNN's learner, the
 // dream, the controller's learner (both Tempo programs fed by UDFs), and the real evaluation.
 #include "rewrite/world_model.h"
+#include "driver/compile.h"
 
 #include <algorithm>
 #include <chrono>
@@ -406,7 +407,7 @@ WorldModelResult train_world_model(const Graph& g, CostModel& cost, const WorldM
     optim::minimize(loss, adam, /*max_grad_norm=*/5.0);
     RT kept = loss.retain();
     batches->last_step = o.wm_steps;
-    Executable exe = ctx.compile({{i.bound, o.wm_steps + 1}}, learner_options(o.seed));
+    Executable exe = compile(ctx, {{i.bound, o.wm_steps + 1}}, learner_options(o.seed));
     exe.run();
     const int64_t chunk = std::max<int64_t>(1, o.wm_steps / 10);
     for (int64_t s = 0; s + chunk <= o.wm_steps; s += chunk) {
@@ -441,7 +442,7 @@ WorldModelResult train_world_model(const Graph& g, CostModel& cost, const WorldM
     optim::minimize(loss, adam, /*max_grad_norm=*/1.0);
     const int64_t steps = o.rollouts * o.updates_per_rollout;
     dream->last_step = steps;
-    Executable exe = ctx.compile({{i.bound, steps + 1}}, learner_options(o.seed));
+    Executable exe = compile(ctx, {{i.bound, steps + 1}}, learner_options(o.seed));
     exe.run();
     controller = dream->trained;
     res.dream_steps = dream->steps;

@@ -118,6 +118,7 @@ class PointStore {
     min_point_bytes_ = min_point_bytes;
   }
   bool blocked() const { return blocks_backend_ != nullptr; }
+  int64_t window() const { return window_; }  // > 0: a window store of that many points
   // Swapping (TEMPO §5.2): values moved to host memory are counted in `host` instead.
   void use_host(MemoryAccount* host) { host_memory_ = host; }
   // Every value is in host memory (views of swapped values read by gathers): counted in `host`.

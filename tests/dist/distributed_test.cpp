@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "api/tempo.h"
+#include "driver/compile.h"
 #include "nn/module.h"
 #include "optim/optim.h"
 #include "rl/algorithms/algorithms.h"
@@ -92,7 +93,7 @@ std::string supervised_worker(const std::shared_ptr<Communicator>& comm) {
   RT trained = w.update().retain();
   CompileOptions o;
   o.communicator = comm;
-  Executable exe = ctx.compile({{i.bound, 20}}, o);
+  Executable exe = compile(ctx, {{i.bound, 20}}, o);
   exe.run();
   comm->barrier();
   return dump({exe.get(trained, {19})});
@@ -123,7 +124,7 @@ std::string dying_worker(const std::shared_ptr<Communicator>& comm) {
   RT x = all_reduce(ctx.ones({4}), true).retain();
   CompileOptions o;
   o.communicator = comm;
-  Executable exe = ctx.compile({}, o);
+  Executable exe = compile(ctx, {}, o);
   if (comm->rank() == 1) _exit(3);
   exe.run();
   return "finished";
@@ -137,7 +138,7 @@ std::string mismatched_worker(const std::shared_ptr<Communicator>& comm) {
   x.retain();
   CompileOptions o;
   o.communicator = comm;
-  Executable exe = ctx.compile({}, o);
+  Executable exe = compile(ctx, {}, o);
   exe.run();
   return "finished";
 }
@@ -395,7 +396,7 @@ TEST(Distributed, CollectivesAreIdentitiesInOneProcess) {
   Context ctx;
   RT x = ctx.tensor(HostTensor::from(std::vector<float>{1, 2, 3}, {3}));
   RT m = all_reduce(x, true).retain(), b = broadcast(x, 0).retain();
-  Executable exe = ctx.compile({});
+  Executable exe = compile(ctx, {});
   exe.run();
   EXPECT_EQ(exe.get(m, {}).to_vector(), (std::vector<double>{1, 2, 3}));
   EXPECT_EQ(exe.get(b, {}).to_vector(), (std::vector<double>{1, 2, 3}));

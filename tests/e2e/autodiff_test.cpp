@@ -5,6 +5,7 @@
 #include <string>
 
 #include "api/autodiff.h"
+#include "driver/compile.h"
 #include "e2e/e2e_util.h"
 #include "util/error.h"
 
@@ -106,7 +107,7 @@ void check_pattern(const Pattern& p, int ndims, bool reduce_first) {
 
   Bounds bounds{{tdim.bound, T}};
   if (ndims >= 2) bounds.push_back({all[0].bound, I});
-  Executable exe = ctx.compile(bounds);
+  Executable exe = compile(ctx, bounds);
   exe.run();
 
   // The same computation with LibTorch autograd.
@@ -168,7 +169,7 @@ TEST(Autodiff, RecurrenceThroughMerge) {
   s[t.var + 1] = s[t.var] * 0.5 + x;
   RT total = (s * s)[slice(0, t.bound)].sum();
   RT gx = grad(total, {x})[0].retain();
-  Executable exe = ctx.compile({{t.bound, T}});
+  Executable exe = compile(ctx, {{t.bound, T}});
   exe.run();
 
   std::vector<torch::Tensor> tx;
@@ -194,7 +195,7 @@ TEST(Autodiff, LinearRecurrenceSum) {
   s[t.var + 1] = s[t.var] * 0.5 + x;
   RT total = s[slice(0, t.bound)].sum();
   RT gx = grad(total, {x})[0].retain();
-  Executable exe = ctx.compile({{t.bound, T}});
+  Executable exe = compile(ctx, {{t.bound, T}});
   exe.run();
   std::vector<torch::Tensor> tx;
   for (int64_t k = 0; k < T; ++k) tx.push_back(eager_source({k}, {3}).requires_grad_(true));
@@ -222,7 +223,7 @@ TEST(Autodiff, ParameterStateCycleIsLocal) {
   p[0] = ctx.zeros({3});
   p[i.var + 1] = p[i.var] - gp * 0.1;
   RT pv = p.retain(), gv = gp.retain();
-  Executable exe = ctx.compile({{i.bound, I}});
+  Executable exe = compile(ctx, {{i.bound, I}});
   exe.run();
   torch::Tensor pt = torch::zeros({3});
   for (int64_t k = 0; k < I; ++k) {
@@ -247,7 +248,7 @@ TEST(Autodiff, ParametersPerIterationSumOverSteps) {
   p[0] = source(ctx, {}, {3}, 6);
   p[i.var + 1] = p[i.var] - gp * 0.1;
   RT gv = gp.retain();
-  Executable exe = ctx.compile({{i.bound, I}, {t.bound, T}});
+  Executable exe = compile(ctx, {{i.bound, I}, {t.bound, T}});
   exe.run();
   torch::Tensor pt = eager_source({}, {3}, 6);
   for (int64_t k = 0; k < I; ++k) {
@@ -270,7 +271,7 @@ TEST(Autodiff, ConditionalLoss) {
   RT loss = (w * x)[t.var % 2 == 0].sin().sum();
   std::vector<RT> g = grad(loss, {w, x});
   RT gw = g[0].retain(), gx = g[1].retain();
-  Executable exe = ctx.compile({{t.bound, T}});
+  Executable exe = compile(ctx, {{t.bound, T}});
   exe.run();
   torch::Tensor tw = eager_source({}, {3}, 2).requires_grad_(true);
   std::vector<torch::Tensor> tx;
@@ -307,7 +308,7 @@ TEST(Autodiff, MlpMatchesAutograd) {
   std::vector<RT> g = grad(total, {w1, b1, w2});
   std::vector<RT> kept;
   for (RT& r : g) kept.push_back(r.retain());
-  Executable exe = ctx.compile({{t.bound, T}});
+  Executable exe = compile(ctx, {{t.bound, T}});
   exe.run();
 
   torch::Tensor tw1 = eager_source({}, {4, 8}, 2).requires_grad_(true);
@@ -337,7 +338,7 @@ TEST(Autodiff, DiscountedSumMatchesAutograd) {
   RT done = ctx.tensor(d);
   RT y = (a.discounted_sum(0.9, done, 0) * a.index(0, 0) + a.discounted_sum(0.8, 1).sum()).retain();
   RT ga = grad(y.sum(), {a})[0].retain();
-  Executable exe = ctx.compile({});
+  Executable exe = compile(ctx, {});
   exe.run();
 
   torch::Tensor ta = eager_source({}, {5, 3}, 1).requires_grad_(true);
@@ -367,7 +368,7 @@ TEST(Autodiff, DiscountedCumSumMatchesAutograd) {
   RT loss = (ys[0] * w).sum() + (ys[1] * w).sum() + (ys[2] * w).sum() + (ys[3] * w).sum();
   for (RT& y : ys) y = y.retain();
   RT ga = grad(loss, {a})[0].retain();
-  Executable exe = ctx.compile({});
+  Executable exe = compile(ctx, {});
   exe.run();
 
   torch::Tensor ta = eager_source({}, {5, 3}, 1).requires_grad_(true);
@@ -410,7 +411,7 @@ TEST(Autodiff, OpSetMatchesAutograd) {
             a.unsqueeze(0).squeeze(0).relu().var({1}).sum();
   std::vector<RT> g = grad(loss, {a, b});
   RT ga = g[0].retain(), gb = g[1].retain();
-  Executable exe = ctx.compile({});
+  Executable exe = compile(ctx, {});
   exe.run();
 
   torch::Tensor ta = eager_source({}, {2, 3}, 1).requires_grad_(true);
@@ -440,7 +441,7 @@ TEST(Autodiff, DetachAndUnreachable) {
   std::vector<RT> g = grad(loss, {w, u});
   RT gw = g[0].retain(), gu = g[1].retain();
   EXPECT_EQ(gu.shape().rank(), 1u);
-  Executable exe = ctx.compile({{t.bound, 4}});
+  Executable exe = compile(ctx, {{t.bound, 4}});
   exe.run();
   torch::Tensor ref = torch::zeros({3});
   for (int64_t k = 0; k < 4; ++k) ref += eager_source({k}, {3}, 1);

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "driver/compile.h"
 #include "e2e/e2e_util.h"
 #include "expect_error.h"
 
@@ -54,24 +55,24 @@ struct Rollout {
       learned = g[{i.var, t.bound - 1}].named("learned").retain();
     }
   }
-  Executable compile(int64_t budget, int64_t steps = 32, const std::string& timeline = "") {
+  Executable build(int64_t budget, int64_t steps = 32, const std::string& timeline = "") {
     CompileOptions co;
     co.memory_budget = budget;
     co.memory_timeline = timeline;
-    return ctx.compile({{i.bound, 3}, {t.bound, steps}}, co);
+    return compile(ctx, {{i.bound, 3}, {t.bound, steps}}, co);
   }
 };
 
 void expect_swapping_keeps_values(bool whole) {
   Rollout a(whole), b(whole);
-  Executable unbounded = a.compile(0);
+  Executable unbounded = a.build(0);
   unbounded.run();
   const int64_t rollout_bytes = 32 * kRow * 4;
   EXPECT_GE(unbounded.memory().peak_bytes, rollout_bytes);
   EXPECT_EQ(unbounded.memory().host_peak_bytes, 0);
 
   const int64_t budget = rollout_bytes / 2;
-  Executable swapped = b.compile(budget);
+  Executable swapped = b.build(budget);
   const std::string schedule = swapped.schedule_str();
   EXPECT_NE(schedule.find("evict"), std::string::npos) << schedule;
   EXPECT_NE(schedule.find("load"), std::string::npos) << schedule;
@@ -122,21 +123,21 @@ struct Minibatches {
     s[{i.var, 0}] = ctx.ones({kObs});
     s[{i.var, u.var + 1}] = learned * 0.5;
   }
-  Executable compile(int64_t budget) {
+  Executable build(int64_t budget) {
     CompileOptions co;
     co.memory_budget = budget;
-    return ctx.compile({{i.bound, 2}, {t.bound, 16}, {u.bound, kUpdates}}, co);
+    return compile(ctx, {{i.bound, 2}, {t.bound, 16}, {u.bound, kUpdates}}, co);
   }
 };
 
 TEST(MemoryBudget, GathersReadASwappedRolloutInHostMemory) {
   Minibatches a, b;
-  Executable unbounded = a.compile(0);
+  Executable unbounded = a.build(0);
   unbounded.run();
   const int64_t rollout = 16 * Minibatches::kEnvs * Minibatches::kObs * 4;  // 256 KiB
   EXPECT_GE(unbounded.memory().peak_bytes, rollout);
   const int64_t budget = rollout * 3 / 4;
-  Executable swapped = b.compile(budget);
+  Executable swapped = b.build(budget);
   const std::string schedule = swapped.schedule_str();
   EXPECT_NE(schedule.find("evict"), std::string::npos) << schedule;
   EXPECT_EQ(schedule.find("load"), std::string::npos) << schedule;
@@ -153,7 +154,7 @@ TEST(MemoryBudget, GathersReadASwappedRolloutInHostMemory) {
 
 TEST(MemoryBudget, UnderTheBudgetNothingChanges) {
   Rollout a;
-  Executable exe = a.compile(int64_t{1} << 30);
+  Executable exe = a.build(int64_t{1} << 30);
   EXPECT_EQ(exe.schedule_str().find("evict"), std::string::npos);
   exe.run();
   EXPECT_EQ(exe.memory().host_peak_bytes, 0);
@@ -162,7 +163,7 @@ TEST(MemoryBudget, UnderTheBudgetNothingChanges) {
 TEST(MemoryBudget, ABudgetNoScheduleMeetsNamesTheLargestStores) {
   // The acting state alone (one row per step, read at the next step) needs more than 1 KiB.
   Rollout a;
-  expect_user_error([&] { a.compile(1024); }, {"memory budget 0.0 MiB", "needs about",
+  expect_user_error([&] { a.build(1024); }, {"memory budget 0.0 MiB", "needs about",
                                                "largest stores at the peak", "memory_test.cpp"});
 }
 
@@ -178,7 +179,7 @@ TEST(MemoryBudget, TheSwapPolicyDecides) {
   };
   expect_user_error(
       [&] {
-        a.ctx.compile({{a.i.bound, 3}, {a.t.bound, 32}}, co);
+        compile(a.ctx, {{a.i.bound, 3}, {a.t.bound, 32}}, co);
       },
       {"the swap policy chose nothing"});
   ASSERT_FALSE(seen.empty());
@@ -188,7 +189,7 @@ TEST(MemoryBudget, TheSwapPolicyDecides) {
   };
   expect_user_error(
       [&] {
-        a.ctx.compile({{a.i.bound, 3}, {a.t.bound, 32}}, co);
+        compile(a.ctx, {{a.i.bound, 3}, {a.t.bound, 32}}, co);
       },
       {"swap policy: index"});
 }
@@ -217,22 +218,22 @@ TEST(MemoryBudget, RecomputesCheapActivationsInsteadOfKeepingThem) {
   const int64_t steps = 32, rollout = steps * kRow * 4;
   std::vector<Recurrent> programs(3);
   std::vector<Executable> exes;
-  auto compile = [&](int k, CompileOptions co) {
-    exes.push_back(programs[k].ctx.compile({{programs[k].t.bound, steps}}, co));
+  auto run = [&](int k, CompileOptions co) {
+    exes.push_back(compile(programs[k].ctx, {{programs[k].t.bound, steps}}, co));
     exes.back().run();
     return exes.back().memory();
   };
   CompileOptions kept, recomputed;
   recomputed.passes.recompute = true;
-  const int64_t kept_peak = compile(0, kept).peak_bytes;
-  const int64_t recomputed_peak = compile(1, recomputed).peak_bytes;
+  const int64_t kept_peak = run(0, kept).peak_bytes;
+  const int64_t recomputed_peak = run(1, recomputed).peak_bytes;
   std::cout << "peak kept " << kept_peak << " B, recomputed " << recomputed_peak << " B\n";
   EXPECT_GE(kept_peak, 2 * rollout);
   EXPECT_LE(recomputed_peak, kept_peak - rollout * 3 / 4);
   // A budget that recomputation meets and keeping does not: nothing is swapped.
   CompileOptions budget;
   budget.memory_budget = (kept_peak + recomputed_peak) / 2;
-  const MemoryStats fit = compile(2, budget);
+  const MemoryStats fit = run(2, budget);
   EXPECT_LE(fit.peak_bytes, budget.memory_budget);
   EXPECT_EQ(fit.host_peak_bytes, 0);
   EXPECT_EQ(exes[2].schedule_str().find("evict"), std::string::npos) << exes[2].schedule_str();
@@ -255,7 +256,7 @@ TEST(MemoryBudget, ParsesSizes) {
   co.memory_budget = -1;
   expect_user_error(
       [&] {
-        a.ctx.compile({{a.i.bound, 3}, {a.t.bound, 8}}, co);
+        compile(a.ctx, {{a.i.bound, 3}, {a.t.bound, 8}}, co);
       },
       {"memory_budget must be positive"});
 }
@@ -266,7 +267,7 @@ TEST(MemoryTimeline, WritesTheCurveOfEveryStatement) {
   fs::create_directories(dir);
   const std::string csv = (dir / "timeline.csv").string();
   Rollout a(false);
-  Executable exe = a.compile(32 * kRow * 4 / 2, 16, csv);
+  Executable exe = a.build(32 * kRow * 4 / 2, 16, csv);
   exe.run();
   std::ifstream in(csv);
   std::string header, line;

@@ -4,6 +4,7 @@
 #include <functional>
 #include <string>
 
+#include "driver/compile.h"
 #include "driver/executable_impl.h"
 #include "e2e/e2e_util.h"
 
@@ -71,7 +72,7 @@ void check_pattern(const Pattern& p, int ndims) {
   Bounds bounds{{tdim.bound, T}};
   if (ndims >= 2) bounds.push_back({all[ndims - 2].bound, I});
   if (ndims >= 3) bounds.push_back({all[0].bound, B});
-  Executable exe = ctx.compile(bounds);
+  Executable exe = compile(ctx, bounds);
   exe.run();
 
   std::vector<int64_t> outer_sizes = ndims == 1   ? std::vector<int64_t>{}
@@ -125,7 +126,7 @@ TEST(Patterns, ReductionOverTimeRemovesDimension) {
   RT x = source(ctx, {i, t}, {3});
   RT z = x[{i.var, slice(0, t.bound)}].sum(0).retain();
   EXPECT_EQ(z.domain().size(), 1u);
-  Executable exe = ctx.compile({{i.bound, 4}, {t.bound, 5}});
+  Executable exe = compile(ctx, {{i.bound, 4}, {t.bound, 5}});
   exe.run();
   for (int64_t ii = 0; ii < 4; ++ii) {
     torch::Tensor expected = torch::zeros({3});
@@ -142,7 +143,7 @@ TEST(Patterns, DomainsUnion) {
   RT w = source(ctx, {i}, {3}, 2);
   RT y = (x * w).retain();
   ASSERT_EQ(y.domain().size(), 2u);
-  Executable exe = ctx.compile({{i.bound, 3}, {t.bound, 4}});
+  Executable exe = compile(ctx, {{i.bound, 3}, {t.bound, 4}});
   exe.run();
   for (int64_t ii = 0; ii < 3; ++ii)
     for (int64_t tt = 0; tt < 4; ++tt)
@@ -168,7 +169,7 @@ TEST(Patterns, BlockStoresMatchPointStores) {
     RT w_past = w[{i.var, slice(0, t.var + 1)}].max(0).retain();  // with a prefix: point store
     CompileOptions o;
     o.block_stores = blocks;
-    Executable exe = ctx.compile({{i.bound, I}, {t.bound, T}}, o);
+    Executable exe = compile(ctx, {{i.bound, I}, {t.bound, T}}, o);
     exe.run();
     const runtime::Executor& ex = *exe.impl().executor;
     EXPECT_EQ(ex.store(exe.impl().op_map[x.op()], 0)->blocked(), blocks);
@@ -208,7 +209,7 @@ TEST(Patterns, WindowStoresMatchPointStores) {
     RT future = u[{i.var, slice(t.var, min(t.var + 3, t.bound))}].max(0).retain();
     CompileOptions o;
     o.block_stores = blocks;
-    Executable exe = ctx.compile({{i.bound, I}, {t.bound, T}}, o);
+    Executable exe = compile(ctx, {{i.bound, I}, {t.bound, T}}, o);
     exe.run();
     const runtime::Executor& ex = *exe.impl().executor;
     EXPECT_EQ(ex.store(exe.impl().op_map[v.op()], 0)->blocked(), blocks);

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "driver/compile.h"
 #include "e2e/e2e_util.h"
 #include "expect_error.h"
 #include "util/error.h"
@@ -26,7 +27,7 @@ TEST(Programs, RecurrenceWithInitialBranch) {
   s[0] = x[0];
   s[t.var + 1] = s[t.var] * 0.5 + x;
   RT out = s.retain();
-  Executable exe = ctx.compile({{t.bound, 9}});
+  Executable exe = compile(ctx, {{t.bound, 9}});
   exe.run();
   torch::Tensor ref = eager_source({0}, {4});
   for (int64_t k = 0; k < 9; ++k) {
@@ -43,7 +44,7 @@ TEST(Programs, CounterThroughMergeCycle) {
   c[0] = ctx.zeros({});
   c[i.var + 1] = c[i.var] + 1.0;
   RT out = c.retain();
-  Executable exe = ctx.compile({{i.bound, 12}});
+  Executable exe = compile(ctx, {{i.bound, 12}});
   exe.run();
   for (int64_t k = 0; k < 12; ++k) EXPECT_EQ(exe.get(out, {k}).at(0), static_cast<double>(k));
 }
@@ -57,7 +58,7 @@ TEST(Programs, ExponentialMovingAverage) {
   e[0] = x[0];
   e[i.var + 1] = e[i.var] * 0.9 + x * 0.1;
   RT out = e.retain();
-  Executable exe = ctx.compile({{i.bound, 6}});
+  Executable exe = compile(ctx, {{i.bound, 6}});
   exe.run();
   torch::Tensor ref = eager_source({0}, {5});
   for (int64_t k = 0; k < 6; ++k) {
@@ -89,7 +90,7 @@ TEST(Programs, ConditionalExecutionFiresExactlyWhereConditionHolds) {
   RT x = source(ctx, {i}, {2});
   Recorder rec;
   ctx.udf("checkpoint", rec.fn("ckpt"), {x[(i.var + 1) % 5 == 0]}, {}, {i});
-  Executable exe = ctx.compile({{i.bound, 23}});
+  Executable exe = compile(ctx, {{i.bound, 23}});
   exe.run();
   std::vector<std::string> expected = {"ckpt 4", "ckpt 9", "ckpt 14", "ckpt 19"};
   EXPECT_EQ(rec.events, expected);
@@ -109,7 +110,7 @@ TEST(Programs, FutureWindowDelaysTheSink) {
   ctx.udf("y", rec.fn("y"), {y}, {}, {t});
   CompileOptions o;
   o.passes.lifting = false;  // lifted, the window sums read one scan of every x
-  Executable exe = ctx.compile({{t.bound, 10}}, o);
+  Executable exe = compile(ctx, {{t.bound, 10}}, o);
   exe.run();
   for (int64_t k = 0; k < 10; ++k) {
     ptrdiff_t py = rec.pos("y " + std::to_string(k));
@@ -127,7 +128,7 @@ TEST(Programs, OnlyFutureDependenciesRun) {
   Dim t = ctx.dim("t", "T");
   RT x = source(ctx, {t}, {3});
   RT y = x[slice(t.var, t.bound)].sum(0).retain();
-  Executable exe = ctx.compile({{t.bound, 6}});
+  Executable exe = compile(ctx, {{t.bound, 6}});
   exe.run();
   torch::Tensor ref = torch::zeros({3});
   for (int64_t k = 5; k >= 0; --k) {
@@ -144,7 +145,7 @@ int64_t peak_of_iterative_program(int64_t iterations) {
   w[0] = ctx.ones({256});
   RT g = ctx.rand_normal({256}, {i});
   w[i.var + 1] = w[i.var] - g * 0.01;
-  Executable exe = ctx.compile({{i.bound, iterations}});
+  Executable exe = compile(ctx, {{i.bound, iterations}});
   exe.run();
   return exe.memory().peak_bytes;
 }
@@ -180,7 +181,7 @@ TEST(Errors, UnboundSymbol) {
   Context ctx;
   Dim t = ctx.dim("t", "T");
   RT x = source(ctx, {t}, {2});
-  std::string msg = error_of([&] { ctx.compile({}); });
+  std::string msg = error_of([&] { compile(ctx, {}); });
   EXPECT_NE(msg.find("T"), std::string::npos) << msg;
 }
 
@@ -190,7 +191,7 @@ TEST(Errors, OutOfDomainIndexing) {
   RT x = source(ctx, {t}, {2});
   std::string line = here(); RT y = x[t.var + 1].named("y");
   ctx.udf("sink", [](auto&, auto&) { return std::vector<HostTensor>{}; }, {y}, {}, {t});
-  std::string msg = error_of([&] { ctx.compile({{t.bound, 5}}); });
+  std::string msg = error_of([&] { compile(ctx, {{t.bound, 5}}); });
   EXPECT_NE(msg.find("outside"), std::string::npos) << msg;
   EXPECT_NE(msg.find(line), std::string::npos) << msg;
 }
@@ -203,7 +204,7 @@ TEST(Errors, UnschedulableCycle) {
   std::string line = here(); RT b = (a + 1.0).named("b");
   a[t.var] = b * 2.0;
   b.retain();  // an output: a cycle nothing reads is removed as dead code before scheduling
-  std::string msg = error_of([&] { ctx.compile({{t.bound, 4}}); });
+  std::string msg = error_of([&] { compile(ctx, {{t.bound, 4}}); });
   EXPECT_NE(msg.find(line), std::string::npos) << msg;
 }
 
@@ -212,7 +213,7 @@ TEST(Errors, NeverDefined) {
   Dim t = ctx.dim("t", "T");
   std::string line = here(); RT a = ctx.placeholder({DType::Float32, {}}, {t}, "a");
   RT b = (a + 1.0).retain();
-  std::string msg = error_of([&] { ctx.compile({{t.bound, 4}}); });
+  std::string msg = error_of([&] { compile(ctx, {{t.bound, 4}}); });
   EXPECT_NE(msg.find(line), std::string::npos) << msg;
   EXPECT_NE(msg.find("'a'"), std::string::npos) << msg;
 }

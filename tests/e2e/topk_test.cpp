@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "driver/compile.h"
 #include "driver/executable_impl.h"
 #include "e2e/e2e_util.h"
 
@@ -29,7 +30,7 @@ TEST(TopK, MatchesTorchAndIsVectorized) {
   RT values0 = (v0 - 1.0).retain(), indices0 = (i0 + 1).retain();
   CompileOptions o;
   o.passes.fusion = false;  // the TopK ops stay visible in the optimized graph
-  Executable exe = ctx.compile({{t.bound, T}}, o);
+  Executable exe = compile(ctx, {{t.bound, T}}, o);
   exe.run();
   for (int64_t s = 0; s < T; ++s) {
     torch::Tensor xs = eager_source({s}, {4, 10});
@@ -68,7 +69,7 @@ TEST(TopK, InsideARecurrence) {
   s[t.var + 1] = s[t.var] * 0.5 + top.mean(-1, true) +
                   where_top.cast(DType::Float32).sum(-1, true) * 0.01;
   RT out = s.retain();
-  Executable exe = ctx.compile({{t.bound, T}});
+  Executable exe = compile(ctx, {{t.bound, T}});
   exe.run();
   torch::Tensor ref = eager_source({0}, {2, 6});
   for (int64_t k = 0; k < T; ++k) {

@@ -1,6 +1,7 @@
 // Hugging Face Llama checkpoints (llm/checkpoint.h): saved and loaded weights are equal and give
 // equal logits (tied and untied heads, one file or shards), config.json fields, and an error for
 // each way a checkpoint can be wrong.
+#include "driver/compile.h"
 #include "llm/checkpoint.h"
 
 #include <gtest/gtest.h>
@@ -83,7 +84,7 @@ std::vector<HostTensor> logits_of(const LlamaConfig& c, const LlamaWeights& w) {
   RT logits;
   decode_tokens(ctx, c, w, prompt, t, l, AttentionPattern::causal(), {}, &logits);
   logits = logits.retain();
-  Executable exe = ctx.compile({{t.bound, T}, {l.bound, c.layers}});
+  Executable exe = compile(ctx, {{t.bound, T}, {l.bound, c.layers}});
   exe.run();
   std::vector<HostTensor> out;
   for (int64_t s = 0; s < T; ++s) out.push_back(exe.get(logits, {s}));

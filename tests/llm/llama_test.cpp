@@ -2,6 +2,7 @@
 // pass in eager LibTorch (same weights): the logits of every step, for causal, sliding-window and
 // attention-sink patterns, with the attention windows whole and in tiles; the rotary frequency
 // scaling; configuration and pattern errors.
+#include "driver/compile.h"
 #include "llm/llama.h"
 
 #include <gtest/gtest.h>
@@ -104,7 +105,7 @@ void check(const AttentionPattern& p, int64_t tile, bool tied = true, bool layer
   CompileOptions o;
   o.passes.check_ir = true;
   if (tile) o.passes.tiles = {{"t", tile}};
-  Executable exe = ctx.compile({{t.bound, T}, {l.bound, c.layers}}, o);
+  Executable exe = compile(ctx, {{t.bound, T}, {l.bound, c.layers}}, o);
   exe.run();
   if (tile && !std::getenv("TEMPO_NO_PASS")) {  // the attention runs in tiles over n_t
     bool tiled = false;
@@ -150,7 +151,7 @@ TEST(Llama, GreedyDecodingMatchesEager) {
   Context ctx;
   Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
   RT tokens = decode_tokens(ctx, c, w, prompt, t, l, AttentionPattern::sliding(4)).retain();
-  Executable exe = ctx.compile({{t.bound, T}, {l.bound, c.layers}});
+  Executable exe = compile(ctx, {{t.bound, T}, {l.bound, c.layers}});
   exe.run();
   torch::Tensor seq = to_torch(prompt).to(torch::kInt64);
   while (seq.size(0) < T) {
@@ -170,7 +171,7 @@ std::vector<std::vector<int64_t>> decode(const LlamaConfig& c, const LlamaWeight
   RT tokens = decode_tokens(ctx, c, w, prompt, t, l, AttentionPattern::causal(), s).retain();
   CompileOptions o;
   o.seed = seed;
-  Executable exe = ctx.compile({{t.bound, T}, {l.bound, c.layers}}, o);
+  Executable exe = compile(ctx, {{t.bound, T}, {l.bound, c.layers}}, o);
   exe.run();
   std::vector<std::vector<int64_t>> out(static_cast<size_t>(prompt.shape[1]));
   for (int64_t k = 0; k < T; ++k) {
@@ -231,7 +232,7 @@ Generated run_generate(const LlamaConfig& c, const LlamaWeights& w, const HostTe
   o.seed = seed;
   o.passes.check_ir = true;
   if (tile) o.passes.tiles = {{"t", tile}};
-  Executable exe = ctx.compile({{t.bound, N}, {l.bound, c.layers}}, o);
+  Executable exe = compile(ctx, {{t.bound, N}, {l.bound, c.layers}}, o);
   exe.run();
   Generated out;
   std::vector<torch::Tensor> toks, logs{to_torch(exe.get(first, {}))};
@@ -261,7 +262,7 @@ void check_prefill(const AttentionPattern& p, int64_t P, int64_t N, int64_t tile
   RT logits;
   RT tokens = decode_tokens(ctx, c, w, prompt, t, l, p, {}, &logits).retain();
   logits = logits.retain();
-  Executable exe = ctx.compile({{t.bound, P + N}, {l.bound, c.layers}});
+  Executable exe = compile(ctx, {{t.bound, P + N}, {l.bound, c.layers}});
   exe.run();
   torch::Tensor seq = torch::cat({to_torch(prompt).to(torch::kInt64), g.tokens}, 0);
   torch::Tensor want = eager_logits(c, w, seq, p);
@@ -325,7 +326,7 @@ TEST(Llama, TopKSampling) {
   RT logits;
   RT tokens = decode_tokens(ctx, c, w, prompt, t, l, p, {20.0, -1, 3}, &logits).retain();
   logits = logits.retain();
-  Executable exe = ctx.compile({{t.bound, P + N}, {l.bound, c.layers}});
+  Executable exe = compile(ctx, {{t.bound, P + N}, {l.bound, c.layers}});
   exe.run();
   for (int64_t k = P; k < P + N; ++k) {
     torch::Tensor top = std::get<1>(to_torch(exe.get(logits, {k - 1})).topk(3));

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "api/tempo.h"
+#include "driver/compile.h"
 #include "llm/llama.h"
 
 namespace tempo::llm {
@@ -39,7 +40,7 @@ Timeline decode_timeline(const AttentionPattern& p, int64_t T) {
                            "_", T, ".csv");
   CompileOptions o;
   o.memory_timeline = csv.string();
-  Executable exe = ctx.compile({{t.bound, T}, {l.bound, c.layers}}, o);
+  Executable exe = compile(ctx, {{t.bound, T}, {l.bound, c.layers}}, o);
   exe.run();
   Timeline out;
   out.tracked = exe.memory().peak_bytes;

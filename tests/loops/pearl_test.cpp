@@ -1,5 +1,6 @@
 // The generator's programs, the loop-nest graph, and the Pearl agent: its CPU forward pass against
 // Tempo's, its masked policy, and a short training run by Tempo.
+#include "driver/compile.h"
 #include "loops/pearl.h"
 
 #include <gtest/gtest.h>
@@ -137,7 +138,7 @@ TEST_P(PearlHeads, CpuForwardMatchesTempo) {
   for (const auto& [name, p] : m.named_parameters()) p.set_initial(weights.at(name), name);
   PearlOutputs out = pearl_forward(m, ctx.tensor(x), ctx.tensor(adj), ctx.tensor(mask));
   RT logits = out.logits.retain(), value = out.value.retain();
-  Executable exe = ctx.compile({});
+  Executable exe = compile(ctx, {});
   exe.run();
   HostTensor lt = exe.get(logits, {}), vt = exe.get(value, {});
   std::vector<float> l;

@@ -1,6 +1,7 @@
 // Instances from Tempo programs: the traced buffers of a small recurrent program agree with its
 // memory timeline (CompileOptions::memory_timeline) step by step; an RL program gives a valid
 // instance; the copy model is measured.
+#include "driver/compile.h"
 #include "mmap/extract.h"
 
 #include <gtest/gtest.h>
@@ -61,7 +62,7 @@ TEST(Extract, BuffersMatchTheMemoryTimeline) {
   Program p;
   CompileOptions co;
   co.memory_timeline = csv.string();
-  Executable exe = p.ctx.compile({{p.t.bound, 24}}, co);
+  Executable exe = compile(p.ctx, {{p.t.bound, 24}}, co);
   runtime::BufferTrace trace;
   driver::trace_buffers(exe, &trace);
   exe.run();
@@ -118,7 +119,7 @@ TEST(Extract, BuffersMatchTheMemoryTimeline) {
 
 TEST(Extract, HalfTheMemoryMakesAGame) {
   Program p;
-  Executable exe = p.ctx.compile({{p.t.bound, 24}});
+  Executable exe = compile(p.ctx, {{p.t.bound, 24}});
   runtime::BufferTrace trace;
   driver::trace_buffers(exe, &trace);
   exe.run();

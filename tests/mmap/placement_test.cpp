@@ -1,5 +1,6 @@
 // A finished MMapGame as a program's swap policy: the shares it leaves in slow memory per op,
 // the order in which the policy picks candidates, and the placement of a real traced program.
+#include "driver/compile.h"
 #include "mmap/placement.h"
 
 #include <gtest/gtest.h>

@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "driver/compile.h"
 #include "nn/module.h"
 #include "nn/nn_util.h"
 #include "nn/safetensors.h"
@@ -120,7 +121,7 @@ TEST(Checkpoint, SavesUnderConditionAndRestores) {
     opt.step({ctx.ones({2, 3}), ctx.ones({2})});
     lin.save(pattern, (i.var + 1) % 2 == 0);
     RT w = RT(lin.weight()).retain();
-    Executable exe = ctx.compile({{i.bound, 4}});
+    Executable exe = compile(ctx, {{i.bound, 4}});
     exe.run();
     w_at_3 = exe.get(w, {3});
     expect_close(eager(w_at_3), w0 - 1.5, "w[3]");
@@ -138,7 +139,7 @@ TEST(Checkpoint, SavesUnderConditionAndRestores) {
   nn::Linear restored(ctx2, 3, 2, i2);
   restored.init_from((dir / "model_3.safetensors").string());
   RT y = restored(ctx2.ones({1, 3})).retain();
-  Executable exe2 = ctx2.compile({{i2.bound, 1}});
+  Executable exe2 = compile(ctx2, {{i2.bound, 1}});
   exe2.run();
   torch::Tensor want = torch::ones({1, 3}).matmul(eager(w_at_3).t()) + (b0 - 1.5);
   expect_close(eager(exe2.get(y, {0})), want, "restored forward");

@@ -1,4 +1,5 @@
 // Categorical and Normal: log_prob and entropy against torch's formulas; sample frequencies.
+#include "driver/compile.h"
 #include "nn/distributions.h"
 
 #include <cmath>
@@ -22,7 +23,7 @@ TEST(Distributions, CategoricalLogProbEntropyProbs) {
               .retain();
   RT ent = d.entropy().retain();
   RT pr = d.probs().retain();
-  Executable exe = ctx.compile({});
+  Executable exe = compile(ctx, {});
   exe.run();
   torch::Tensor logp = torch::log_softmax(logits, -1);
   expect_close(eager(exe.get(lp, {})), logp.gather(-1, actions.unsqueeze(-1)).squeeze(-1),
@@ -37,7 +38,7 @@ TEST(Distributions, CategoricalSampleFrequencies) {
   Context ctx;
   RT logits = ctx.tensor(host(p.log())).unsqueeze(0).expand(Shape({n, 3}));
   RT s = nn::Categorical(logits).sample().retain();
-  Executable exe = ctx.compile({}, CompileOptions{.seed = 3});
+  Executable exe = compile(ctx, {}, CompileOptions{.seed = 3});
   exe.run();
   torch::Tensor got = eager(exe.get(s, {}));
   ASSERT_EQ(got.sizes(), (std::vector<int64_t>{n}));
@@ -52,7 +53,7 @@ TEST(Distributions, CategoricalSamplesDifferPerPoint) {
   Dim b = ctx.dim("b", "B");
   RT logits = ctx.constant(0.0, {8}, DType::Float32, {b});
   RT s = nn::Categorical(logits).sample().retain();
-  Executable exe = ctx.compile({{b.bound, 64}}, CompileOptions{.seed = 1});
+  Executable exe = compile(ctx, {{b.bound, 64}}, CompileOptions{.seed = 1});
   exe.run();
   std::set<int64_t> seen;
   for (int64_t k = 0; k < 64; ++k) seen.insert(static_cast<int64_t>(exe.get(s, {k}).at(0)));
@@ -67,7 +68,7 @@ TEST(Distributions, NormalLogProbEntropy) {
   nn::Normal d(ctx.tensor(host(mean)), ctx.tensor(host(log_std)));
   RT lp = d.log_prob(ctx.tensor(host(x))).retain();
   RT ent = d.entropy().retain();
-  Executable exe = ctx.compile({});
+  Executable exe = compile(ctx, {});
   exe.run();
   torch::Tensor std = log_std.exp();
   torch::Tensor want_lp =
@@ -83,7 +84,7 @@ TEST(Distributions, NormalSampleMoments) {
   RT mean = ctx.constant(1.5, {n, 2});
   RT log_std = ctx.tensor(host(torch::tensor({std::log(0.5f), std::log(2.0f)})));
   RT s = nn::Normal(mean, log_std).sample().retain();
-  Executable exe = ctx.compile({}, CompileOptions{.seed = 4});
+  Executable exe = compile(ctx, {}, CompileOptions{.seed = 4});
   exe.run();
   torch::Tensor got = eager(exe.get(s, {}));
   ASSERT_EQ(got.sizes(), (std::vector<int64_t>{n, 2}));

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <map>
 
+#include "driver/compile.h"
 #include "nn/init.h"
 #include "nn/module.h"
 #include "nn/nn_util.h"
@@ -51,7 +52,7 @@ TEST(Layers, LinearMatchesTorchOverIterations) {
   lin.init_from({{"weight", host(ref->weight)}, {"bias", host(ref->bias)}});
   RT y = lin(ctx.tensor(host(x))).retain();
   EXPECT_EQ(y.domain().size(), 1u);  // the input has no domain; the parameters vary in i
-  Executable exe = ctx.compile({{i.bound, 1}});
+  Executable exe = compile(ctx, {{i.bound, 1}});
   exe.run();
   expect_close(eager(exe.get(y, {0})), ref->forward(x), "linear");
 }
@@ -69,7 +70,7 @@ TEST(Layers, MlpMatchesTorch) {
                  {"2.weight", host(l2->weight)},
                  {"2.bias", host(l2->bias)}});
   RT y = mlp(ctx.tensor(host(x))).retain();
-  Executable exe = ctx.compile({});
+  Executable exe = compile(ctx, {});
   exe.run();
   torch::Tensor want = torch::tanh(l2(torch::relu(l1(torch::relu(l0(x))))));
   expect_close(eager(exe.get(y, {})), want, "mlp");
@@ -87,7 +88,7 @@ TEST(Layers, NormsMatchTorch) {
   RT in = ctx.tensor(host(x));
   RT y1 = ln(in).retain();
   RT y2 = rms(in).retain();
-  Executable exe = ctx.compile({});
+  Executable exe = compile(ctx, {});
   exe.run();
   expect_close(eager(exe.get(y1, {})), torch::layer_norm(x, {6}, w, b, 1e-5), "layer norm");
   torch::Tensor want = x / torch::sqrt(x.pow(2).mean(-1, true) + 1e-6) * w;
@@ -107,7 +108,7 @@ TEST(Layers, EmbeddingAndConvMatchTorch) {
   c.init_from({{"weight", host(conv->weight)}, {"bias", host(conv->bias)}});
   RT e = emb(ctx.tensor(HostTensor::from(std::vector<int64_t>{1, 7, 3, 0, 9, 1}, {2, 3}))).retain();
   RT y = c(ctx.tensor(host(img))).retain();
-  Executable exe = ctx.compile({});
+  Executable exe = compile(ctx, {});
   exe.run();
   expect_close(eager(exe.get(e, {})), table.index_select(0, idx.flatten()).reshape({2, 3, 4}),
                "embedding");
@@ -120,7 +121,7 @@ TEST(Layers, ActivationsMatchTorch) {
   RT in = ctx.tensor(host(x));
   RT g = nn::gelu(in).retain(), s = nn::silu(in).retain(), r = nn::relu(in).retain(),
      sg = nn::sigmoid(in).retain(), t = nn::tanh(in).retain();
-  Executable exe = ctx.compile({});
+  Executable exe = compile(ctx, {});
   exe.run();
   expect_close(eager(exe.get(g, {})), torch::gelu(x, "tanh"), "gelu");
   expect_close(eager(exe.get(s, {})), torch::silu(x), "silu");
@@ -136,7 +137,7 @@ TEST(Layers, DefaultInitRangesAndOrthogonal) {
   RT x = nn::init::xavier_uniform(ctx, {50, 40}).retain();
   RT w = RT(lin.weight()).retain(), b = RT(lin.bias()).retain();
   RT o = RT(orth.weight()).retain(), ob = RT(orth.bias()).retain();
-  Executable exe = ctx.compile({}, CompileOptions{.seed = 7});
+  Executable exe = compile(ctx, {}, CompileOptions{.seed = 7});
   exe.run();
   torch::Tensor tw = eager(exe.get(w, {})), tb = eager(exe.get(b, {}));
   EXPECT_LE(tw.abs().max().item<double>(), 0.25);

@@ -1,5 +1,6 @@
 // Optimizers as recurrences over iterations against torch::optim on a fixed quadratic loss;
 // learning-rate schedules; gradient clipping.
+#include "driver/compile.h"
 #include "optim/optim.h"
 
 #include <cmath>
@@ -70,7 +71,7 @@ std::vector<torch::Tensor> tempo_trajectory(
     optim::minimize(loss, *opt);
   }
   RT out = RT(w).retain();
-  Executable exe = ctx.compile({{i.bound, kSteps + 1}});
+  Executable exe = compile(ctx, {{i.bound, kSteps + 1}});
   exe.run();
   std::vector<torch::Tensor> traj;
   for (int k = 0; k <= kSteps; ++k) traj.push_back(eager(exe.get(out, {k})));
@@ -152,7 +153,7 @@ TEST(Schedules, ValuesPerIteration) {
   RT e = optim::exponential_decay(ctx, 1e-3, 0.99, i.var).retain();
   RT l = optim::linear_decay(ctx, 1.0, 0.1, i.var, i.bound).retain();
   RT l2 = optim::linear_decay(ctx, 1.0, 0.0, i.var, Expr(4)).retain();
-  Executable exe = ctx.compile({{i.bound, 10}});
+  Executable exe = compile(ctx, {{i.bound, 10}});
   exe.run();
   for (int64_t k = 0; k < 10; ++k) {
     EXPECT_NEAR(exe.get(e, {k}).at(0), 1e-3 * std::pow(0.99, k), 1e-9) << k;
@@ -170,7 +171,7 @@ TEST(Clip, GlobalNormMatchesTorch) {
     auto clipped =
         optim::clip_grad_norm({ctx.tensor(host(a)), ctx.tensor(host(b))}, max_norm, &norm);
     RT ca = clipped[0].retain(), cb = clipped[1].retain(), n = norm.retain();
-    Executable exe = ctx.compile({});
+    Executable exe = compile(ctx, {});
     exe.run();
     torch::Tensor pa = a.clone().requires_grad_(true), pb = b.clone().requires_grad_(true);
     pa.mutable_grad() = a.clone();

@@ -1,6 +1,7 @@
 // Whole training loops: an MLP over iterations fit with minimize() against the same loop in
 // LibTorch, with per-iteration data (domain union of data over (i) and parameters over (i)).
 #include "api/autodiff.h"
+#include "driver/compile.h"
 #include "nn/distributions.h"
 #include "nn/module.h"
 #include "nn/nn_util.h"
@@ -62,7 +63,7 @@ TEST(Training, MlpRegressionMatchesTorch) {
   CompileOptions co;
   co.whole_component = false;
   co.proximity = false;
-  Executable exe = ctx.compile({{i.bound, iters + 1}}, co);
+  Executable exe = compile(ctx, {{i.bound, iters + 1}}, co);
   exe.run();
   for (int64_t k = 0; k < iters; ++k) {
     EXPECT_NEAR(exe.get(l, {k}).at(0), losses[k].item<double>(), 1e-5) << "loss at " << k;
@@ -92,7 +93,7 @@ TEST(Training, CategoricalPolicyGradientMatchesTorch) {
   RT l = -((d.log_prob(a) * ctx.tensor(host(adv))).mean());
   std::vector<RT> g = tempo::grad(l, nn::as_rts(lin.parameters()));
   RT gw = g[0].retain(), gb = g[1].retain();
-  Executable exe = ctx.compile({{i.bound, 1}});
+  Executable exe = compile(ctx, {{i.bound, 1}});
   exe.run();
   expect_close(eager(exe.get(gw, {0})), pi->weight.grad(), "grad weight", 1e-5);
   expect_close(eager(exe.get(gb, {0})), pi->bias.grad(), "grad bias", 1e-5);
@@ -153,7 +154,7 @@ TEST(Training, NestedUpdateStepsMatchTorch) {
   RT w = RT(mlp.parameters()[0]).retain();
   CompileOptions co;
   co.proximity = false;
-  Executable exe = ctx.compile({{i.bound, iters}, {u.bound, updates}}, co);
+  Executable exe = compile(ctx, {{i.bound, iters}, {u.bound, updates}}, co);
   exe.run();
   for (int64_t k = 0; k < iters * updates; ++k) {
     const int64_t it = k / updates, v = k % updates;

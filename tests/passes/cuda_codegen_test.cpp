@@ -18,6 +18,7 @@
 #include "backend/codegen.h"
 #include "backend/cuda_kernels.h"
 #include "backend/kernel_cache.h"
+#include "driver/compile.h"
 #include "e2e/e2e_util.h"
 #include "passes/cuda_emulation.h"
 #include "passes/pipeline.h"
@@ -252,7 +253,7 @@ TEST_F(CudaCodegen, KernelsOfAProgramCompileWithNvrtc) {
   std::vector<RT> outs = program(ctx);
   CompileOptions o;
   o.passes.vectorize = false;
-  Executable exe = ctx.compile({{Expr::bound("T"), 2}}, o);
+  Executable exe = compile(ctx, {{Expr::bound("T"), 2}}, o);
   exe.run();  // on the CPU, with the generated C++ loops
   const std::vector<std::string> sources = cached(".cu"), ptx = cached(".ptx");
   ASSERT_EQ(sources.size(), 1u);
@@ -319,7 +320,7 @@ TEST_F(CudaCodegen, CheckingKernelsNeedsACudaBuild) {
   Context ctx;
   program(ctx);
   try {
-    ctx.compile({{Expr::bound("T"), 2}});
+    compile(ctx, {{Expr::bound("T"), 2}});
     FAIL() << "the check ran without CUDA";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("-DTEMPO_CUDA=ON"), std::string::npos) << e.what();

@@ -1,5 +1,6 @@
 // Dataflow fusion and the generated loops of its regions: the same programs with fusion and code
 // generation on and off, against each other and against LibTorch eager references.
+#include "driver/compile.h"
 #include "passes/fusion.h"
 
 #include <gtest/gtest.h>
@@ -62,7 +63,7 @@ Result run(const Mode& m, Build build, const Bounds& bounds,
   o.passes.check_ir = true;
   o.codegen = m.codegen;
   o.donation = m.donation;
-  Executable exe = ctx.compile(bounds, o);
+  Executable exe = compile(ctx, bounds, o);
   const int64_t before = backend::cpu_allocator_stats().allocations;
   exe.run();
   Result r;
@@ -333,7 +334,7 @@ TEST(Fusion, GeneratedMathMatchesLibTorch) {
     CompileOptions o;
     o.passes = PassOptions::none();
     o.passes.fusion = true;
-    Executable exe = ctx.compile({{t.bound, 1}}, o);
+    Executable exe = compile(ctx, {{t.bound, 1}}, o);
     exe.run();
     torch::Tensor got = to_torch(exe.get(y, {0}));
     torch::Tensor want = g(x);
@@ -398,7 +399,7 @@ TEST(Fusion, ReductionOfAConstantIsGenerated) {
   Dim b = ctx.dim("b", "B");
   RT logits = ctx.constant(0.0, {8}, DType::Float32, {b});
   RT y = logits.log_softmax(0).retain();
-  Executable exe = ctx.compile({{b.bound, 4}});
+  Executable exe = compile(ctx, {{b.bound, 4}});
   exe.run();
   int libraries = 0;
   if (std::filesystem::exists(dir + "/kernels"))

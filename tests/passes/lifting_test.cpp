@@ -1,5 +1,6 @@
 // Lifting (passes/lifting.cpp): the SDG before and after for each lifted form and for the sums
 // left alone, and the values of every window pattern, lifted and not, against LibTorch eager sums.
+#include "driver/compile.h"
 #include "passes/lifting.h"
 
 #include <gtest/gtest.h>
@@ -206,7 +207,7 @@ TEST(Lift, WindowOutsideTheSourceIsAnError) {
     CompileOptions o;
     o.passes.lifting = lifting;
     try {
-      ctx.compile({{t.bound, 6}}, o);
+      compile(ctx, {{t.bound, 6}}, o);
       ADD_FAILURE() << "expected a UserError";
     } catch (const UserError& e) {
       EXPECT_NE(std::string(e.what()).find("outside its domain"), std::string::npos) << e.what();
@@ -275,7 +276,7 @@ void check_window(const Window& w, bool outer, bool lifting) {
   o.passes.check_ir = true;
   Bounds bounds{{t.bound, T}};
   if (outer) bounds.push_back({domain[0].bound, I});
-  Executable exe = ctx.compile(bounds, o);
+  Executable exe = compile(ctx, bounds, o);
   exe.run();
   std::string what =
       w.name + (outer ? " over (i, t)" : " over (t)") + (lifting ? ", lifted" : ", not lifted");
@@ -311,7 +312,7 @@ TEST(Lift, WindowAlongAnOuterDimMatchesEager) {
     RT y = x[{slice(max(0, i.var - 2), i.var + 1), t.var}].sum(0).retain();
     CompileOptions o;
     o.passes.lifting = lifting;
-    Executable exe = ctx.compile({{i.bound, I}, {t.bound, T}}, o);
+    Executable exe = compile(ctx, {{i.bound, I}, {t.bound, T}}, o);
     exe.run();
     for (int64_t a = 0; a < I; ++a)
       for (int64_t b = 0; b < T; ++b) {
@@ -338,7 +339,7 @@ TEST(Lift, DiscountedFutureMatchesEager) {
     RT g1 = r[{i.var, next}].discounted_sum(gamma, done[{i.var, next}]).retain();
     CompileOptions o;
     o.passes.lifting = lifting;
-    Executable exe = ctx.compile({{i.bound, I}, {t.bound, T}}, o);
+    Executable exe = compile(ctx, {{i.bound, I}, {t.bound, T}}, o);
     exe.run();
     if (lifting) EXPECT_EQ(moving_windows(exe.impl().graph, t), 0);
     for (int64_t a = 0; a < I; ++a)
@@ -364,7 +365,7 @@ TEST(Lift, RunningMeanMatchesEager) {
   Dim t = ctx.dim("t", "T");
   RT x = source(ctx, {t}, {3});
   RT y = x[slice(0, t.var + 1)].mean(0).retain();
-  Executable exe = ctx.compile({{t.bound, T}});
+  Executable exe = compile(ctx, {{t.bound, T}});
   exe.run();
   EXPECT_EQ(moving_windows(exe.impl().graph, t), 0);
   torch::Tensor total = torch::zeros({3});
@@ -385,7 +386,7 @@ TEST(Lift, WindowOverARecurrenceMatchesEager) {
   RT y = s[slice(0, t.var + 1)].sum(0);
   s[t.var + 1] = x[t.var] + y * 0.5;
   RT out = y.retain();
-  Executable exe = ctx.compile({{t.bound, T}});
+  Executable exe = compile(ctx, {{t.bound, T}});
   exe.run();
   torch::Tensor state = torch::zeros({2}), total = torch::zeros({2});
   for (int64_t k = 0; k < T; ++k) {
@@ -410,7 +411,7 @@ TEST(Lift, RunningGradientSumIsOneSum) {
     CompileOptions o;
     o.passes.lifting = lifting;
     o.passes.check_ir = true;
-    Executable exe = ctx.compile({{t.bound, T}}, o);
+    Executable exe = compile(ctx, {{t.bound, T}}, o);
     exe.run();
     int merges = 0;
     for (const ir::OpNode& op : exe.impl().graph.ops()) merges += op.kind == ir::OpKind::Merge;
@@ -446,7 +447,7 @@ TEST(Lift, InterleaveKeepsWhatStreamsWithARecurrence) {
     o.passes.interleave = interleave;
     o.passes.fusion = false;  // the ops counted below stay visible
     o.passes.check_ir = true;
-    Executable exe = ctx.compile({{t.bound, T}}, o);
+    Executable exe = compile(ctx, {{t.bound, T}}, o);
     exe.run();
     int merges = 0, scans = 0, batched = 0;
     for (const ir::OpNode& op : exe.impl().graph.ops()) {
@@ -484,7 +485,7 @@ int64_t future_sum_launches(int64_t T, bool lifting) {
   (y * 2.0)[slice(0, t.bound)].sum(0).retain();
   CompileOptions o;
   o.passes.lifting = lifting;
-  Executable exe = ctx.compile({{t.bound, T}}, o);
+  Executable exe = compile(ctx, {{t.bound, T}}, o);
   exe.run();
   return exe.ops_executed();
 }

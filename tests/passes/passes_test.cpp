@@ -4,6 +4,7 @@
 
 #include "api/autodiff.h"
 #include "api/tempo.h"
+#include "driver/compile.h"
 #include "driver/executable_impl.h"
 #include "e2e/e2e_util.h"
 #include "ir/parse.h"
@@ -106,7 +107,7 @@ TEST(Passes, SumOfBatchedMatmulsIsOneMatmul) {
     o.passes.algebraic = on;
     o.passes.fusion = false;  // the matmuls stay visible ops
     o.passes.check_ir = true;
-    Executable exe = ctx.compile({{t.bound, T}}, o);
+    Executable exe = compile(ctx, {{t.bound, T}}, o);
     exe.run();
     int batched = 0;
     for (const ir::OpNode& op : exe.impl().graph.ops())
@@ -235,7 +236,7 @@ TEST(Passes, PerStepPolicyGradientRunsBatched) {
   RT act = ((source(ctx, {t}, {4, 1}, 2) + 1.0) * 2.0).cast(DType::Int64);  // in [0, 4]
   RT loss = -x.matmul(W).log_softmax(-1).gather(1, act).sum();
   RT g = grad(loss[slice(0, t.bound)].sum(), {W})[0].retain();
-  Executable exe = ctx.compile({{t.bound, T}});
+  Executable exe = compile(ctx, {{t.bound, T}});
   exe.run();
   for (const ir::OpNode& op : exe.impl().graph.ops())
     if (!op.domain.empty() && op.kind != ir::OpKind::Udf)
@@ -267,7 +268,7 @@ TEST(Passes, OnAndOffAgree) {
     CompileOptions o;
     o.passes = po;
     o.passes.check_ir = true;
-    Executable exe = ctx.compile({{i.bound, 2}, {t.bound, 6}}, o);
+    Executable exe = compile(ctx, {{i.bound, 2}, {t.bound, 6}}, o);
     exe.run();
     std::vector<double> out;
     for (int64_t k = 0; k < 2; ++k)

@@ -1,6 +1,7 @@
 // Tiling (passes/tiling.cpp): the SDG after tiling a window, attention over growing and sliding
 // windows and a learner over a rollout (values and gradients) against LibTorch eager with tiles
 // of several sizes, the windows left whole, and bad tile options.
+#include "driver/compile.h"
 #include "passes/tiling.h"
 #include "passes/dce.h"
 
@@ -92,7 +93,7 @@ void check_attention(int64_t tile, int64_t w, bool static_tiles = false) {
   o.passes.check_ir = true;
   if (tile > 0) o.passes.tiles = {{"t", tile}};
   o.passes.static_tiles = static_tiles;
-  Executable exe = ctx.compile({{t.bound, T}}, o);
+  Executable exe = compile(ctx, {{t.bound, T}}, o);
   exe.run();
   std::string what = cat("tile ", tile, ", window ", w, static_tiles ? ", static" : "");
   if (tile > 0) EXPECT_GT(tiled_ops(exe.impl().graph), 0) << what;
@@ -143,7 +144,7 @@ TEST(Tile, RolloutLearnerAccumulatesGradients) {
     o.passes.check_ir = true;
     if (tile > 0) o.passes.tiles = {{"t", tile}};
     o.passes.verbose = true;
-    Executable exe = ctx.compile({{i.bound, I}, {t.bound, T}}, o);
+    Executable exe = compile(ctx, {{i.bound, I}, {t.bound, T}}, o);
     exe.run();
     if (tile > 0) EXPECT_GT(tiled_ops(exe.impl().graph), 0) << "tile " << tile;
     torch::Tensor W = eager_source({}, {3, 4}, 9);
@@ -183,7 +184,7 @@ TEST(Tile, LargeWindowsAreTiledAutomatically) {
     CompileOptions o;
     o.passes.tile_above_bytes = limit;
     o.passes.check_ir = true;
-    Executable exe = ctx.compile({{i.bound, 3}, {t.bound, T}}, o);
+    Executable exe = compile(ctx, {{i.bound, 3}, {t.bound, T}}, o);
     exe.run();
     int tiles = 0;
     for (const ir::Edge& e : exe.impl().graph.edges())
@@ -227,7 +228,7 @@ TEST(Tile, BadTileOptionsAreUserErrors) {
     CompileOptions o;
     o.passes.tiles = tiles;
     try {
-      ctx.compile({{t.bound, 8}}, o);
+      compile(ctx, {{t.bound, 8}}, o);
       ADD_FAILURE() << "no error for " << says;
     } catch (const UserError& e) {
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();

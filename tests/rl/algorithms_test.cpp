@@ -1,5 +1,6 @@
 // RL algorithms as recurrent-tensor programs: the returns sub-program against a hand-computed
 // reference, short training runs, and configuration errors.
+#include "driver/compile.h"
 #include "rl/algorithms/algorithms.h"
 
 #include <gtest/gtest.h>
@@ -33,7 +34,7 @@ TEST(Returns, EpisodeBoundariesMatchHandComputed) {
   Context ctx;
   Dim t = ctx.dim("t", "T");
   RT ret = discounted_returns(table(ctx, t, r), table(ctx, t, d), g, t).retain();
-  Executable exe = ctx.compile({{t.bound, 6}});
+  Executable exe = compile(ctx, {{t.bound, 6}});
   exe.run();
   // Hand-computed: G_t = r_t + g * (1 - d_t) * G_{t+1}.
   const double want[6][2] = {

@@ -4,6 +4,7 @@
 
 #include "api/tempo.h"
 #include "backend/cpu_allocator.h"
+#include "driver/compile.h"
 #include "util/error.h"
 #include "expect_error.h"
 
@@ -34,7 +35,7 @@ TEST(Program, ProfileAndAllocator) {
   RT last = s[t.bound - 1].retain();
   CompileOptions o;
   o.profile = true;
-  Executable exe = ctx.compile({{t.bound, 50}}, o);
+  Executable exe = compile(ctx, {{t.bound, 50}}, o);
   exe.run();
   const int64_t hits = backend::cpu_allocator_stats().cache_hits;
   exe.run();
@@ -42,7 +43,7 @@ TEST(Program, ProfileAndAllocator) {
   EXPECT_NE(report.find(std::to_string(2 * exe.ops_executed()) + " launches"), std::string::npos)
       << report;
   EXPECT_NE(report.find("RT 'step'"), std::string::npos) << report;
-  EXPECT_TRUE(ctx.compile({{t.bound, 50}}).profile_report().empty());
+  EXPECT_TRUE(compile(ctx, {{t.bound, 50}}).profile_report().empty());
   if (std::getenv("TEMPO_CPU_CACHE_MB") == nullptr) {
     EXPECT_TRUE(backend::cpu_allocator_stats().installed);
     EXPECT_GT(backend::cpu_allocator_stats().cache_hits, hits);
@@ -54,7 +55,7 @@ TEST(Program, AffineMap) {
   Dim t = ctx.dim("t", "T");
   RT x = scalar_source(ctx, {t}, [](auto& p) { return static_cast<double>(p[0]); });
   RT y = (x * 2.0 + 1.0).retain();
-  Executable exe = ctx.compile({{t.bound, 20}});
+  Executable exe = compile(ctx, {{t.bound, 20}});
   exe.run();
   for (int64_t k = 0; k < 20; ++k) EXPECT_DOUBLE_EQ(exe.get(y, {k}).at(0), 2.0 * k + 1);
   EXPECT_GE(exe.ops_executed(), 20 * 3);
@@ -71,7 +72,7 @@ TEST(Program, RecurrenceWithInitialBranch) {
   s[0] = x[0];
   s[t.var + 1] = s[t.var] * 0.5 + x;  // x at t
   RT out = s.retain();
-  Executable exe = ctx.compile({{t.bound, 10}});
+  Executable exe = compile(ctx, {{t.bound, 10}});
   exe.run();
   double ref = 1.0;
   for (int64_t k = 0; k < 10; ++k) {
@@ -85,7 +86,7 @@ TEST(Program, PrefixSumOverSlice) {
   Dim t = ctx.dim("t", "T");
   RT x = scalar_source(ctx, {t}, [](auto& p) { return p[0] * 0.25; });
   RT s = x[sym::slice(0, t.var + 1)].sum(0).retain();
-  Executable exe = ctx.compile({{t.bound, 12}});
+  Executable exe = compile(ctx, {{t.bound, 12}});
   exe.run();
   double acc = 0;
   for (int64_t k = 0; k < 12; ++k) {
@@ -107,7 +108,7 @@ TEST(Program, DeallocationBoundsMemory) {
     CompileOptions o;
     o.deallocate = deallocate;
     o.passes.vectorize = false;  // batched over t, the whole rollout is live at once
-    Executable exe = ctx.compile({{t.bound, 64}}, o);
+    Executable exe = compile(ctx, {{t.bound, 64}}, o);
     exe.run();
     return exe.memory().peak_bytes;
   };
@@ -121,7 +122,7 @@ TEST(Program, CompiledProgramIgnoresLaterChanges) {
   Dim t = ctx.dim("t", "T");
   RT x = scalar_source(ctx, {t}, [](auto& p) { return 1.0; });
   RT y = (x + 1.0).retain();
-  Executable exe = ctx.compile({{t.bound, 3}});
+  Executable exe = compile(ctx, {{t.bound, 3}});
   RT z = (y * 3.0).retain();  // added after compile
   exe.run();
   EXPECT_DOUBLE_EQ(exe.get(y, {2}).at(0), 2.0);
@@ -134,10 +135,10 @@ TEST(Program, DriverErrors) {
   RT x = scalar_source(ctx, {t}, [](auto& p) { return 1.0; });
   RT y = x + 1.0;
   RT r = y.retain();
-  std::string m = error_of([&] { ctx.compile({}); });
+  std::string m = error_of([&] { compile(ctx, {}); });
   EXPECT_NE(m.find("bound T has no value; pass it to compile({{T, ...}})"), std::string::npos) << m;
-  EXPECT_NE(error_of([&] { ctx.compile({{t.bound, 0}}); }), "");
-  Executable exe = ctx.compile({{t.bound, 4}});
+  EXPECT_NE(error_of([&] { compile(ctx, {{t.bound, 0}}); }), "");
+  Executable exe = compile(ctx, {{t.bound, 4}});
   exe.run();
   m = error_of([&] { exe.get(x, {0}); });
   EXPECT_NE(m.find("retain"), std::string::npos) << m;
@@ -155,7 +156,7 @@ TEST(Program, UdfOutputMismatchNamesTheUdf) {
   };
   RT x = ctx.udf("env_step", fn, {}, {TensorType{DType::Float32, {4}}}, {t})[0];
   RT y = (x + 1.0).retain();
-  Executable exe = ctx.compile({{t.bound, 2}});
+  Executable exe = compile(ctx, {{t.bound, 2}});
   std::string m = error_of([&] { exe.run(); });
   EXPECT_NE(m.find("UDF 'env_step'"), std::string::npos) << m;
   EXPECT_NE(m.find("f32(3)"), std::string::npos) << m;
@@ -168,7 +169,7 @@ TEST(Program, SeededRandomIsReproducible) {
     RT r = ctx.rand_uniform({3}, {t}).retain();
     CompileOptions o;
     o.seed = seed;
-    Executable exe = ctx.compile({{t.bound, 2}}, o);
+    Executable exe = compile(ctx, {{t.bound, 2}}, o);
     exe.run();
     return exe.get(r, {1}).to_vector();
   };

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/tempo.h"
+#include "driver/compile.h"
 #include "rl/envs/env.h"
 
 namespace tempo::rl {

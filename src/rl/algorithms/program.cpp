@@ -8,6 +8,7 @@
 // lifting pass turns into one reverse scan per iteration. PPO's updates run per (i, u) on
 // minibatches of that rollout, with parameters over (i, u); acting reads them at (i, 0).
 #include "rl/algorithms/program.h"
+#include "driver/compile.h"
 
 #include <algorithm>
 #include <chrono>
@@ -436,7 +437,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   Clock::time_point c0 = Clock::now();
   Bounds bounds{{i.bound, I}, {t.bound, T}};
   if (u) bounds.emplace_back(u->bound, U);
-  Executable exe = ctx.compile(bounds, co);
+  Executable exe = compile(ctx, bounds, co);
   TrainResult res;
   res.compile_seconds = std::chrono::duration<double>(Clock::now() - c0).count();
   if (cfg.on_compiled) cfg.on_compiled(exe);

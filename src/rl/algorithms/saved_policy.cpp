@@ -1,6 +1,7 @@
 // Trained policies on disk (safetensors + JSON) and their greedy evaluation as a compiled
 // recurrent-tensor program: o[0] = the current observations, o[t + 1] = step(greedy(pi(o[t]))).
 #include "rl/algorithms/saved_policy.h"
+#include "driver/compile.h"
 
 #include <algorithm>
 #include <cmath>
@@ -273,7 +274,7 @@ EvalResult evaluate(const SavedPolicy& policy, BatchedEnv& env, uint64_t seed) {
   constexpr int64_t kChunk = 128, kMaxSteps = 1 << 20;
   CompileOptions co;
   co.seed = seed;
-  Executable exe = ctx.compile({{t.bound, kChunk}}, co);
+  Executable exe = compile(ctx, {{t.bound, kChunk}}, co);
   for (int64_t steps = 0; st->running > 0; steps += kChunk) {
     if (steps >= kMaxSteps)
       throw UserError(cat(st->running, " of ", N, " episodes of ", env.name(),

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "api/tempo.h"
+#include "driver/compile.h"
 #include "nn/module.h"
 #include "optim/optim.h"
 
@@ -30,7 +31,7 @@ int main() {
     s[0] = ctx.ones({3});
     s[t.var + 1] = s[t.var] * 0.5 + 1.0;
     RT kept = s.retain();
-    Executable exe = ctx.compile({{t.bound, 12}});
+    Executable exe = compile(ctx, {{t.bound, 12}});
     exe.run();
     ok &= check("s[11]", exe.get(kept, {11}).at(2), 2.0 - std::pow(2.0, -11), 1e-5);
   }
@@ -43,7 +44,7 @@ int main() {
     optim::SGD opt({w}, 0.25);
     optim::minimize(loss, opt);
     RT kept = RT(w).retain();
-    Executable exe = ctx.compile({{i.bound, 10}});
+    Executable exe = compile(ctx, {{i.bound, 10}});
     exe.run();
     ok &= check("w[9]", exe.get(kept, {9}).at(0), 3.0 - 3.0 * std::pow(0.5, 9), 1e-5);
   }

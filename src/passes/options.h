@@ -1,4 +1,4 @@
-// The compiler's optimization switches (part of CompileOptions; read by the passes layer).
+// The optimization switches of the pass pipeline (CompileOptions::passes).
 #pragma once
 
 #include <cstdint>
@@ -42,30 +42,16 @@ struct PassOptions {
   // (it trades compute for memory); the memory planner turns it on, with `interleave`, when a
   // program does not fit its budget, before it swaps anything.
   bool recompute = false;
-  bool check_ir = false;         // validate the IR after every pass that changed it
-  bool verbose = false;          // per pass: time and op count, to stderr
+  bool check_ir = false;  // validate the IR after every pass that changed it
+  bool verbose = false;   // per pass: time and op count, to stderr
 
-  // Each pass's name (as verbose output and `tempo train --no-pass NAME` write it) and switch.
+  // Each pass's name (as verbose output and `tempo train --no-pass NAME` write it) and switch,
+  // in pipeline order (passes/pipeline.cpp's kPipeline, where the names are written once).
   struct Switch {
     const char* name;
     bool PassOptions::*on;
   };
-  static const std::vector<Switch>& switches() {
-    static const std::vector<Switch> all = {
-        {"simplify-indices", &PassOptions::simplify_indices},
-        {"fold-constants", &PassOptions::fold_constants},
-        {"algebraic", &PassOptions::algebraic},
-        {"cse", &PassOptions::cse},
-        {"domain-reduction", &PassOptions::domain_reduction},
-        {"lifting", &PassOptions::lifting},
-        {"recompute", &PassOptions::recompute},
-        {"vectorize", &PassOptions::vectorize},
-        {"tiling", &PassOptions::tiling},
-        {"dce", &PassOptions::dce},
-        {"fusion", &PassOptions::fusion},
-    };
-    return all;
-  }
+  static const std::vector<Switch>& switches();
   // Turns the named pass on or off ("all" names every pass); a UserError lists the names.
   void set(const std::string& name, bool on) {
     std::string names = "all";
