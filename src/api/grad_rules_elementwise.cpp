@@ -78,8 +78,7 @@ void binary_grads(const GradCtx& c, std::vector<RT>& out) {
       if (c.need(1)) out[1] = unbroadcast(-(g * y / x[1]), x[1].shape(), loc);
       break;
     case OpKind::Pow:  // a^b: b a^(b-1) and a^b log(a)
-      if (c.need(0))
-        out[0] = unbroadcast(g * x[1] * x[0].pow(x[1] - 1.0, loc), x[0].shape(), loc);
+      if (c.need(0)) out[0] = unbroadcast(g * x[1] * x[0].pow(x[1] - 1.0, loc), x[0].shape(), loc);
       if (c.need(1)) out[1] = unbroadcast(g * y * x[0].log(loc), x[1].shape(), loc);
       break;
     case OpKind::Maximum:

@@ -364,8 +364,7 @@ std::string cluster_signature(const ir::Graph& body, const RegionPlan::Step& ste
     return cat("extern \"C\" __global__ void __launch_bounds__(TEMPO_MAX_THREADS) ", name,
                "(int64_t rows, int64_t cols", params, ") {\n");
   return cat("extern \"C\" void ", name,
-             "(int64_t rows, int64_t cols, const void* const* in, void* const* out) {\n",
-             pointers);
+             "(int64_t rows, int64_t cols, const void* const* in, void* const* out) {\n", pointers);
 }
 
 // The per-row statements of a reduction `op` of operand x over a row's columns: `columns` opens
@@ -492,8 +491,8 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
       stores += cat("      out", k, "[r * cols + j] = ", value_name(id, o), ";\n");
       targets.push_back(id);
     } else {
-      row += cat(cuda ? "    if (threadIdx.x == 0) " : "    ", "out", k, "[r] = ", value_name(id, o),
-                 ";\n");
+      row += cat(cuda ? "    if (threadIdx.x == 0) " : "    ", "out", k,
+                 "[r] = ", value_name(id, o), ";\n");
     }
   }
   if (cuda && !blocks) {  // a thread per element

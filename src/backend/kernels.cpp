@@ -192,8 +192,8 @@ std::unique_ptr<runtime::Kernel> make_torch_kernel(const ir::Graph& g, ir::OpId 
                                                    TorchState& state) {
   const ir::OpNode& op = g.op(id);
   const torch::ScalarType st = op.outputs.empty() ? torch::kFloat32 : to_torch(op.outputs[0].dtype);
-  const detail::KernelCtx c{g,  op, op.describe(), op.attrs, st, torch::TensorOptions().dtype(st).device(state.device),
-                            layout, state};
+  const torch::TensorOptions opts = torch::TensorOptions().dtype(st).device(state.device);
+  const detail::KernelCtx c{g, op, op.describe(), op.attrs, st, opts, layout, state};
   switch (ir::op_kind_category(op.kind)) {
     case ir::OpCategory::Source:
       return detail::source_kernel(c);

@@ -51,8 +51,7 @@ std::unique_ptr<Kernel> linalg_kernel(const KernelCtx& c) {
     case ir::OpKind::MatMul:
       // Both operands are converted to the output type first (the IR's promotion rules).
       return kernel(c.who, [st](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
-        out[0] = wrap(
-            as(torch::matmul(as(tensor_of(in[0]), st), as(tensor_of(in[1]), st)), st));
+        out[0] = wrap(as(torch::matmul(as(tensor_of(in[0]), st), as(tensor_of(in[1]), st)), st));
       });
     case ir::OpKind::Conv2d: {
       const int64_t stride = c.a.ints.size() > 0 ? c.a.ints[0] : 1;

@@ -9,16 +9,16 @@ std::unique_ptr<Kernel> pad(const KernelCtx& c) {
   const int64_t d = c.int_attr(0);
   sym::CompiledExpr before = c.expr_attr(0), after = c.expr_attr(1);
   const double v = c.a.scalar;
-  return kernel(c.who, [d, before, after, v](const ValuePtr* in, size_t, const int64_t* env,
-                                             ValuePtr* out) {
-    const torch::Tensor& x = tensor_of(in[0]);
-    // constant_pad_nd takes (before, after) pairs starting from the last dimension.
-    const int64_t j = x.dim() - 1 - d;
-    Sizes pad(2 * (j + 1), 0);
-    pad[2 * j] = before.eval(env);
-    pad[2 * j + 1] = after.eval(env);
-    out[0] = wrap(torch::constant_pad_nd(x, pad, v));
-  });
+  return kernel(
+      c.who, [d, before, after, v](const ValuePtr* in, size_t, const int64_t* env, ValuePtr* out) {
+        const torch::Tensor& x = tensor_of(in[0]);
+        // constant_pad_nd takes (before, after) pairs starting from the last dimension.
+        const int64_t j = x.dim() - 1 - d;
+        Sizes pad(2 * (j + 1), 0);
+        pad[2 * j] = before.eval(env);
+        pad[2 * j + 1] = after.eval(env);
+        out[0] = wrap(torch::constant_pad_nd(x, pad, v));
+      });
 }
 
 }  // namespace

@@ -80,7 +80,7 @@ struct KernelCtx {
   const ir::OpNode& op;
   const std::string who;
   const ir::Attrs& a;
-  const torch::ScalarType st;        // the first output's type (float32 without outputs)
+  const torch::ScalarType st;       // the first output's type (float32 without outputs)
   const torch::TensorOptions opts;  // st on the backend's device
   const sym::SymbolLayout& layout;
   TorchState& state;

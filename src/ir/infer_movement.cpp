@@ -85,8 +85,8 @@ Types slice(const InferCtx& c) {
     c.fail(cat("slice ", c.expr(0).str(), ":", c.expr(1).str(), " has negative length"));
   const Expr& n = c.simp(c.in[0].shape[d]);
   if (n.is_const() && c.simp(c.expr(1)).is_const() && c.simp(c.expr(1)).value() > n.value())
-    c.fail(cat("slice ", c.expr(0).str(), ":", c.expr(1).str(), " out of range for size ",
-               n.value()));
+    c.fail(
+        cat("slice ", c.expr(0).str(), ":", c.expr(1).str(), " out of range for size ", n.value()));
   t.shape.dims[d] = size;
   return {t};
 }

@@ -52,15 +52,15 @@ std::string shapes_str(const Types& in);
 // numpy broadcasting; sizes are compared structurally after simplification.
 Shape broadcast(const InferCtx& c, const std::vector<const Shape*>& shapes);
 
-Types infer_source(const InferCtx& c);     // infer_sources.cpp
-Types infer_flow(const InferCtx& c);       // infer_sources.cpp
-Types infer_region(const InferCtx& c);     // infer_sources.cpp
-Types infer_collective(const InferCtx& c); // infer_sources.cpp
-Types infer_unary(const InferCtx& c);      // infer_elementwise.cpp
-Types infer_binary(const InferCtx& c);     // infer_elementwise.cpp
-Types infer_reduction(const InferCtx& c);  // infer_reduction.cpp
-Types infer_movement(const InferCtx& c);   // infer_movement.cpp
-Types infer_indexing(const InferCtx& c);   // infer_indexing.cpp
-Types infer_linalg(const InferCtx& c);     // infer_indexing.cpp
+Types infer_source(const InferCtx& c);      // infer_sources.cpp
+Types infer_flow(const InferCtx& c);        // infer_sources.cpp
+Types infer_region(const InferCtx& c);      // infer_sources.cpp
+Types infer_collective(const InferCtx& c);  // infer_sources.cpp
+Types infer_unary(const InferCtx& c);       // infer_elementwise.cpp
+Types infer_binary(const InferCtx& c);      // infer_elementwise.cpp
+Types infer_reduction(const InferCtx& c);   // infer_reduction.cpp
+Types infer_movement(const InferCtx& c);    // infer_movement.cpp
+Types infer_indexing(const InferCtx& c);    // infer_indexing.cpp
+Types infer_linalg(const InferCtx& c);      // infer_indexing.cpp
 
 }  // namespace tempo::ir::detail

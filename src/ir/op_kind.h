@@ -78,12 +78,12 @@ namespace tempo::ir {
   /* y[k] = x[k] + scalar link(k - 1) y[k - 1]; link(j) = done[j] < 0.5 (1 without done) */        \
   X(DiscountedCumSum, -1, 1, true, DimAttrs, Reduction, Plain)                                     \
   /* movement and views */                                                                         \
-  X(Reshape, 1, 1, true, ShapeAttr, Movement, Plain) /* to shape exprs */                          \
-  X(Permute, 1, 1, true, Permute, Movement, Plain) /* dims order ints */                           \
-  X(Expand, 1, 1, true, ShapeAttr, Movement, Plain) /* to shape exprs (broadcast) */               \
-  X(Squeeze, 1, 1, true, DimAttrs, Movement, Plain) /* dim ints[0] (size 1) */                     \
+  X(Reshape, 1, 1, true, ShapeAttr, Movement, Plain)  /* to shape exprs */                         \
+  X(Permute, 1, 1, true, Permute, Movement, Plain)    /* dims order ints */                        \
+  X(Expand, 1, 1, true, ShapeAttr, Movement, Plain)   /* to shape exprs (broadcast) */             \
+  X(Squeeze, 1, 1, true, DimAttrs, Movement, Plain)   /* dim ints[0] (size 1) */                   \
   X(Unsqueeze, 1, 1, true, DimAttrs, Movement, Plain) /* new dim at ints[0] */                     \
-  X(Slice, 1, 1, true, DimAttrs, Movement, Plain) /* dim ints[0], range exprs[0]:exprs[1] */       \
+  X(Slice, 1, 1, true, DimAttrs, Movement, Plain)     /* dim ints[0], range exprs[0]:exprs[1] */   \
   /* dim ints[0], exprs[0] before, exprs[1] after, value `scalar` */                               \
   X(Pad, 1, 1, true, DimAttrs, Movement, Plain)                                                    \
   X(Flip, 1, 1, true, DimAttrs, Movement, Plain) /* dim ints[0] */                                 \
@@ -95,7 +95,7 @@ namespace tempo::ir {
   X(IndexSelect, 2, 1, true, DimAttrs, Indexing, Plain)                                            \
   X(Gather, 2, 1, true, DimAttrs, Indexing, Plain) /* src, int64 index: along dim ints[0] */       \
   X(ScatterAdd, 3, 1, true, None, Indexing, Plain) /* self, index, src: along dim ints[0] */       \
-  X(IndexAdd, 3, 1, true, None, Indexing, Plain) /* self, index [k], src: along dim ints[0] */     \
+  X(IndexAdd, 3, 1, true, None, Indexing, Plain)   /* self, index [k], src: along dim ints[0] */   \
   /* linear algebra */                                                                             \
   X(MatMul, 2, 1, true, MatMul, LinearAlgebra, Plain)                                              \
   /* input (N,C,H,W), weight (O,C,kh,kw); ints = stride, padding */                                \
