@@ -34,38 +34,20 @@ const KindFacts& facts(OpKind k) {
 
 }  // namespace
 
-const char* op_kind_name(OpKind k) {
-  return facts(k).name;
-}
-int op_kind_inputs(OpKind k) {
-  return facts(k).inputs;
-}
-int op_kind_outputs(OpKind k) {
-  return facts(k).outputs;
-}
-bool is_differentiable(OpKind k) {
-  return facts(k).differentiable;
-}
-VecRule vec_rule(OpKind k) {
-  return facts(k).vec;
-}
-OpCategory op_kind_category(OpKind k) {
-  return facts(k).category;
-}
-ResultRule result_rule(OpKind k) {
-  return facts(k).result;
-}
+const char* op_kind_name(OpKind k) { return facts(k).name; }
+int op_kind_inputs(OpKind k) { return facts(k).inputs; }
+int op_kind_outputs(OpKind k) { return facts(k).outputs; }
+bool is_differentiable(OpKind k) { return facts(k).differentiable; }
+VecRule vec_rule(OpKind k) { return facts(k).vec; }
+OpCategory op_kind_category(OpKind k) { return facts(k).category; }
+ResultRule result_rule(OpKind k) { return facts(k).result; }
 
 bool is_elementwise(OpKind k) {
   const OpCategory c = op_kind_category(k);
   return c == OpCategory::Unary || c == OpCategory::Binary;
 }
 
-bool is_logical(OpKind k) {
-  return result_rule(k) == ResultRule::Logical;
-}
-bool is_float_only(OpKind k) {
-  return result_rule(k) == ResultRule::FloatOnly;
-}
+bool is_logical(OpKind k) { return result_rule(k) == ResultRule::Logical; }
+bool is_float_only(OpKind k) { return result_rule(k) == ResultRule::FloatOnly; }
 
 }  // namespace tempo::ir
