@@ -42,24 +42,6 @@ std::string literal(double v, DType d) {
   return cat("(", c_type(d), ")(", os.str(), ")");
 }
 
-// Comparisons and logic: boolean results of operands of any type.
-bool logical(OpKind k) {
-  switch (k) {
-    case OpKind::Eq:
-    case OpKind::Ne:
-    case OpKind::Lt:
-    case OpKind::Le:
-    case OpKind::Gt:
-    case OpKind::Ge:
-    case OpKind::And:
-    case OpKind::Or:
-    case OpKind::Not:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // The C++ expression of an op on operands a, b, c (already loaded, in their own types), computed
 // as the LibTorch kernel does: arithmetic in the output type, comparisons in C++'s promoted type.
 std::string expression(OpKind k, DType out, const std::vector<std::string>& x) {
@@ -237,7 +219,7 @@ void choose_access(const ir::Graph& body, RegionPlan::Step& step) {
 bool generable(const ir::Graph& body, const ir::OpNode& op) {
   const bool copy = op.kind == OpKind::Identity || op.kind == OpKind::Detach;
   if (op.outputs.size() != 1 || !(ir::is_elementwise(op.kind) || copy)) return false;
-  if (logical(op.kind)) return true;
+  if (ir::is_logical(op.kind)) return true;
   // Arithmetic computes in a floating output type (integer division and overflow are not
   // LibTorch's in C++); a cast may also produce a boolean.
   const DType out = op.outputs[0].dtype;
@@ -344,28 +326,19 @@ bool row_blocks(const ir::Graph& body, const RegionPlan::Step& step) {
   });
 }
 
-// The loops of both targets come from the same pieces: loads, the statements of element ops
-// (computed in each loop that needs them), per-row statements, reductions and stores. On the CPU
-// one call runs every row; on CUDA a cluster with per-row work runs a thread block per row (its
-// threads stride over the row's columns and reduce together), any other a thread per element.
-std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
-                         const std::string& name, Target target) {
-  TEMPO_ASSERT(step.access.size() == step.inputs.size(), "cluster without access classes");
-  const bool cuda = target == Target::Cuda;
-  const bool blocks = row_blocks(body, step);
-  auto value = [](ir::OpId id, int k) { return cat("x", id, "_", k); };
+namespace {
+
+// The name of a value in generated code.
+std::string value_name(ir::OpId id, int k) {
+  return cat("x", id, "_", k);
+}
+
+// A cluster function's signature and, on the CPU, its typed views of the argument arrays.
+std::string cluster_signature(const ir::Graph& body, const RegionPlan::Step& step,
+                              const std::string& name, bool cuda) {
   auto type_of = [&](const ValueRef& v) {
     return c_type(body.op(v.first).outputs[v.second].dtype);
   };
-  auto member = [&](ir::OpId id) {
-    return std::find(step.ops.begin(), step.ops.end(), id) != step.ops.end();
-  };
-  // A full input may share its buffer with an element output (donation, cluster_kernel): no
-  // restrict on those pointers.
-  auto is_element = [&](const ValueRef& v) {
-    return role(body, body.op(v.first), step.shape) == Role::Element;
-  };
-  std::ostringstream c;
   std::string params, pointers;
   for (size_t k = 0; k < step.inputs.size(); ++k) {
     const char* t = type_of(step.inputs[k]);
@@ -375,26 +348,78 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
     else
       pointers += cat("  const ", t, restrict, "in", k, " = (const ", t, "*)in[", k, "];\n");
   }
+  // A full input may share its buffer with an element output (donation, cluster_kernel): no
+  // restrict on those pointers.
   for (size_t k = 0; k < step.outputs.size(); ++k) {
-    const char* t = type_of(step.outputs[k]);
-    const char* restrict = is_element(step.outputs[k]) ? "* " : "* TEMPO_RESTRICT ";
+    const ValueRef& v = step.outputs[k];
+    const char* t = type_of(v);
+    const bool element = role(body, body.op(v.first), step.shape) == Role::Element;
+    const char* restrict = element ? "* " : "* TEMPO_RESTRICT ";
     if (cuda)
       params += cat(", ", t, restrict, "out", k);
     else
       pointers += cat("  ", t, restrict, "out", k, " = (", t, "*)out[", k, "];\n");
   }
   if (cuda)
-    c << "extern \"C\" __global__ void __launch_bounds__(TEMPO_MAX_THREADS) " << name
-      << "(int64_t rows, int64_t cols" << params << ") {\n";
-  else
-    c << "extern \"C\" void " << name
-      << "(int64_t rows, int64_t cols, const void* const* in, void* const* out) {\n"
-      << pointers;
+    return cat("extern \"C\" __global__ void __launch_bounds__(TEMPO_MAX_THREADS) ", name,
+               "(int64_t rows, int64_t cols", params, ") {\n");
+  return cat("extern \"C\" void ", name,
+             "(int64_t rows, int64_t cols, const void* const* in, void* const* out) {\n", pointers);
+}
+
+// The per-row statements of a reduction `op` of operand x over a row's columns: `columns` opens
+// the loop over them, whose body starts with `chain` (the element ops x needs).
+std::string reduction(const ir::OpNode& op, const std::string& x, const std::string& chain,
+                      const std::string& columns, bool cuda) {
+  const std::string acc = cat("acc", op.id), arg = cat("arg", op.id);
+  const char* t = c_type(op.outputs[0].dtype);
+  const bool max = op.kind == OpKind::ReduceMax;
+  std::string row =
+      cat("    ", t, " ", acc, " = ", max ? cat("-(", t, ")TEMPO_INF") : cat("(", t, ")0"), ";\n",
+          max ? cat("    int64_t ", arg, " = 0;\n") : "",
+          // A sum may be reassociated (as LibTorch's vectorized sums are), so that its loop
+          // vectorizes; the first maximum is a sequential search.
+          max || cuda ? "" : cat("#pragma omp simd reduction(+ : ", acc, ")\n"), columns, chain);
+  // The first maximum (or NaN), as LibTorch's max along a dimension.
+  row += max ? cat("      if (", x, " > ", acc, " || (", x, " != ", x, " && ", acc, " == ", acc,
+                   ")) { ", acc, " = ", x, "; ", arg, " = j; }\n")
+             : cat("      ", acc, " += (", t, ")", x, ";\n");
+  row += "    }\n";
+  if (cuda)  // the block's threads combine their shares
+    row += max ? cat("    tempo_block_argmax(", acc, ", ", arg, ");\n")
+               : cat("    ", acc, " = tempo_block_sum(", acc, ");\n");
+  row += cat("    const ", t, " ", value_name(op.id, 0), " = ", acc, ";\n",
+             max ? cat("    const int64_t ", value_name(op.id, 1), " = ", arg, ";\n") : "");
+  return row;
+}
+
+}  // namespace
+
+// The loops of both targets come from the same pieces: loads, the statements of element ops
+// (computed in each loop that needs them), per-row statements, reductions and stores. On the CPU
+// one call runs every row; on CUDA a cluster with per-row work runs a thread block per row (its
+// threads stride over the row's columns and reduce together), any other a thread per element.
+std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
+                         const std::string& name, Target target) {
+  TEMPO_ASSERT(step.access.size() == step.inputs.size(), "cluster without access classes");
+  const bool cuda = target == Target::Cuda;
+  const bool blocks = row_blocks(body, step);
+  auto type_of = [&](const ValueRef& v) {
+    return c_type(body.op(v.first).outputs[v.second].dtype);
+  };
+  auto member = [&](ir::OpId id) {
+    return std::find(step.ops.begin(), step.ops.end(), id) != step.ops.end();
+  };
+  auto is_element = [&](const ValueRef& v) {
+    return role(body, body.op(v.first), step.shape) == Role::Element;
+  };
+  std::ostringstream c;
+  c << cluster_signature(body, step, name, cuda);
   std::string row_loads, element_loads;
   for (size_t k = 0; k < step.inputs.size(); ++k) {
     const ValueRef& v = step.inputs[k];
     const char* t = type_of(v);
-    const std::string x = value(v.first, v.second);
+    const std::string x = value_name(v.first, v.second);
     switch (step.access[k]) {
       case Access::Scalar:
         c << "  const " << t << " " << x << " = in" << k << "[0];\n";
@@ -415,12 +440,12 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
   auto operand = [&](const ir::Edge& edge) {
     const ir::OpNode& src = body.op(edge.source);
     return uniform_const(src) ? literal(src.attrs.scalar, src.outputs[0].dtype)
-                              : value(edge.source, edge.source_output);
+                              : value_name(edge.source, edge.source_output);
   };
   auto statement = [&](const ir::OpNode& op, const char* indent) {
     std::vector<std::string> args;
     for (ir::EdgeId eid : op.inputs) args.push_back(operand(body.edge(eid)));
-    return cat(indent, "const ", c_type(op.outputs[0].dtype), " ", value(op.id, 0), " = ",
+    return cat(indent, "const ", c_type(op.outputs[0].dtype), " ", value_name(op.id, 0), " = ",
                expression(op.kind, op.outputs[0].dtype, args), ";\n");
   };
   // The body of a loop over a row: loads, then the element ops `targets` need, in order.
@@ -451,26 +476,7 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
         break;
       case Role::Reduce: {
         const ir::Edge& in = body.edge(op.inputs[0]);
-        const std::string x = operand(in), acc = cat("acc", id);
-        const std::string arg = cat("arg", id);
-        const char* t = c_type(op.outputs[0].dtype);
-        const bool max = op.kind == OpKind::ReduceMax;
-        row += cat("    ", t, " ", acc, " = ", max ? cat("-(", t, ")TEMPO_INF") : cat("(", t, ")0"),
-                   ";\n", max ? cat("    int64_t ", arg, " = 0;\n") : "",
-                   // A sum may be reassociated (as LibTorch's vectorized sums are), so that its
-                   // loop vectorizes; the first maximum is a sequential search.
-                   max || cuda ? "" : cat("#pragma omp simd reduction(+ : ", acc, ")\n"), columns,
-                   element_chain({in.source}));
-        // The first maximum (or NaN), as LibTorch's max along a dimension.
-        row += max ? cat("      if (", x, " > ", acc, " || (", x, " != ", x, " && ", acc,
-                         " == ", acc, ")) { ", acc, " = ", x, "; ", arg, " = j; }\n")
-                   : cat("      ", acc, " += (", t, ")", x, ";\n");
-        row += "    }\n";
-        if (cuda)  // the block's threads combine their shares
-          row += max ? cat("    tempo_block_argmax(", acc, ", ", arg, ");\n")
-                     : cat("    ", acc, " = tempo_block_sum(", acc, ");\n");
-        row += cat("    const ", t, " ", value(id, 0), " = ", acc, ";\n",
-                   max ? cat("    const int64_t ", value(id, 1), " = ", arg, ";\n") : "");
+        row += reduction(op, operand(in), element_chain({in.source}), columns, cuda);
         break;
       }
       default:  // element ops are computed in the loops that need them
@@ -482,11 +488,11 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
   for (size_t k = 0; k < step.outputs.size(); ++k) {
     const auto& [id, o] = step.outputs[k];
     if (is_element(step.outputs[k])) {
-      stores += cat("      out", k, "[r * cols + j] = ", value(id, o), ";\n");
+      stores += cat("      out", k, "[r * cols + j] = ", value_name(id, o), ";\n");
       targets.push_back(id);
     } else {
-      row += cat(cuda ? "    if (threadIdx.x == 0) " : "    ", "out", k, "[r] = ", value(id, o),
-                 ";\n");
+      row += cat(cuda ? "    if (threadIdx.x == 0) " : "    ", "out", k,
+                 "[r] = ", value_name(id, o), ";\n");
     }
   }
   if (cuda && !blocks) {  // a thread per element

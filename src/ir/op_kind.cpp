@@ -1,99 +1,53 @@
 #include "ir/op_kind.h"
 
+#include <iterator>
+
 namespace tempo::ir {
 
-const char* op_kind_name(OpKind k) {
-  switch (k) {
-#define TEMPO_X(name, nin, nout, diff, vec) \
-  case OpKind::name:                        \
-    return #name;
+namespace {
+
+// One row of TEMPO_OP_KINDS.
+struct KindFacts {
+  const char* name;
+  int inputs, outputs;
+  bool differentiable;
+  VecRule vec;
+  OpCategory category;
+  ResultRule result;
+};
+
+constexpr KindFacts kFacts[] = {
+#define TEMPO_X(name, nin, nout, diff, vec, category, result) \
+  {#name, nin, nout, diff, VecRule::vec, OpCategory::category, ResultRule::result},
     TEMPO_OP_KINDS(TEMPO_X)
 #undef TEMPO_X
-  }
-  return "?";
+};
+
+// A kind outside the table (a corrupted value) reads as a source of nothing.
+constexpr KindFacts kUnknown{
+    "?", 0, 0, false, VecRule::None, OpCategory::Source, ResultRule::Plain};
+
+const KindFacts& facts(OpKind k) {
+  const auto i = static_cast<size_t>(k);
+  return i < std::size(kFacts) ? kFacts[i] : kUnknown;
 }
 
-int op_kind_inputs(OpKind k) {
-  switch (k) {
-#define TEMPO_X(name, nin, nout, diff, vec) \
-  case OpKind::name:                        \
-    return nin;
-    TEMPO_OP_KINDS(TEMPO_X)
-#undef TEMPO_X
-  }
-  return 0;
-}
+}  // namespace
 
-int op_kind_outputs(OpKind k) {
-  switch (k) {
-#define TEMPO_X(name, nin, nout, diff, vec) \
-  case OpKind::name:                        \
-    return nout;
-    TEMPO_OP_KINDS(TEMPO_X)
-#undef TEMPO_X
-  }
-  return 0;
-}
-
-bool is_differentiable(OpKind k) {
-  switch (k) {
-#define TEMPO_X(name, nin, nout, diff, vec) \
-  case OpKind::name:                        \
-    return diff;
-    TEMPO_OP_KINDS(TEMPO_X)
-#undef TEMPO_X
-  }
-  return false;
-}
-
-VecRule vec_rule(OpKind k) {
-  switch (k) {
-#define TEMPO_X(name, nin, nout, diff, vec) \
-  case OpKind::name:                        \
-    return VecRule::vec;
-    TEMPO_OP_KINDS(TEMPO_X)
-#undef TEMPO_X
-  }
-  return VecRule::None;
-}
+const char* op_kind_name(OpKind k) { return facts(k).name; }
+int op_kind_inputs(OpKind k) { return facts(k).inputs; }
+int op_kind_outputs(OpKind k) { return facts(k).outputs; }
+bool is_differentiable(OpKind k) { return facts(k).differentiable; }
+VecRule vec_rule(OpKind k) { return facts(k).vec; }
+OpCategory op_kind_category(OpKind k) { return facts(k).category; }
+ResultRule result_rule(OpKind k) { return facts(k).result; }
 
 bool is_elementwise(OpKind k) {
-  switch (k) {
-    case OpKind::Neg:
-    case OpKind::Exp:
-    case OpKind::Log:
-    case OpKind::Sqrt:
-    case OpKind::Sin:
-    case OpKind::Cos:
-    case OpKind::Tanh:
-    case OpKind::Sigmoid:
-    case OpKind::Relu:
-    case OpKind::Abs:
-    case OpKind::Sign:
-    case OpKind::Floor:
-    case OpKind::Ceil:
-    case OpKind::Not:
-    case OpKind::Cast:
-    case OpKind::Add:
-    case OpKind::Sub:
-    case OpKind::Mul:
-    case OpKind::Div:
-    case OpKind::Pow:
-    case OpKind::Maximum:
-    case OpKind::Minimum:
-    case OpKind::Eq:
-    case OpKind::Ne:
-    case OpKind::Lt:
-    case OpKind::Le:
-    case OpKind::Gt:
-    case OpKind::Ge:
-    case OpKind::And:
-    case OpKind::Or:
-    case OpKind::Where:
-      return true;
-    default:
-      return false;
-  }
+  const OpCategory c = op_kind_category(k);
+  return c == OpCategory::Unary || c == OpCategory::Binary;
 }
+
+bool is_logical(OpKind k) { return result_rule(k) == ResultRule::Logical; }
+bool is_float_only(OpKind k) { return result_rule(k) == ResultRule::FloatOnly; }
 
 }  // namespace tempo::ir

@@ -37,7 +37,7 @@ std::string line_error(int line_no, const std::string& text, const std::string& 
 // Looked up through the X-macro so that a new kind parses without touching this file.
 bool find_kind(const std::string& name, OpKind& out) {
   static constexpr OpKind kinds[] = {
-#define TEMPO_X(name, nin, nout, diff, vec) OpKind::name,
+#define TEMPO_X(name, ...) OpKind::name,
       TEMPO_OP_KINDS(TEMPO_X)
 #undef TEMPO_X
   };

@@ -1,0 +1,70 @@
+// LibTorch lowering of indexing (selections and scatters) and linear algebra.
+#include "backend/torch_kernel_rules.h"
+
+namespace tempo::backend::detail {
+
+std::unique_ptr<Kernel> indexing_kernel(const KernelCtx& c) {
+  const std::string& who = c.who;
+  switch (c.op.kind) {
+    case ir::OpKind::Index: {
+      const int64_t d = c.int_attr(0);
+      sym::CompiledExpr pos = c.expr_attr(0);
+      return kernel(who, [d, pos](const ValuePtr* in, size_t, const int64_t* env, ValuePtr* out) {
+        out[0] = wrap(tensor_of(in[0]).select(d, pos.eval(env)));
+      });
+    }
+    // A gather may read a value kept in host memory (a swapped rollout read where it is, e.g.
+    // PPO's minibatch rows): it runs there and only the selected elements move to the device.
+    case ir::OpKind::IndexSelect:
+    case ir::OpKind::Gather: {
+      const int64_t d = c.int_attr(0);
+      const bool rows = c.op.kind == ir::OpKind::IndexSelect;
+      const torch::Device device = c.state.device;
+      return kernel(
+          who, [d, rows, device](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+            const torch::Tensor& src = tensor_of(in[0]);
+            torch::Tensor idx = as(tensor_of(in[1]), torch::kInt64).to(src.device());
+            out[0] = wrap((rows ? src.index_select(d, idx) : src.gather(d, idx)).to(device));
+          });
+    }
+    case ir::OpKind::ScatterAdd:
+    case ir::OpKind::IndexAdd: {
+      const int64_t d = c.int_attr(0);
+      const bool scatter = c.op.kind == ir::OpKind::ScatterAdd;
+      const torch::ScalarType st = c.st;
+      return kernel(
+          who, [d, st, scatter](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+            torch::Tensor self = as(tensor_of(in[0]), st);
+            torch::Tensor idx = as(tensor_of(in[1]), torch::kInt64);
+            torch::Tensor src = as(tensor_of(in[2]), st);
+            out[0] = wrap(scatter ? self.scatter_add(d, idx, src) : self.index_add(d, idx, src));
+          });
+    }
+    default:
+      c.unknown_kind();
+  }
+}
+
+std::unique_ptr<Kernel> linalg_kernel(const KernelCtx& c) {
+  const torch::ScalarType st = c.st;
+  switch (c.op.kind) {
+    case ir::OpKind::MatMul:
+      // Both operands are converted to the output type first (the IR's promotion rules).
+      return kernel(c.who, [st](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+        out[0] = wrap(as(torch::matmul(as(tensor_of(in[0]), st), as(tensor_of(in[1]), st)), st));
+      });
+    case ir::OpKind::Conv2d: {
+      const int64_t stride = c.a.ints.size() > 0 ? c.a.ints[0] : 1;
+      const int64_t padding = c.a.ints.size() > 1 ? c.a.ints[1] : 0;
+      return kernel(
+          c.who, [st, stride, padding](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
+            out[0] = wrap(torch::conv2d(as(tensor_of(in[0]), st), as(tensor_of(in[1]), st), {},
+                                        stride, padding));
+          });
+    }
+    default:
+      c.unknown_kind();
+  }
+}
+
+}  // namespace tempo::backend::detail
