@@ -4,7 +4,6 @@
 #include <isl/ast_build.h>
 #include <isl/ctx.h>
 #include <isl/id.h>
-#include <isl/options.h>
 #include <isl/printer.h>
 #include <isl/set.h>
 #include <isl/union_map.h>
@@ -22,6 +21,7 @@
 #include <map>
 #include <memory>
 
+#include "symbolic/isl_bridge.h"
 #include "util/error.h"
 #include "util/hash.h"
 
@@ -86,14 +86,13 @@ std::string first_line(const std::string& path) {
 }  // namespace
 
 std::string kernel_code(const Program& p, const std::string& schedule_isl, const MarkFn& marks) {
-  isl_ctx* ctx = isl_ctx_alloc();
-  isl_options_set_on_error(ctx, ISL_ON_ERROR_CONTINUE);
+  const sym::IslContext isl;
+  isl_ctx* ctx = isl.get();
   isl_union_set* dom = isl_union_set_read_from_str(ctx, p.domains().c_str());
   isl_union_map* sched = isl_union_map_read_from_str(ctx, schedule_isl.c_str());
   if (!dom || !sched) {
     isl_union_set_free(dom);
     isl_union_map_free(sched);
-    isl_ctx_free(ctx);
     internal_error(cat("isl could not parse the schedule `", schedule_isl, "`"));
   }
   sched = isl_union_map_intersect_domain(sched, dom);
@@ -115,7 +114,6 @@ std::string kernel_code(const Program& p, const std::string& schedule_isl, const
     isl_printer_free(pr);
     isl_ast_node_free(tree);
   }
-  isl_ctx_free(ctx);
   if (code.empty()) internal_error(cat("isl could not generate code for ", p.name));
   return code;
 }

@@ -4,7 +4,6 @@
 #include <isl/ctx.h>
 #include <isl/ilp.h>
 #include <isl/map.h>
-#include <isl/options.h>
 #include <isl/set.h>
 #include <isl/union_map.h>
 #include <isl/val.h>
@@ -13,14 +12,13 @@
 #include <cctype>
 #include <cmath>
 
+#include "symbolic/isl_bridge.h"
 #include "util/error.h"
 
 namespace tempo::loops {
 
 struct GraphEncoder::Impl {
-  isl_ctx* ctx = isl_ctx_alloc();
-  Impl() { isl_options_set_on_error(ctx, ISL_ON_ERROR_CONTINUE); }
-  ~Impl() { isl_ctx_free(ctx); }
+  sym::IslContext isl;
 };
 
 namespace {
@@ -94,7 +92,7 @@ GraphEncoder::GraphEncoder(const Program& p) : impl_(std::make_unique<Impl>()), 
   for (const Statement& s : p.statements) {
     std::vector<Access> list;
     for (const std::string* str : {&s.writes, &s.reads}) {
-      isl_union_map* u = isl_union_map_read_from_str(impl_->ctx, str->c_str());
+      isl_union_map* u = isl_union_map_read_from_str(impl_->isl.get(), str->c_str());
       if (!u) throw UserError(cat("statement ", s.name, ": access `", *str, "` is not affine"));
       // Each basic map is one access (a union map merges those of one array).
       std::vector<isl_basic_map*> maps;
@@ -126,7 +124,7 @@ GraphEncoder::GraphEncoder(const Program& p) : impl_(std::make_unique<Impl>()), 
       }
     }
     accesses_.push_back(std::move(list));
-    isl_set* d = isl_set_read_from_str(impl_->ctx, s.domain.c_str());
+    isl_set* d = isl_set_read_from_str(impl_->isl.get(), s.domain.c_str());
     isl_val* c = d ? isl_set_count_val(d) : nullptr;
     double n = c && isl_val_is_int(c) ? std::max(1.0, isl_val_get_d(c)) : 1.0;
     isl_val_free(c);
@@ -142,8 +140,9 @@ double GraphEncoder::trip_log2(size_t stmt, const std::string& expr) {
   auto it = trips_.find(key);
   if (it != trips_.end()) return it->second;
   const Statement& s = p_.statements[stmt];
-  isl_map* m = isl_map_read_from_str(impl_->ctx, cat("{ ", tuple(s), " -> [", expr, "] }").c_str());
-  isl_set* d = isl_set_read_from_str(impl_->ctx, s.domain.c_str());
+  isl_ctx* ctx = impl_->isl.get();
+  isl_map* m = isl_map_read_from_str(ctx, cat("{ ", tuple(s), " -> [", expr, "] }").c_str());
+  isl_set* d = isl_set_read_from_str(ctx, s.domain.c_str());
   double out = 0;
   if (m && d) {
     isl_set* range = isl_map_range(isl_map_intersect_domain(m, d));

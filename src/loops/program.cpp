@@ -1,7 +1,6 @@
 #include "loops/program.h"
 
 #include <isl/ctx.h>
-#include <isl/options.h>
 #include <isl/set.h>
 #include <isl/union_map.h>
 #include <isl/union_set.h>
@@ -9,6 +8,7 @@
 #include <cctype>
 #include <set>
 
+#include "symbolic/isl_bridge.h"
 #include "util/error.h"
 
 namespace tempo::loops {
@@ -89,8 +89,8 @@ void Program::validate() const {
     for (int64_t n : a.sizes)
       if (n <= 0) throw UserError(cat("program ", name, ": array ", a.name, " has a size <= 0"));
   }
-  isl_ctx* ctx = isl_ctx_alloc();
-  isl_options_set_on_error(ctx, ISL_ON_ERROR_CONTINUE);
+  const sym::IslContext isl;
+  isl_ctx* ctx = isl.get();
   std::string problem;
   for (const Statement& s : statements) {
     if (!is_identifier(s.name) || !names.insert(s.name).second) {
@@ -112,7 +112,6 @@ void Program::validate() const {
     }
     if (!problem.empty()) break;
   }
-  isl_ctx_free(ctx);
   if (!problem.empty()) throw UserError(cat("program ", name, ": ", problem));
 }
 

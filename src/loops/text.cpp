@@ -2,7 +2,6 @@
 
 #include <isl/ctx.h>
 #include <isl/map.h>
-#include <isl/options.h>
 #include <isl/set.h>
 
 #include <cctype>
@@ -12,6 +11,7 @@
 #include <memory>
 #include <sstream>
 
+#include "symbolic/isl_bridge.h"
 #include "util/error.h"
 
 namespace tempo::loops {
@@ -37,11 +37,7 @@ struct Access {
 
 class Parser {
  public:
-  Parser(std::string source, std::string name) : source_(std::move(source)), builder_(name) {
-    ctx_ = isl_ctx_alloc();
-    isl_options_set_on_error(ctx_, ISL_ON_ERROR_CONTINUE);
-  }
-  ~Parser() { isl_ctx_free(ctx_); }
+  Parser(std::string source, std::string name) : source_(std::move(source)), builder_(name) {}
 
   Program parse(const std::string& text) {
     std::istringstream in(text);
@@ -168,7 +164,7 @@ class Parser {
     std::string m = "{ [";
     for (size_t k = 0; k < vars.size(); ++k) m += (k ? "," : "") + vars[k];
     m += "] -> [" + index + "] }";
-    isl_map* map = isl_map_read_from_str(ctx_, m.c_str());
+    isl_map* map = isl_map_read_from_str(isl_.get(), m.c_str());
     if (!map)
       fail(cat("index `", index, "` of ", array, " is not an affine expression of the iterators"),
            line);
@@ -191,7 +187,7 @@ class Parser {
       for (size_t k = 0; k < vars.size(); ++k) s += (k ? "," : "") + vars[k];
       return s;
     }(), "] : ", constraints, " }");
-    isl_set* d = isl_set_read_from_str(ctx_, domain.c_str());
+    isl_set* d = isl_set_read_from_str(isl_.get(), domain.c_str());
     if (!d) fail(cat("the constraints `", constraints, "` do not parse (isl syntax, affine)"));
     isl_bool bounded = isl_set_is_bounded(d);
     isl_set_free(d);
@@ -236,7 +232,7 @@ class Parser {
 
   std::string source_, name_;
   ProgramBuilder builder_;
-  isl_ctx* ctx_;
+  sym::IslContext isl_;
   std::map<std::string, size_t> arrays_;  // name -> dimensions
   int line_ = 0, stmts_ = 0;
 };

@@ -2,7 +2,6 @@
 
 #include <isl/ctx.h>
 #include <isl/map.h>
-#include <isl/options.h>
 #include <isl/space.h>
 #include <isl/union_map.h>
 #include <isl/union_set.h>
@@ -10,6 +9,7 @@
 #include <algorithm>
 #include <set>
 
+#include "symbolic/isl_bridge.h"
 #include "util/error.h"
 
 namespace tempo::loops {
@@ -207,15 +207,15 @@ std::optional<Schedule> apply(const Schedule& s, int stmt, const Action& a) {
   return out;
 }
 
-Dependences::Dependences(const Program& p) : p_(p), ctx_(isl_ctx_alloc()) {
-  isl_options_set_on_error(ctx_, ISL_ON_ERROR_CONTINUE);
-  isl_union_set* dom = isl_union_set_read_from_str(ctx_, p.domains().c_str());
+Dependences::Dependences(const Program& p) : p_(p), isl_(std::make_unique<sym::IslContext>()) {
+  isl_ctx* ctx = isl_->get();
+  isl_union_set* dom = isl_union_set_read_from_str(ctx, p.domains().c_str());
   isl_union_map* r =
-      isl_union_map_intersect_domain(parse_umap(ctx_, p.reads()), isl_union_set_copy(dom));
+      isl_union_map_intersect_domain(parse_umap(ctx, p.reads()), isl_union_set_copy(dom));
   isl_union_map* w =
-      isl_union_map_intersect_domain(parse_umap(ctx_, p.writes()), isl_union_set_copy(dom));
+      isl_union_map_intersect_domain(parse_umap(ctx, p.writes()), isl_union_set_copy(dom));
   isl_union_map* sched =
-      isl_union_map_intersect_domain(parse_umap(ctx_, Schedule::original(p).to_isl(p)), dom);
+      isl_union_map_intersect_domain(parse_umap(ctx, Schedule::original(p).to_isl(p)), dom);
   // Pairs of instances touching one element, at least one of them writing.
   isl_union_map* raw = isl_union_map_apply_range(isl_union_map_copy(w),
                                                  isl_union_map_reverse(isl_union_map_copy(r)));
@@ -229,8 +229,11 @@ Dependences::Dependences(const Program& p) : p_(p), ctx_(isl_ctx_alloc()) {
 }
 
 Dependences::~Dependences() {
-  isl_union_map_free(deps_);
-  isl_ctx_free(ctx_);
+  isl_union_map_free(deps_);  // before its context
+}
+
+isl_ctx* Dependences::ctx() const {
+  return isl_->get();
 }
 
 bool Dependences::legal(const Schedule& s, bool same_order) const {
@@ -259,13 +262,13 @@ bool Dependences::legal(const Schedule& s, bool same_order) const {
 }
 
 bool Dependences::order_ok(const std::string& schedule_isl, int rows) const {
-  isl_union_map* sched = parse_umap(ctx_, schedule_isl);
+  isl_union_map* sched = parse_umap(ctx(), schedule_isl);
   // The dependences in schedule time (every statement maps into one space of `rows`
   // dimensions): a violation is a source at or after its sink. Mapping the few dependence
   // pieces is much cheaper than comparing the schedule with itself over whole domains.
   isl_union_map* times = isl_union_map_apply_range(
       isl_union_map_apply_domain(isl_union_map_copy(deps_), isl_union_map_copy(sched)), sched);
-  isl_map* ge = isl_map_lex_ge(isl_space_set_alloc(ctx_, 0, static_cast<unsigned>(rows)));
+  isl_map* ge = isl_map_lex_ge(isl_space_set_alloc(ctx(), 0, static_cast<unsigned>(rows)));
   isl_union_map* violated = isl_union_map_intersect(times, isl_union_map_from_map(ge));
   isl_bool empty = isl_union_map_is_empty(violated);
   isl_union_map_free(violated);
@@ -275,14 +278,14 @@ bool Dependences::order_ok(const std::string& schedule_isl, int rows) const {
 
 bool Dependences::parallel_ok(const std::string& schedule_isl, int dim,
                               const std::vector<std::string>& among) const {
-  isl_union_map* sched = parse_umap(ctx_, schedule_isl);
+  isl_union_map* sched = parse_umap(ctx(), schedule_isl);
   isl_union_map* deps = isl_union_map_copy(deps_);
   if (!among.empty()) {
     std::string set = "{ ";
     for (size_t k = 0; k < among.size(); ++k)
       set += (k ? "; " : "") + tuple(p_.statement(among[k]));
     set += " }";
-    isl_union_set* u = isl_union_set_read_from_str(ctx_, set.c_str());
+    isl_union_set* u = isl_union_set_read_from_str(ctx(), set.c_str());
     deps = isl_union_map_intersect_range(
         isl_union_map_intersect_domain(deps, isl_union_set_copy(u)), u);
   }
@@ -309,7 +312,7 @@ bool Dependences::parallel_ok(const std::string& schedule_isl, int dim,
     if (k < dim) cond += cat("c", k, " = e", k, " and ");
   }
   cond += cat("(c", dim, " < e", dim, " or c", dim, " > e", dim, ")");
-  isl_union_map* carried = parse_umap(ctx_, cat("{ [", in, "] -> [", out, "] : ", cond, " }"));
+  isl_union_map* carried = parse_umap(ctx(), cat("{ [", in, "] -> [", out, "] : ", cond, " }"));
   isl_union_map* bad = isl_union_map_intersect(times, carried);
   isl_bool empty = isl_union_map_is_empty(bad);
   isl_union_map_free(bad);

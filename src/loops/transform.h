@@ -17,6 +17,10 @@
 struct isl_ctx;
 struct isl_union_map;
 
+namespace tempo::sym {
+class IslContext;
+}
+
 namespace tempo::loops {
 
 // One row of a statement's 2d+1 schedule. Even rows are scalars (tree positions), odd rows loops.
@@ -76,13 +80,13 @@ class Dependences {
   // (all when empty).
   bool parallel_ok(const std::string& schedule_isl, int dim,
                    const std::vector<std::string>& among = {}) const;
-  isl_ctx* ctx() const { return ctx_; }
+  isl_ctx* ctx() const;
   isl_union_map* deps() const { return deps_; }  // borrowed
   const Program& program() const { return p_; }
 
  private:
   Program p_;
-  isl_ctx* ctx_;
+  std::unique_ptr<sym::IslContext> isl_;
   isl_union_map* deps_;
 };
 

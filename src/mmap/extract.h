@@ -1,13 +1,12 @@
-// MMapGame instances from Tempo's own compiled programs. A run of the program records, per
-// executed statement, which device storages the tensor stores acquire, read and release
-// (runtime::BufferTrace through driver::trace_buffers). Each storage held from statement s to
-// statement e is one tensor with live range [s, e] (the value of one point of an op output, or
-// the block of a block or window store, which holds many points): a buffer for its write at s
-// (an output) and one for each later statement that reads it (inputs). Logical time steps are the
-// executed statements (the steps of the memory timeline, CompileOptions::memory_timeline) plus one
-// final step at the end of the program, where the storages still held at the end are released.
+// MMapGame instances from Tempo's own compiled programs, through the trace of their runs
+// (driver/trace.h). Each device storage held from statement s to statement e is one tensor with
+// live range [s, e] (the value of one point of an op output, or the block of a block or window
+// store, which holds many points): a buffer for its write at s (an output) and one for each later
+// statement that reads it (inputs). Logical time steps are the executed statements (the steps of
+// the memory timeline, CompileOptions::memory_timeline) plus one final step at the end of the
+// program, where the storages still held at the end are released.
 // Benefit and demand: the time a copy of the buffer's bytes between host and device takes on
-// this machine (a CopyModel measured with the LibTorch backend); supply: each statement's
+// this machine (a CopyModel measured with driver::median_copy_us); supply: each statement's
 // measured wall time in the same run. Times are in microseconds.
 #pragma once
 
@@ -15,9 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "driver/compile.h"
+#include "driver/trace.h"
 #include "mmap/instance.h"
-#include "runtime/tensor_store.h"
 
 namespace tempo::mmap {
 
@@ -30,8 +28,8 @@ struct CopyModel {
   }
   std::string str() const;  // "2.1 us + 5.3 GB/s"
 };
-// Times device-to-host copies (Backend::evict, a real copy on the CPU) on the default device:
-// the bandwidth from copies of 4 and 32 MiB, the latency from copies of 4 KiB (about 0.2 s).
+// Times device-to-host copies (a real copy on the CPU) on the default device: the bandwidth
+// from copies of 4 and 32 MiB, the latency from copies of 4 KiB (about 0.2 s).
 CopyModel measure_copy_model();
 
 struct TraceOptions {
@@ -48,13 +46,13 @@ struct TraceSummary {
   // program's stores (e.g. for CompileOptions::swap_policy, whose candidates name op outputs).
   std::vector<int64_t> tensor_op;
   // Per op id of the traced program: what it computes, as SwapCandidate::rt names it (the RT
-  // and the line that created it). Filled by extract_rl_instance.
+  // and the line that created it), from driver::ProgramTrace::op_names.
   std::vector<std::string> op_names;
-  // Per op id: the other ops whose stores may hold its storages (driver::storage_holders).
+  // Per op id: the other ops whose stores may hold its storages (ProgramTrace::op_holders).
   std::vector<std::vector<int64_t>> op_holders;
 };
 // The instance of one traced run. Throws a UserError if the trace is empty.
-Instance instance_from_trace(const runtime::BufferTrace& trace, const CopyModel& copy,
+Instance instance_from_trace(const driver::ProgramTrace& trace, const CopyModel& copy,
                              const TraceOptions& options, const std::string& name,
                              TraceSummary* summary = nullptr);
 
@@ -67,9 +65,8 @@ struct RlProgram {
   uint64_t seed = 1;
   std::string name() const;  // e.g. "reinforce-synthetic-3x16x16"
 };
-// Runs the program with its buffer trace on (rl::TrainConfig::on_compiled) and converts it;
-// `ops` (optional) receives TraceSummary::op_names and op_holders.
-runtime::BufferTrace trace_rl_program(const RlProgram& program, TraceSummary* ops = nullptr);
+// Runs the program with a driver::TraceRecorder attached (rl::TrainConfig::on_compiled).
+driver::ProgramTrace trace_rl_program(const RlProgram& program);
 Instance extract_rl_instance(const RlProgram& program, const CopyModel& copy,
                              const TraceOptions& options = {}, TraceSummary* summary = nullptr);
 
@@ -82,7 +79,7 @@ struct LlmProgram {
   uint64_t seed = 1;
   std::string name() const;  // e.g. "llm-tiny-causal-32x4"
 };
-runtime::BufferTrace trace_llm_program(const LlmProgram& program, TraceSummary* ops = nullptr);
+driver::ProgramTrace trace_llm_program(const LlmProgram& program);
 Instance extract_llm_instance(const LlmProgram& program, const CopyModel& copy,
                               const TraceOptions& options = {}, TraceSummary* summary = nullptr);
 

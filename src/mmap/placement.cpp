@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "driver/memory_plan.h"
+#include "driver/trace.h"
 #include "mmap/baselines.h"
 #include "mmap/muzero.h"
 #include "util/error.h"

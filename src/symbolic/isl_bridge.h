@@ -27,6 +27,7 @@ class IslContext {
   IslContext(const IslContext&) = delete;
   IslContext& operator=(const IslContext&) = delete;
   isl::ctx ctx() const { return isl::ctx(ctx_); }
+  isl_ctx* get() const { return ctx_; }        // for isl's C interface
   operator isl::ctx() const { return ctx(); }  // NOLINT: pass an IslContext where isl::ctx is asked
 
  private:

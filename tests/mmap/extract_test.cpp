@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "api/tempo.h"
-#include "driver/memory_plan.h"
+#include "driver/trace.h"
 #include "expect_error.h"
 #include "mmap/baselines.h"
 
@@ -62,12 +62,13 @@ TEST(Extract, BuffersMatchTheMemoryTimeline) {
   Program p;
   CompileOptions co;
   co.memory_timeline = csv.string();
+  driver::TraceRecorder recorder;
   Executable exe = compile(p.ctx, {{p.t.bound, 24}}, co);
-  runtime::BufferTrace trace;
-  driver::trace_buffers(exe, &trace);
+  recorder.attach(exe);
   exe.run();
+  const driver::ProgramTrace trace = recorder.trace();
   const std::vector<int64_t> timeline = timeline_device_bytes(csv.string());
-  ASSERT_EQ(trace.ends.size(), timeline.size());
+  ASSERT_EQ(trace.statements.size(), timeline.size());
   ASSERT_GT(timeline.size(), 24u);
 
   TraceOptions to;
@@ -111,18 +112,19 @@ TEST(Extract, BuffersMatchTheMemoryTimeline) {
   for (const Buffer& b : inst.buffers) rows += b.is_output && b.size == 4096;
   EXPECT_GE(rows, 24);
   // Supply: the statements' measured times.
-  for (size_t k = 0; k < trace.ns.size(); ++k)
-    EXPECT_DOUBLE_EQ(inst.supply[k], static_cast<double>(trace.ns[k]) * 1e-3);
+  for (size_t k = 0; k < trace.statements.size(); ++k)
+    EXPECT_DOUBLE_EQ(inst.supply[k], static_cast<double>(trace.statements[k].ns) * 1e-3);
   fs::remove(csv);
   fs::remove(fs::path(csv).replace_extension(".svg"));
 }
 
 TEST(Extract, HalfTheMemoryMakesAGame) {
   Program p;
+  driver::TraceRecorder recorder;
   Executable exe = compile(p.ctx, {{p.t.bound, 24}});
-  runtime::BufferTrace trace;
-  driver::trace_buffers(exe, &trace);
+  recorder.attach(exe);
   exe.run();
+  const driver::ProgramTrace trace = recorder.trace();
   // Copies too slow for any statement's time to hide: tensors stay in fast memory only by being
   // kept there (NoCopy), and half the peak cannot keep them all.
   CopyModel slow;
