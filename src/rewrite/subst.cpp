@@ -184,6 +184,11 @@ std::vector<Location> match(const Row& r, const Graph& g, const Uses& u) {
 
 // ---- the rows ----
 
+// The replacement of patterns equal to the input of their first node: the root's readers read it.
+void to_first_input(const Graph& g, const Location& l, Rewriter& w) {
+  w.replace({l.back(), 0}, g.nodes[l[0]].inputs[0]);
+}
+
 Row fuse(Op producer, Op unary) {
   return {
       .name = cat("fuse_", op_name(producer), "_", op_name(unary)),
@@ -344,6 +349,17 @@ std::vector<Row> merge_rows() {
   };
 }
 
+// A split and a concat along the same axis, with as many parts as inputs, and `agree(k)` for
+// each part k.
+template <typename Agree>
+bool parts_agree(const Node& split, const Node& concat, Agree agree) {
+  if (split.attrs.axis != concat.attrs.axis || split.outputs.size() != concat.inputs.size())
+    return false;
+  for (size_t k = 0; k < concat.inputs.size(); ++k)
+    if (!agree(k)) return false;
+  return true;
+}
+
 // Splits and concatenations that cancel or compose.
 std::vector<Row> split_rows() {
   return {
@@ -353,16 +369,11 @@ std::vector<Row> split_rows() {
           .pattern = tree({Op::Concat}, 1, {Op::Split}),
           .when =
               [](const Graph& g, const Uses&, const Location& l) {
-                const Node &sp = g.nodes[l[0]], &c = g.nodes[l[1]];
-                bool all = sp.attrs.axis == c.attrs.axis && sp.outputs.size() == c.inputs.size();
-                for (size_t k = 0; all && k < c.inputs.size(); ++k)
-                  all = c.inputs[k] == Ref{l[0], static_cast<int>(k)};
-                return all;
+                return parts_agree(g.nodes[l[0]], g.nodes[l[1]], [&](size_t k) {
+                  return g.nodes[l[1]].inputs[k] == Ref{l[0], static_cast<int>(k)};
+                });
               },
-          .replace =
-              [](const Graph& g, const Location& l, Rewriter& w) {
-                w.replace({l[1], 0}, g.nodes[l[0]].inputs[0]);
-              },
+          .replace = to_first_input,
           .example =
               [] {
                 Graph g;
@@ -377,11 +388,9 @@ std::vector<Row> split_rows() {
           .pattern = tree({Op::Split}, 1, {Op::Concat}),
           .when =
               [](const Graph& g, const Uses&, const Location& l) {
-                const Node &c = g.nodes[l[0]], &s = g.nodes[l[1]];
-                bool same = c.attrs.axis == s.attrs.axis && c.inputs.size() == s.outputs.size();
-                for (size_t k = 0; same && k < c.inputs.size(); ++k)
-                  same = g.shape(c.inputs[k]) == s.outputs[k];
-                return same;
+                return parts_agree(g.nodes[l[1]], g.nodes[l[0]], [&](size_t k) {
+                  return g.shape(g.nodes[l[0]].inputs[k]) == g.nodes[l[1]].outputs[k];
+                });
               },
           .replace =
               [](const Graph& g, const Location& l, Rewriter& w) {
@@ -497,10 +506,7 @@ std::vector<Row> layout_rows() {
                   if (x.attrs.ints[d] != static_cast<int64_t>(d)) return false;
                 return true;
               },
-          .replace =
-              [](const Graph& g, const Location& l, Rewriter& w) {
-                w.replace({l[0], 0}, g.nodes[l[0]].inputs[0]);
-              },
+          .replace = to_first_input,
           .example =
               [] {
                 Graph g;
