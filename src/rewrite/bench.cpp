@@ -8,6 +8,30 @@
 
 namespace tempo::rewrite {
 
+namespace {
+
+// What a row records of each method's best graph (TASO's, PPO's, the world model's): its size and
+// cost, the search, its runtime end to end and its outputs' difference from the original.
+struct Outcome {
+  const std::string& model;
+  const Graph& original;
+  CostModel& cost;
+  int reps;
+  // `Result`: a SearchResult, AgentResult or WorldModelResult.
+  template <typename Result>
+  void record(const Result& res, int64_t& ops, double& cost_ms, double& seconds, int64_t& steps,
+              double& measured, double& max_difference) const {
+    ops = res.best.num_ops();
+    cost_ms = res.best_cost;
+    seconds = res.seconds;
+    steps = static_cast<int64_t>(res.steps.size());
+    measured = cost.measure_graph(res.best, reps);
+    max_difference = verify(model, original, res.best);
+  }
+};
+
+}  // namespace
+
 BenchRow bench_model(const std::string& model, CostModel& cost, const BenchOptions& o) {
   int layers = o.bert_layers > 0 ? o.bert_layers : o.quick ? 2 : 12;
   Graph g = build_model(model, layers);
@@ -20,38 +44,27 @@ BenchRow bench_model(const std::string& model, CostModel& cost, const BenchOptio
   so.budget = o.budget > 0 ? o.budget : o.quick ? 40 : 200;
   so.max_seconds = o.max_seconds > 0 ? o.max_seconds : o.quick ? 30 : 120;
   SearchResult s = taso_search(g, cost, so);
-  r.taso_ops = s.best.num_ops();
-  r.taso_cost = s.best_cost;
-  r.taso_seconds = s.seconds;
-  r.taso_steps = static_cast<int64_t>(s.steps.size());
+  const Outcome outcome{model, g, cost, o.reps};
+  outcome.record(s, r.taso_ops, r.taso_cost, r.taso_seconds, r.taso_steps, r.taso_measured,
+                 r.max_difference);
   r.taso_expanded = s.expanded;
-  r.taso_measured = cost.measure_graph(s.best, o.reps);
-  r.max_difference = verify(model, g, s.best);
   if (o.agents) {
     AgentResult a = train_ppo(g, cost, bench_ppo_options(model, o.quick));
     r.has_ppo = true;
-    r.ppo_ops = a.best.num_ops();
-    r.ppo_steps = static_cast<int64_t>(a.steps.size());
+    outcome.record(a, r.ppo_ops, r.ppo_cost, r.ppo_seconds, r.ppo_steps, r.ppo_measured,
+                   r.ppo_max_difference);
     r.ppo_env_steps = a.env_steps;
-    r.ppo_cost = a.best_cost;
-    r.ppo_seconds = a.seconds;
     r.ppo_env_seconds = a.env_seconds;
-    r.ppo_measured = cost.measure_graph(a.best, o.reps);
-    r.ppo_max_difference = verify(model, g, a.best);
     r.ppo_curve = a.curve;
     WorldModelResult w =
         train_world_model(g, cost, bench_world_model_options(model, o.quick, o.tau));
     r.has_wm = true;
-    r.wm_ops = w.best.num_ops();
-    r.wm_steps = static_cast<int64_t>(w.steps.size());
-    r.wm_cost = w.best_cost;
-    r.wm_seconds = w.seconds;
+    outcome.record(w, r.wm_ops, r.wm_cost, r.wm_seconds, r.wm_steps, r.wm_measured,
+                   r.wm_max_difference);
     r.wm_real_steps = w.real_steps;
     r.wm_dream_steps = w.dream_steps;
     r.wm_real_seconds = w.real_seconds;
     r.wm_dream_seconds = w.dream_seconds;
-    r.wm_measured = cost.measure_graph(w.best, o.reps);
-    r.wm_max_difference = verify(model, g, w.best);
     r.wm_curve = w.dream_curve;
   }
   return r;

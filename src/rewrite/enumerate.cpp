@@ -4,7 +4,7 @@
 #include <map>
 #include <random>
 
-#include "rewrite/torch_eval.h"
+#include "rewrite/evaluate.h"
 #include "util/error.h"
 
 namespace tempo::rewrite {

@@ -9,7 +9,7 @@
 
 #include "rewrite/graph.h"
 #include "rewrite/subst.h"
-#include "rewrite/torch_eval.h"
+#include "rewrite/evaluate.h"
 
 namespace tempo::rewrite {
 

@@ -110,6 +110,22 @@ struct MdnRnn {
   }
 };
 
+// A UDF's parameters by name.
+Weights by_name(const std::vector<std::string>& names, const std::vector<HostTensor>& params) {
+  Weights w;
+  for (size_t k = 0; k < names.size(); ++k) w[names[k]] = params[k];
+  return w;
+}
+
+// Zero float tensors of the (static, 2-d) `types`: a UDF's outputs, filled in by the caller.
+std::vector<HostTensor> zeros(const std::vector<ir::TensorType>& types) {
+  std::vector<HostTensor> out;
+  for (const auto& t : types)
+    out.emplace_back(ir::DType::Float32,
+                     std::vector<int64_t>{t.shape.dims[0].value(), t.shape.dims[1].value()});
+  return out;
+}
+
 struct RealStep {
   std::vector<float> z, next_z;
   int action = 0;
@@ -145,12 +161,8 @@ class SequenceBatches {
   }
 
   std::vector<HostTensor> operator()(const std::vector<HostTensor>& params, int64_t step) {
-    if (step == last_step)
-      for (size_t k = 0; k < names.size(); ++k) trained[names[k]] = params[k];
-    std::vector<HostTensor> out;
-    for (const auto& t : types())
-      out.emplace_back(ir::DType::Float32,
-                       std::vector<int64_t>{t.shape.dims[0].value(), t.shape.dims[1].value()});
+    if (step == last_step) trained = by_name(names, params);
+    std::vector<HostTensor> out = zeros(types());
     const int64_t Z = latent_size(), A = num_actions();
     std::uniform_int_distribution<size_t> pick_ep(0, eps_.size() - 1);
     for (int64_t b = 0; b < o_.batch; ++b) {
@@ -207,8 +219,7 @@ class Dream {
   }
 
   std::vector<HostTensor> operator()(const std::vector<HostTensor>& params, int64_t step) {
-    Weights w;
-    for (size_t k = 0; k < names.size(); ++k) w[names[k]] = params[k];
+    Weights w = by_name(names, params);
     if (step == last_step) trained = w;
     if (step % o_.updates_per_rollout == 0 && step < last_step) {
       buffer_.clear();
@@ -220,10 +231,7 @@ class Dream {
       double sd = std::sqrt(var / static_cast<double>(buffer_.size())) + 1e-8;
       for (auto& s : buffer_) s.adv = (s.adv - mean) / sd;
     }
-    std::vector<HostTensor> out;
-    for (const auto& t : types())
-      out.emplace_back(ir::DType::Float32,
-                       std::vector<int64_t>{t.shape.dims[0].value(), t.shape.dims[1].value()});
+    std::vector<HostTensor> out = zeros(types());
     const int64_t A = num_actions(), D = obs_size();
     std::uniform_int_distribution<size_t> pick(0, buffer_.size() - 1);
     for (int64_t b = 0; b < o_.batch; ++b) {
@@ -301,34 +309,13 @@ void collect(const std::vector<std::pair<const char*, const nn::Module*>>& modul
     }
 }
 
-}  // namespace
-
-WorldModelResult train_world_model(const Graph& g, CostModel& cost, const WorldModelOptions& o) {
-  if (o.random_episodes < 1 || o.seq_len < 1 || o.wm_steps < 1 || o.batch < 1 || o.rollouts < 1 ||
-      o.episodes_per_rollout < 1 || o.updates_per_rollout < 1 || o.mixtures < 1 || o.tau <= 0)
-    throw UserError("world model options: counts, sizes and tau must be positive");
-  auto t0 = Clock::now();
-  WorldModelResult res;
-  EnvOptions eo;
-  eo.max_steps = o.max_steps;
-  eo.max_locations = 1;  // a substitution at its first location
-  RewriteEnv env(g, cost, eo);
-  res.initial_cost = env.initial_cost();
-  res.best = g;
-  res.best_cost = res.initial_cost;
-  std::mt19937_64 rng(o.seed);
-  const int64_t A = num_actions(), Z = latent_size(), Hd = o.hidden, K = o.mixtures;
-  auto remember = [&] {
-    if (env.cost() < res.best_cost) {
-      res.best_cost = env.cost();
-      res.best = env.graph();
-      res.steps = env.taken();
-    }
-  };
-
-  // 1. Random episodes in the real environment (the no-op rarely, to reach deeper graphs).
+// Random episodes in the real environment (the no-op rarely, to reach deeper graphs); `z0`:
+// the initial latent.
+std::vector<std::vector<RealStep>> random_episodes(RewriteEnv& env, const WorldModelOptions& o,
+                                                   std::mt19937_64& rng, WorldModelResult& res,
+                                                   std::vector<float>& z0) {
+  const int64_t A = num_actions();
   std::vector<std::vector<RealStep>> episodes;
-  std::vector<float> z0;
   for (int64_t e = 0; e < o.random_episodes; ++e) {
     auto t = Clock::now();
     Observation obs = env.reset();
@@ -356,9 +343,12 @@ WorldModelResult train_world_model(const Graph& g, CostModel& cost, const WorldM
     res.real_seconds += since(t);
     episodes.push_back(std::move(ep));
   }
+  return episodes;
+}
 
-  // Rewards are learned in units of their standard deviation over the recorded steps (percent
-  // of the original runtime can be tens on a small graph); the dream scales them back.
+// Rewards are learned in units of their standard deviation over the recorded steps (percent of
+// the original runtime can be tens on a small graph); the dream scales them back by the result.
+double normalize_rewards(std::vector<std::vector<RealStep>>& episodes) {
   double sum = 0, sq = 0, count = 0;
   for (const auto& ep : episodes)
     for (const RealStep& r : ep) sum += r.reward, sq += r.reward * r.reward, ++count;
@@ -366,6 +356,38 @@ WorldModelResult train_world_model(const Graph& g, CostModel& cost, const WorldM
       std::max(1e-3, std::sqrt(std::max(0.0, sq / count - (sum / count) * (sum / count))));
   for (auto& ep : episodes)
     for (RealStep& r : ep) r.reward = static_cast<float>(r.reward / reward_scale);
+  return reward_scale;
+}
+
+}  // namespace
+
+WorldModelResult train_world_model(const Graph& g, CostModel& cost, const WorldModelOptions& o) {
+  if (o.random_episodes < 1 || o.seq_len < 1 || o.wm_steps < 1 || o.batch < 1 || o.rollouts < 1 ||
+      o.episodes_per_rollout < 1 || o.updates_per_rollout < 1 || o.mixtures < 1 || o.tau <= 0)
+    throw UserError("world model options: counts, sizes and tau must be positive");
+  auto t0 = Clock::now();
+  WorldModelResult res;
+  EnvOptions eo;
+  eo.max_steps = o.max_steps;
+  eo.max_locations = 1;  // a substitution at its first location
+  RewriteEnv env(g, cost, eo);
+  res.initial_cost = env.initial_cost();
+  res.best = g;
+  res.best_cost = res.initial_cost;
+  std::mt19937_64 rng(o.seed);
+  const int64_t A = num_actions(), Z = latent_size(), Hd = o.hidden, K = o.mixtures;
+  auto remember = [&] {
+    if (env.cost() < res.best_cost) {
+      res.best_cost = env.cost();
+      res.best = env.graph();
+      res.steps = env.taken();
+    }
+  };
+
+  // 1. Random episodes in the real environment, rewards in units of their deviation.
+  std::vector<float> z0;
+  std::vector<std::vector<RealStep>> episodes = random_episodes(env, o, rng, res, z0);
+  const double reward_scale = normalize_rewards(episodes);
 
   // 2. The MDN-RNN, unrolled over sequences of seq_len steps.
   MdnRnn wm;

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rewrite/torch_eval.h"
+#include "rewrite/evaluate.h"
 #include "util/error.h"
 
 namespace tempo::rewrite {

@@ -1,5 +1,5 @@
-// The one LibTorch translation unit of src/rewrite: the interpreter and the cost model.
-#include <torch/torch.h>
+// The interpreter and the cost model, on the backend's eager operations.
+#include "rewrite/evaluate.h"
 
 #include <chrono>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <limits>
 #include <random>
 
-#include "rewrite/torch_eval.h"
+#include "backend/eager_ops.h"
 #include "util/error.h"
 #include "util/hash.h"
 
@@ -15,71 +15,69 @@ namespace tempo::rewrite {
 
 namespace {
 
+namespace eager = backend::eager;
 using Clock = std::chrono::steady_clock;
+using Values = std::vector<eager::Tensor>;
 
 std::vector<int64_t> same_padding(const Node& n, int64_t kh, int64_t kw) {
   if (n.attrs.pad == Pad::Valid) return {0, 0};
   return {(kh - 1) / 2, (kw - 1) / 2};
 }
 
-torch::Tensor activate(torch::Tensor x, Act a) {
+eager::Activation activation(Act a) {
   switch (a) {
-    case Act::None: return x;
-    case Act::Relu: return x.relu_();
-    case Act::Tanh: return x.tanh_();
-    case Act::Sigmoid: return x.sigmoid_();
+    case Act::None: return eager::Activation::None;
+    case Act::Relu: return eager::Activation::Relu;
+    case Act::Tanh: return eager::Activation::Tanh;
+    case Act::Sigmoid: return eager::Activation::Sigmoid;
   }
-  return x;
+  return eager::Activation::None;
 }
 
 // One node's outputs from its inputs' values (inputs and weights are bound by the caller).
-std::vector<torch::Tensor> run_node(const Node& n, const std::vector<torch::Tensor>& in) {
+Values run_node(const Node& n, const Values& in) {
   const Attrs& a = n.attrs;
+  auto act = [&](eager::Tensor y) {
+    return Values{eager::activate(std::move(y), activation(a.act))};
+  };
   switch (n.op) {
     case Op::Input:
     case Op::Weight:
       internal_error("rewrite: inputs and weights are bound, not run");
-    case Op::MatMul: return {activate(torch::matmul(in[0], in[1]), a.act)};
+    case Op::MatMul: return act(eager::matmul(in[0], in[1]));
     case Op::Conv2d: {
-      auto w = in[1].sizes();
-      return {activate(torch::conv2d(in[0], in[1], {}, {a.sh, a.sw}, same_padding(n, w[2], w[3])),
-                       a.act)};
+      auto w = eager::shape(in[1]);
+      return act(eager::conv2d(in[0], in[1], {a.sh, a.sw}, same_padding(n, w[2], w[3])));
     }
     case Op::MaxPool:
-      return {activate(torch::max_pool2d(in[0], {a.kh, a.kw}, {a.sh, a.sw},
-                                         same_padding(n, a.kh, a.kw)),
-                       a.act)};
+      return act(
+          eager::max_pool2d(in[0], {a.kh, a.kw}, {a.sh, a.sw}, same_padding(n, a.kh, a.kw)));
     case Op::AvgPool:
-      return {activate(torch::avg_pool2d(in[0], {a.kh, a.kw}, {a.sh, a.sw},
-                                         same_padding(n, a.kh, a.kw), false, false),
-                       a.act)};
-    case Op::Relu: return {torch::relu(in[0])};
-    case Op::Tanh: return {torch::tanh(in[0])};
-    case Op::Sigmoid: return {torch::sigmoid(in[0])};
-    case Op::Add: return {in[0] + in[1]};
-    case Op::Mul: return {in[0] * in[1]};
-    case Op::Concat: return {torch::cat(in, a.axis)};
-    case Op::Split: {
-      // Parts are copied out: consumers then see contiguous tensors, as the cost model measures
-      // them, and the split pays for its copy in its own cost.
-      std::vector<torch::Tensor> parts;
-      for (auto& p : torch::split_with_sizes(in[0], a.ints, a.axis)) parts.push_back(p.contiguous());
-      return parts;
-    }
+      return act(
+          eager::avg_pool2d(in[0], {a.kh, a.kw}, {a.sh, a.sw}, same_padding(n, a.kh, a.kw)));
+    case Op::Relu: return {eager::relu(in[0])};
+    case Op::Tanh: return {eager::tanh(in[0])};
+    case Op::Sigmoid: return {eager::sigmoid(in[0])};
+    case Op::Add: return {eager::add(in[0], in[1])};
+    case Op::Mul: return {eager::mul(in[0], in[1])};
+    case Op::Concat: return {eager::concat(in, a.axis)};
+    // Parts are copied out: consumers then see contiguous tensors, as the cost model measures
+    // them, and the split pays for its copy in its own cost.
+    case Op::Split: return eager::split(in[0], a.ints, a.axis);
     // A transpose moves data (TASO's transpose with shuffle), so it has a cost of its own.
-    case Op::Transpose: return {in[0].permute(a.ints).contiguous()};
-    case Op::Reshape: return {in[0].reshape(a.ints)};
+    case Op::Transpose: return {eager::transpose(in[0], a.ints)};
+    case Op::Reshape: return {eager::reshape(in[0], a.ints)};
     case Op::Enlarge: {
-      auto w = in[0].sizes();
+      auto w = eager::shape(in[0]);
       int64_t ph = (a.kh - w[2]) / 2, pw = (a.kw - w[3]) / 2;
-      return {torch::constant_pad_nd(in[0], {pw, pw, ph, ph})};
+      return {eager::pad_zeros(in[0], {pw, pw, ph, ph})};
     }
   }
   internal_error("rewrite: unknown op");
 }
 
 // The value of an input or weight: drawn from its name, so it survives rewrites.
-torch::Tensor named_value(const Node& n, const EvalOptions& o) {
+eager::Tensor named_value(const Node& n, const EvalOptions& o) {
   const Shape& s = n.outputs[0];
   int64_t count = 1;
   for (int64_t d : s) count *= d;
@@ -97,37 +95,29 @@ torch::Tensor named_value(const Node& n, const EvalOptions& o) {
     if (n.op == Op::Weight) scale *= o.weight_scale;
     for (auto& x : v) x = d(rng) * scale;
   }
-  auto t = torch::from_blob(v.data(), {count}, torch::kFloat64).clone().reshape(s);
-  return o.integer_values ? t : t.to(torch::kFloat32);
+  return eager::from_values(s, v, o.integer_values);
+}
+
+// The values of node `n`'s inputs.
+Values inputs_of(const Node& n, const std::vector<Values>& vals) {
+  Values in;
+  for (const Ref& r : n.inputs) in.push_back(vals[r.node][r.out]);
+  return in;
 }
 
 // All values of the graph: bound inputs and weights, then each node in order.
-std::vector<std::vector<torch::Tensor>> run_graph(const Graph& g, const EvalOptions& o) {
-  torch::NoGradGuard no_grad;
-  std::vector<std::vector<torch::Tensor>> vals(g.nodes.size());
+std::vector<Values> run_graph(const Graph& g, const EvalOptions& o) {
+  eager::Scope scope;
+  std::vector<Values> vals(g.nodes.size());
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
-    if (n.op == Op::Input || n.op == Op::Weight) {
+    if (n.op == Op::Input || n.op == Op::Weight)
       vals[k] = {named_value(n, o)};
-      continue;
-    }
-    std::vector<torch::Tensor> in;
-    for (const Ref& r : n.inputs) in.push_back(vals[r.node][r.out]);
-    vals[k] = run_node(n, in);
+    else
+      vals[k] = run_node(n, inputs_of(n, vals));
   }
   return vals;
 }
-
-class ThreadsGuard {
- public:
-  explicit ThreadsGuard(int n) : saved_(torch::get_num_threads()) {
-    if (n > 0) torch::set_num_threads(n);
-  }
-  ~ThreadsGuard() { torch::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
 
 }  // namespace
 
@@ -135,11 +125,8 @@ std::vector<HostValue> evaluate(const Graph& g, const EvalOptions& options) {
   auto vals = run_graph(g, options);
   std::vector<HostValue> out;
   for (const Ref& r : g.outputs) {
-    auto t = vals[r.node][r.out].to(torch::kFloat64).contiguous();
-    HostValue h;
-    h.shape = t.sizes().vec();
-    h.data.assign(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
-    out.push_back(std::move(h));
+    const eager::Tensor& t = vals[r.node][r.out];
+    out.push_back({eager::shape(t), eager::values(t)});
   }
   return out;
 }
@@ -213,11 +200,10 @@ double CostModel::graph_cost(const Graph& g) {
 }
 
 double CostModel::measure_op(const Graph& g, int n) {
-  ThreadsGuard threads(options_.threads);
-  torch::NoGradGuard no_grad;
+  eager::Scope scope(options_.threads);
   const Node& node = g.nodes[n];
-  std::vector<torch::Tensor> in;
-  for (const Ref& r : node.inputs) in.push_back(torch::randn(g.shape(r)));
+  Values in;
+  for (const Ref& r : node.inputs) in.push_back(eager::randn(g.shape(r)));
   run_node(node, in);  // warm-up
   double best = std::numeric_limits<double>::infinity();
   for (int round = 0; round < options_.rounds; ++round) {
@@ -235,21 +221,17 @@ double CostModel::measure_op(const Graph& g, int n) {
 }
 
 double CostModel::measure_graph(const Graph& g, int reps, double* ops_in_graph_ms) {
-  ThreadsGuard threads(options_.threads);
-  torch::NoGradGuard no_grad;
+  eager::Scope scope(options_.threads);
   // Inputs, weights and everything computed only from weights, once, before timing.
   std::vector<bool> folded = g.constant_nodes();
   EvalOptions o;
-  std::vector<std::vector<torch::Tensor>> vals(g.nodes.size());
+  std::vector<Values> vals(g.nodes.size());
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
-    if (n.op == Op::Input || n.op == Op::Weight) {
+    if (n.op == Op::Input || n.op == Op::Weight)
       vals[k] = {named_value(n, o)};
-    } else if (folded[k]) {
-      std::vector<torch::Tensor> in;
-      for (const Ref& r : n.inputs) in.push_back(vals[r.node][r.out]);
-      vals[k] = run_node(n, in);
-    }
+    else if (folded[k])
+      vals[k] = run_node(n, inputs_of(n, vals));
   }
   // Each value is released after its last reader, as an executor would: the run's memory is
   // then reused from one op to the next instead of growing with the graph.
@@ -260,13 +242,12 @@ double CostModel::measure_graph(const Graph& g, int reps, double* ops_in_graph_m
   double best = std::numeric_limits<double>::infinity();
   std::vector<double> op_best(g.nodes.size(), std::numeric_limits<double>::infinity());
   for (int rep = 0; rep <= reps; ++rep) {  // the first run warms up
-    std::vector<std::vector<torch::Tensor>> run = vals;
+    std::vector<Values> run = vals;
     auto start = Clock::now();
     for (size_t k = 0; k < g.nodes.size(); ++k) {
       const Node& n = g.nodes[k];
       if (folded[k] || n.op == Op::Input) continue;
-      std::vector<torch::Tensor> in;
-      for (const Ref& r : n.inputs) in.push_back(run[r.node][r.out]);
+      Values in = inputs_of(n, run);
       auto op_start = Clock::now();
       run[k] = run_node(n, in);
       if (rep > 0)

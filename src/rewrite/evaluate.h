@@ -1,8 +1,7 @@
-// Running rewrite graphs on LibTorch: the reference interpreter (verification of substitutions on
-// random inputs) and TASO's cost model (the runtime of a graph is the sum of its operators'
-// runtimes, each measured once per (operator, attributes, input shapes) and cached).
-//
-// Only torch_eval.cpp includes LibTorch; this header does not.
+// Running rewrite graphs on the backend's eager operations (LibTorch, backend/eager_ops.h): the
+// reference interpreter (verification of substitutions on random inputs) and TASO's cost model
+// (the runtime of a graph is the sum of its operators' runtimes, each measured once per
+// (operator, attributes, input shapes) and cached).
 #pragma once
 
 #include <cstdint>
