@@ -59,129 +59,108 @@ int64_t positive(const std::string& flag, const std::string& s) {
   return v;
 }
 
-}  // namespace
-
-int run_generate_command(int argc, char** argv) {
+// What the command line sets.
+struct Args {
   std::string config = "tiny", prompt_tokens, prompt_string, attention = "causal";
   std::string checkpoint, tokenizer_path, save_dir, timeline;
   bool has_config = false, has_prompt = false, has_prompt_tokens = false, stepwise = false;
   int64_t layers = 0, tokens = 32, batch = 1, tile = 0, seed = 0;
   llm::Sampling sampling;
+};
+
+// Empty with --help (the usage printed).
+std::optional<Args> parse_command_line(int argc, char** argv) {
+  Args r;
   for (int k = 1; k < argc; ++k) {
     std::string a = argv[k];
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
-      return 0;
+      return std::nullopt;
     }
     if (a == "--token-by-token-prompt") {
-      stepwise = true;
+      r.stepwise = true;
       continue;
     }
     if (k + 1 >= argc) throw UserError(cat("unknown option or missing value: ", a, " (try `tempo generate --help`)"));
     std::string v = argv[++k];
-    if (a == "--config") config = v, has_config = true;
-    else if (a == "--checkpoint") checkpoint = v;
-    else if (a == "--tokenizer") tokenizer_path = v;
-    else if (a == "--save-checkpoint") save_dir = v;
-    else if (a == "--layers") layers = positive(a, v);
-    else if (a == "--prompt") prompt_string = v, has_prompt = true;
-    else if (a == "--prompt-tokens") prompt_tokens = v, has_prompt_tokens = true;
-    else if (a == "--tokens") tokens = positive(a, v);
-    else if (a == "--batch") batch = positive(a, v);
-    else if (a == "--attention") attention = v;
-    else if (a == "--tile") tile = positive(a, v);
-    else if (a == "--seed") seed = cli::parse_int(a, v);
-    else if (a == "--temperature") sampling.temperature = cli::parse_double(a, v);
-    else if (a == "--eos") sampling.eos = cli::parse_int(a, v);
-    else if (a == "--top-k") sampling.top_k = positive(a, v);
-    else if (a == "--memory-timeline") timeline = v;
+    if (a == "--config") r.config = v, r.has_config = true;
+    else if (a == "--checkpoint") r.checkpoint = v;
+    else if (a == "--tokenizer") r.tokenizer_path = v;
+    else if (a == "--save-checkpoint") r.save_dir = v;
+    else if (a == "--layers") r.layers = positive(a, v);
+    else if (a == "--prompt") r.prompt_string = v, r.has_prompt = true;
+    else if (a == "--prompt-tokens") r.prompt_tokens = v, r.has_prompt_tokens = true;
+    else if (a == "--tokens") r.tokens = positive(a, v);
+    else if (a == "--batch") r.batch = positive(a, v);
+    else if (a == "--attention") r.attention = v;
+    else if (a == "--tile") r.tile = positive(a, v);
+    else if (a == "--seed") r.seed = cli::parse_int(a, v);
+    else if (a == "--temperature") r.sampling.temperature = cli::parse_double(a, v);
+    else if (a == "--eos") r.sampling.eos = cli::parse_int(a, v);
+    else if (a == "--top-k") r.sampling.top_k = positive(a, v);
+    else if (a == "--memory-timeline") r.timeline = v;
     else throw UserError(cat("unknown option ", a, " (try `tempo generate --help`)"));
   }
-  if (has_config && !checkpoint.empty())
+  if (r.has_config && !r.checkpoint.empty())
     throw UserError("--config and --checkpoint exclude each other: the checkpoint's config.json gives the shape");
-  if (has_prompt && has_prompt_tokens) throw UserError("--prompt and --prompt-tokens exclude each other");
-  llm::LlamaConfig c = !checkpoint.empty() ? llm::read_llama_config(checkpoint)
-                       : config == "tiny"  ? llm::LlamaConfig::tiny()
-                       : config == "1b"    ? llm::LlamaConfig::llama_3_2_1b()
-                       : config == "3b"    ? llm::LlamaConfig::llama_3_2_3b()
-                                           : throw UserError(cat("--config: expected tiny, 1b or 3b, got '", config, "'"));
-  const std::string model_name = checkpoint.empty() ? config : std::string("checkpoint's");
-  if (layers) {
-    if (layers > c.layers) throw UserError(cat("--layers ", layers, ": the ", model_name, " model has ", c.layers));
-    c.layers = layers;
+  if (r.has_prompt && r.has_prompt_tokens) throw UserError("--prompt and --prompt-tokens exclude each other");
+  return r;
+}
+
+// The model's shape: the checkpoint's or a named configuration's, cut to --layers.
+llm::LlamaConfig model_config(const Args& a) {
+  llm::LlamaConfig c = !a.checkpoint.empty() ? llm::read_llama_config(a.checkpoint)
+                       : a.config == "tiny"  ? llm::LlamaConfig::tiny()
+                       : a.config == "1b"    ? llm::LlamaConfig::llama_3_2_1b()
+                       : a.config == "3b"    ? llm::LlamaConfig::llama_3_2_3b()
+                                             : throw UserError(cat("--config: expected tiny, 1b or 3b, got '", a.config, "'"));
+  const std::string model_name = a.checkpoint.empty() ? a.config : std::string("checkpoint's");
+  if (a.layers) {
+    if (a.layers > c.layers) throw UserError(cat("--layers ", a.layers, ": the ", model_name, " model has ", c.layers));
+    c.layers = a.layers;
   }
-  if (tokenizer_path.empty() && !checkpoint.empty() &&
-      std::filesystem::exists(std::filesystem::path(checkpoint) / "tokenizer.json"))
-    tokenizer_path = (std::filesystem::path(checkpoint) / "tokenizer.json").string();
-  std::optional<llm::Tokenizer> tokenizer;
-  if (!tokenizer_path.empty()) tokenizer = llm::Tokenizer::load(tokenizer_path);
-  const llm::AttentionPattern pattern = llm::AttentionPattern::parse(attention);
+  return c;
+}
+
+// The prompt's token ids, from --prompt through the tokenizer or from --prompt-tokens (default:
+// the beginning-of-text token); `flag` is set to the option they came from.
+std::vector<int64_t> prompt_ids(const Args& a, const std::optional<llm::Tokenizer>& tokenizer,
+                                const llm::LlamaConfig& c, std::string& flag) {
   std::vector<int64_t> prompt;
-  std::string prompt_flag = "--prompt-tokens";
-  if (has_prompt) {
-    prompt_flag = "--prompt";
+  flag = "--prompt-tokens";
+  if (a.has_prompt) {
+    flag = "--prompt";
     if (!tokenizer)
       throw UserError("--prompt needs a tokenizer: give --tokenizer FILE, or a --checkpoint directory with a tokenizer.json");
-    prompt = tokenizer->encode(prompt_string, tokenizer->bos() >= 0);
+    prompt = tokenizer->encode(a.prompt_string, tokenizer->bos() >= 0);
     if (prompt.empty()) throw UserError("--prompt: the text encodes to no tokens");
     for (int64_t id : prompt)
       if (id >= c.vocab)
         throw UserError(cat("--prompt: the tokenizer's token ", id, " is not below the model's vocabulary size ", c.vocab));
-  } else {
-    if (!has_prompt_tokens) prompt_tokens = tokenizer && tokenizer->bos() >= 0 ? cat(tokenizer->bos()) : "1";
-    std::stringstream in(prompt_tokens);
-    for (std::string id; std::getline(in, id, ',');) {
-      char* end = nullptr;
-      long long v = std::strtoll(id.c_str(), &end, 10);
-      if (id.empty() || *end || v < 0 || v >= c.vocab)
-        throw UserError(cat("--prompt-tokens: '", id, "' is not a token id below the vocabulary size ", c.vocab));
-      prompt.push_back(v);
-    }
+    return prompt;
   }
-  const int64_t P = static_cast<int64_t>(prompt.size());
-  if (P > tokens)
-    throw UserError(cat(prompt_flag, ": the prompt (", P, " tokens) is longer than --tokens ", tokens));
-  llm::check_lengths(c, pattern, P, tokens);
-  HostTensor p(DType::Int64, {P, batch});
-  for (int64_t s = 0; s < P; ++s)
-    for (int64_t b = 0; b < batch; ++b) p.ptr<int64_t>()[s * batch + b] = prompt[s];
+  std::string ids = a.prompt_tokens;
+  if (!a.has_prompt_tokens) ids = tokenizer && tokenizer->bos() >= 0 ? cat(tokenizer->bos()) : "1";
+  std::stringstream in(ids);
+  for (std::string id; std::getline(in, id, ',');) {
+    char* end = nullptr;
+    long long v = std::strtoll(id.c_str(), &end, 10);
+    if (id.empty() || *end || v < 0 || v >= c.vocab)
+      throw UserError(cat("--prompt-tokens: '", id, "' is not a token id below the vocabulary size ", c.vocab));
+    prompt.push_back(v);
+  }
+  return prompt;
+}
 
-  llm::LlamaWeights w = checkpoint.empty() ? llm::LlamaWeights::random(c, static_cast<uint64_t>(seed))
-                                           : llm::load_llama_weights(checkpoint, c);
-  if (!save_dir.empty()) llm::save_llama_checkpoint(save_dir, c, w);
-  using Clock = std::chrono::steady_clock;
-  Context ctx;
-  Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
-  // Token by token, step t feeds position t (T = N); with the prefill, step t generates the
-  // token at position P + t (T = N - P, at least one step to compile).
-  const int64_t generated = tokens - P, steps = stepwise ? tokens : std::max<int64_t>(1, generated);
-  RT out;
-  // When each generated token is available (the prefill's end for the first): a sink that reads
-  // the token, run by the schedule as soon as the token exists.
-  std::vector<Clock::time_point> ready(static_cast<size_t>(steps));
-  if (stepwise) {
-    out = llm::decode_tokens(ctx, c, w, p, t, l, pattern, sampling).retain();
-  } else {
-    out = llm::generate(ctx, c, w, p, t, l, pattern, sampling).tokens.retain();
-    auto stamp = [&ready](const std::vector<HostTensor>&, const std::vector<int64_t>& at) {
-      ready[static_cast<size_t>(at[0])] = Clock::now();
-      return std::vector<HostTensor>{};
-    };
-    ctx.udf("token_clock", stamp, {out[t.var]}, {}, {t});
-  }
-  CompileOptions o;
-  o.seed = static_cast<uint64_t>(seed);
-  o.memory_timeline = timeline;
-  if (tile) o.passes.tiles = {{"t", tile}};
-  auto t0 = Clock::now();
-  Executable exe = compile(ctx, {{t.bound, steps}, {l.bound, c.layers}}, o);
-  auto t1 = Clock::now();
-  exe.run();
-  auto t2 = Clock::now();
-  for (int64_t b = 0; b < batch; ++b) {
+// Each sequence's tokens, as text with a tokenizer (prompt included).
+void print_sequences(const Executable& exe, const RT& out, const Args& a,
+                     const std::vector<int64_t>& prompt,
+                     const std::optional<llm::Tokenizer>& tokenizer) {
+  const int64_t generated = a.tokens - static_cast<int64_t>(prompt.size());
+  for (int64_t b = 0; b < a.batch; ++b) {
     std::vector<int64_t> ids;
-    if (stepwise) {
-      for (int64_t s = 0; s < tokens; ++s) ids.push_back(exe.get(out, {s}).ptr<int64_t>()[b]);
+    if (a.stepwise) {
+      for (int64_t s = 0; s < a.tokens; ++s) ids.push_back(exe.get(out, {s}).ptr<int64_t>()[b]);
     } else {
       ids = prompt;
       for (int64_t s = 0; s < generated; ++s) ids.push_back(exe.get(out, {s}).ptr<int64_t>()[b]);
@@ -194,11 +173,69 @@ int run_generate_command(int argc, char** argv) {
     }
     std::cout << "\n";
   }
-  auto ms = [](Clock::time_point a, Clock::time_point b) {
-    return 1e3 * std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
+
+int run_generate_command(int argc, char** argv) {
+  std::optional<Args> parsed = parse_command_line(argc, argv);
+  if (!parsed) return 0;
+  Args& a = *parsed;
+  const llm::LlamaConfig c = model_config(a);
+  if (a.tokenizer_path.empty() && !a.checkpoint.empty() &&
+      std::filesystem::exists(std::filesystem::path(a.checkpoint) / "tokenizer.json"))
+    a.tokenizer_path = (std::filesystem::path(a.checkpoint) / "tokenizer.json").string();
+  std::optional<llm::Tokenizer> tokenizer;
+  if (!a.tokenizer_path.empty()) tokenizer = llm::Tokenizer::load(a.tokenizer_path);
+  const llm::AttentionPattern pattern = llm::AttentionPattern::parse(a.attention);
+  std::string prompt_flag;
+  const std::vector<int64_t> prompt = prompt_ids(a, tokenizer, c, prompt_flag);
+  const int64_t P = static_cast<int64_t>(prompt.size()), tokens = a.tokens, batch = a.batch;
+  if (P > tokens)
+    throw UserError(cat(prompt_flag, ": the prompt (", P, " tokens) is longer than --tokens ", tokens));
+  llm::check_lengths(c, pattern, P, tokens);
+  HostTensor p(DType::Int64, {P, batch});
+  for (int64_t s = 0; s < P; ++s)
+    for (int64_t b = 0; b < batch; ++b) p.ptr<int64_t>()[s * batch + b] = prompt[s];
+
+  llm::LlamaWeights w = a.checkpoint.empty() ? llm::LlamaWeights::random(c, static_cast<uint64_t>(a.seed))
+                                             : llm::load_llama_weights(a.checkpoint, c);
+  if (!a.save_dir.empty()) llm::save_llama_checkpoint(a.save_dir, c, w);
+  using Clock = std::chrono::steady_clock;
+  Context ctx;
+  Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
+  // Token by token, step t feeds position t (T = N); with the prefill, step t generates the
+  // token at position P + t (T = N - P, at least one step to compile).
+  const int64_t steps = a.stepwise ? tokens : std::max<int64_t>(1, tokens - P);
+  RT out;
+  // When each generated token is available (the prefill's end for the first): a sink that reads
+  // the token, run by the schedule as soon as the token exists.
+  std::vector<Clock::time_point> ready(static_cast<size_t>(steps));
+  if (a.stepwise) {
+    out = llm::decode_tokens(ctx, c, w, p, t, l, pattern, a.sampling).retain();
+  } else {
+    out = llm::generate(ctx, c, w, p, t, l, pattern, a.sampling).tokens.retain();
+    auto stamp = [&ready](const std::vector<HostTensor>&, const std::vector<int64_t>& at) {
+      ready[static_cast<size_t>(at[0])] = Clock::now();
+      return std::vector<HostTensor>{};
+    };
+    ctx.udf("token_clock", stamp, {out[t.var]}, {}, {t});
+  }
+  CompileOptions o;
+  o.seed = static_cast<uint64_t>(a.seed);
+  o.memory_timeline = a.timeline;
+  if (a.tile) o.passes.tiles = {{"t", a.tile}};
+  auto t0 = Clock::now();
+  Executable exe = compile(ctx, {{t.bound, steps}, {l.bound, c.layers}}, o);
+  auto t1 = Clock::now();
+  exe.run();
+  auto t2 = Clock::now();
+  print_sequences(exe, out, a, prompt, tokenizer);
+  auto ms = [](Clock::time_point from, Clock::time_point to) {
+    return 1e3 * std::chrono::duration<double>(to - from).count();
   };
   std::cout << "compile " << ms(t0, t1) / 1e3 << " s, ";
-  if (stepwise) {
+  if (a.stepwise) {
     std::cout << ms(t1, t2) / static_cast<double>(tokens) << " ms between tokens";
   } else {
     // The run's last step computes the logits after the last token too: `steps` steps follow
@@ -207,8 +244,8 @@ int run_generate_command(int argc, char** argv) {
               << ms(ready[0], t2) / static_cast<double>(steps) << " ms between tokens";
   }
   std::cout << " (" << c.layers << " layers, " << pattern.str() << ")\n";
-  if (!timeline.empty())
-    std::cout << "memory timeline: " << timeline << " (peak " << exe.memory().peak_bytes
+  if (!a.timeline.empty())
+    std::cout << "memory timeline: " << a.timeline << " (peak " << exe.memory().peak_bytes
               << " bytes of tracked device memory)\n";
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -33,53 +34,11 @@ using tempo::UserError;
 using tempo::cli::parse_double;
 using tempo::cli::parse_int;
 
-const char* kUsage =
+// The usage's first lines; each option's own lines follow (Option::help).
+const char* kUsageHead =
     "usage: tempo train <ppo|a2c|reinforce> [--env NAME] [--seed S] [--iterations I]\n"
     "                   [--num-envs N] [--steps T] [--lr X] [--out DIR] [--save DIR]\n"
-    "                   [--save-every K] [--verbose]\n"
-    "  --env         CartPole-v1 (default), Pendulum-v1, Acrobot-v1, MountainCar-v0, synthetic\n"
-    "  --obs-shape CxHxW, --episode-length L  the synthetic env (default 3x4x4, 250)\n"
-    "  --iterations  rollouts (default: ppo 976, a2c and reinforce 500)\n"
-    "  --num-envs    environments stepped together (default: ppo 4, others 8)\n"
-    "  --steps       timesteps per rollout (default: ppo 128, others 64)\n"
-    "  --lr          Adam learning rate (default: ppo 2.5e-4, others 2.5e-3), decayed\n"
-    "                linearly to 0; --constant-lr keeps it constant\n"
-    "  --epochs, --minibatches  PPO updates per rollout (default 4 x 4)\n"
-    "  --n-step N    reinforce: n-step instead of Monte-Carlo returns; a2c: n-step\n"
-    "                advantages per step instead of GAE (interleaves with --proximity)\n"
-    "  --per-step    reinforce: learn from the acting forward pass, per timestep (default)\n"
-    "  --recompute   reinforce: recompute the forward pass over the rollout to learn\n"
-    "  --no-normalize  reinforce: do not normalize returns over the rollout\n"
-    "  --hidden, --layers  hidden width and hidden layers (default 64 x 2, tanh)\n"
-    "  --proximity   schedule for memory: proximity constraints, and what reads the acting\n"
-    "                loop a bounded number of steps ahead (n-step learning) interleaves\n"
-    "                with it, freeing each observation n steps later (slower to compile)\n"
-    "  --no-pass P   turn compiler pass P off (repeatable; 'all' for every pass):\n"
-    "                simplify-indices, fold-constants, algebraic, cse, domain-reduction,\n"
-    "                lifting, recompute (on under --memory-budget), vectorize, tiling,\n"
-    "                dce, fusion\n"
-    "  --tile D=Z    run windows along temporal dim D (t: the rollout's steps) in tiles of\n"
-    "                Z steps; reductions over them accumulate per tile (repeatable)\n"
-    "  --tile-above N  tile every dimension whose windows can exceed N MiB\n"
-    "  --static-tiles  pad the first and last tile to the tile size (one shape per tile)\n"
-    "  --memory-budget SIZE  keep tracked device memory under SIZE (e.g. 512MiB, 2GiB): tiles\n"
-    "                and swaps rollouts to host memory as needed, or fails naming what does\n"
-    "                not fit\n"
-    "  --swap-policy P  what to swap under --memory-budget: largest (default: the largest\n"
-    "                outputs read late), heuristic (the placement of the XLA-style MMapGame\n"
-    "                heuristic on this program's traced instance) or learned:NET (the placement\n"
-    "                of an MMap-MuZero network from `tempo mmap train` on that instance)\n"
-    "  --memory-timeline FILE  write device and host bytes per executed statement (CSV) and\n"
-    "                a plot of them (FILE with .svg)\n"
-    "  --gae-lambda  advantage lambda (default 0.95; 1: full bootstrapped returns)\n"
-    "  --ent-coef    entropy bonus (default 0.01)   --vf-coef  value loss weight (default 0.5)\n"
-    "  --default-init  PyTorch's default init instead of orthogonal weights\n"
-    "  --out DIR     writes DIR/curve.csv and DIR/curve.svg during the run (at most once a\n"
-    "                second) and at the end\n"
-    "  --save DIR    saves the trained policy in DIR (policy.safetensors + policy.json) at the\n"
-    "                end; `tempo eval --load DIR` runs it\n"
-    "  --save-every K  also saves it every K iterations\n"
-    "  --profile     time every launch; print where the run's time went\n";
+    "                   [--save-every K] [--verbose]\n";
 
 // "3x64x64" -> {3, 64, 64}.
 std::vector<int64_t> parse_shape(const std::string& flag, const std::string& s) {
@@ -135,73 +94,128 @@ std::pair<std::string, int64_t> parse_tile(const std::string& flag, const std::s
   return {s.substr(0, eq), parse_int(flag, s.substr(eq + 1))};
 }
 
-// Every option: a switch, or one taking a value (parsed by `set`, which gets the flag for errors).
+// Every option: its flag, whether it takes a value, how it sets the arguments (`set` gets the flag
+// for errors) and its lines of the usage (indented there), in usage order (empty: covered by the
+// lines of the option before it or by the usage's first lines).
 struct Option {
   const char* flag;
   bool takes_value;
   std::function<void(Args&, const std::string& flag, const std::string& value)> set;
+  const char* help;
 };
 
 const std::vector<Option>& all_options() {
   using A = Args;
   using S = const std::string&;
   static const std::vector<Option> options = {
-      {"--whole-component", false, [](A& a, S, S) { a.cfg.whole_component = true; }},
-      {"--proximity", false, [](A& a, S, S) { a.cfg.proximity = true; }},
-      {"--per-step", false, [](A& a, S, S) { a.cfg.per_step = true; }},
-      {"--recompute", false, [](A& a, S, S) { a.cfg.per_step = false; }},
-      {"--no-normalize", false, [](A& a, S, S) { a.cfg.normalize_returns = false; }},
-      {"--no-clip", false, [](A& a, S, S) { a.cfg.max_grad_norm = 0; }},
-      {"--constant-lr", false, [](A& a, S, S) { a.cfg.lr_decay = false; }},
-      {"--default-init", false, [](A& a, S, S) { a.cfg.orthogonal_init = false; }},
-      {"--static-tiles", false, [](A& a, S, S) { a.cfg.passes.static_tiles = true; }},
-      {"--verbose", false, [](A& a, S, S) { a.cfg.verbose = true; }},
-      {"--profile", false, [](A& a, S, S) { a.cfg.profile = true; }},
-      {"--env", true, [](A& a, S, S v) { a.cfg.env = v; }},
-      {"--no-pass", true, [](A& a, S, S v) { a.cfg.passes.set(v, false); }},
-      {"--tile", true, [](A& a, S f, S v) { a.cfg.passes.tiles.push_back(parse_tile(f, v)); }},
-      {"--tile-above", true,
-       [](A& a, S f, S v) { a.cfg.passes.tile_above_bytes = parse_int(f, v) << 20; }},
-      {"--memory-budget", true,
-       [](A& a, S f, S v) { a.cfg.memory_budget = tempo::parse_bytes(v, f); }},
-      {"--memory-timeline", true, [](A& a, S, S v) { a.cfg.memory_timeline = v; }},
-      {"--swap-policy", true, [](A& a, S, S v) { a.swap_policy = v; }},
-      {"--seed", true, [](A& a, S f, S v) { a.cfg.seed = static_cast<uint64_t>(parse_int(f, v)); }},
-      {"--iterations", true, [](A& a, S f, S v) { a.cfg.iterations = parse_int(f, v); }},
-      {"--num-envs", true, [](A& a, S f, S v) { a.cfg.num_envs = parse_int(f, v); }},
-      {"--steps", true, [](A& a, S f, S v) { a.cfg.steps = parse_int(f, v); }},
-      {"--epochs", true, [](A& a, S f, S v) { a.cfg.epochs = parse_int(f, v); }},
-      {"--minibatches", true, [](A& a, S f, S v) { a.cfg.minibatches = parse_int(f, v); }},
-      {"--n-step", true, [](A& a, S f, S v) { a.cfg.n_step = parse_int(f, v); }},
-      {"--lr", true, [](A& a, S f, S v) { a.cfg.lr = parse_double(f, v); }},
-      {"--ent-coef", true, [](A& a, S f, S v) { a.cfg.ent_coef = parse_double(f, v); }},
-      {"--gae-lambda", true, [](A& a, S f, S v) { a.cfg.gae_lambda = parse_double(f, v); }},
-      {"--vf-coef", true, [](A& a, S f, S v) { a.cfg.vf_coef = parse_double(f, v); }},
-      {"--out", true, [](A& a, S, S v) { a.out = v; }},
-      {"--save", true, [](A& a, S, S v) { a.cfg.save_dir = v; }},
-      {"--save-every", true, [](A& a, S f, S v) { a.cfg.save_every = parse_int(f, v); }},
-      {"--optimizer", true, [](A& a, S, S v) { a.cfg.optimizer = v; }},
-      {"--hidden", true, [](A& a, S f, S v) { a.cfg.hidden = parse_int(f, v); }},
-      {"--layers", true, [](A& a, S f, S v) { a.cfg.layers = parse_int(f, v); }},
-      {"--obs-shape", true,
-       [](A& a, S f, S v) { a.cfg.env_options.obs_shape = parse_shape(f, v); }},
+      {"--env", true, [](A& a, S, S v) { a.cfg.env = v; },
+       "--env         CartPole-v1 (default), Pendulum-v1, Acrobot-v1, MountainCar-v0, synthetic\n"},
+      {"--obs-shape", true, [](A& a, S f, S v) { a.cfg.env_options.obs_shape = parse_shape(f, v); },
+       "--obs-shape CxHxW, --episode-length L  the synthetic env (default 3x4x4, 250)\n"},
       {"--episode-length", true,
-       [](A& a, S f, S v) { a.cfg.env_options.episode_length = parse_int(f, v); }},
+       [](A& a, S f, S v) { a.cfg.env_options.episode_length = parse_int(f, v); }, ""},
+      {"--iterations", true, [](A& a, S f, S v) { a.cfg.iterations = parse_int(f, v); },
+       "--iterations  rollouts (default: ppo 976, a2c and reinforce 500)\n"},
+      {"--num-envs", true, [](A& a, S f, S v) { a.cfg.num_envs = parse_int(f, v); },
+       "--num-envs    environments stepped together (default: ppo 4, others 8)\n"},
+      {"--steps", true, [](A& a, S f, S v) { a.cfg.steps = parse_int(f, v); },
+       "--steps       timesteps per rollout (default: ppo 128, others 64)\n"},
+      {"--lr", true, [](A& a, S f, S v) { a.cfg.lr = parse_double(f, v); },
+       "--lr          Adam learning rate (default: ppo 2.5e-4, others 2.5e-3), decayed\n"
+       "              linearly to 0; --constant-lr keeps it constant\n"},
+      {"--constant-lr", false, [](A& a, S, S) { a.cfg.lr_decay = false; }, ""},
+      {"--epochs", true, [](A& a, S f, S v) { a.cfg.epochs = parse_int(f, v); },
+       "--epochs, --minibatches  PPO updates per rollout (default 4 x 4)\n"},
+      {"--minibatches", true, [](A& a, S f, S v) { a.cfg.minibatches = parse_int(f, v); }, ""},
+      {"--n-step", true, [](A& a, S f, S v) { a.cfg.n_step = parse_int(f, v); },
+       "--n-step N    reinforce: n-step instead of Monte-Carlo returns; a2c: n-step\n"
+       "              advantages per step instead of GAE (interleaves with --proximity)\n"},
+      {"--per-step", false, [](A& a, S, S) { a.cfg.per_step = true; },
+       "--per-step    reinforce: learn from the acting forward pass, per timestep (default)\n"},
+      {"--recompute", false, [](A& a, S, S) { a.cfg.per_step = false; },
+       "--recompute   reinforce: recompute the forward pass over the rollout to learn\n"},
+      {"--no-normalize", false, [](A& a, S, S) { a.cfg.normalize_returns = false; },
+       "--no-normalize  reinforce: do not normalize returns over the rollout\n"},
+      {"--hidden", true, [](A& a, S f, S v) { a.cfg.hidden = parse_int(f, v); },
+       "--hidden, --layers  hidden width and hidden layers (default 64 x 2, tanh)\n"},
+      {"--layers", true, [](A& a, S f, S v) { a.cfg.layers = parse_int(f, v); }, ""},
+      {"--proximity", false, [](A& a, S, S) { a.cfg.compile.proximity = true; },
+       "--proximity   schedule for memory: proximity constraints, and what reads the acting\n"
+       "              loop a bounded number of steps ahead (n-step learning) interleaves\n"
+       "              with it, freeing each observation n steps later (slower to compile)\n"},
+      {"--no-pass", true, [](A& a, S, S v) { a.cfg.compile.passes.set(v, false); },
+       "--no-pass P   turn compiler pass P off (repeatable; 'all' for every pass):\n"
+       "              simplify-indices, fold-constants, algebraic, cse, domain-reduction,\n"
+       "              lifting, recompute (on under --memory-budget), vectorize, tiling,\n"
+       "              dce, fusion\n"},
+      {"--tile", true,
+       [](A& a, S f, S v) { a.cfg.compile.passes.tiles.push_back(parse_tile(f, v)); },
+       "--tile D=Z    run windows along temporal dim D (t: the rollout's steps) in tiles of\n"
+       "              Z steps; reductions over them accumulate per tile (repeatable)\n"},
+      {"--tile-above", true,
+       [](A& a, S f, S v) { a.cfg.compile.passes.tile_above_bytes = parse_int(f, v) << 20; },
+       "--tile-above N  tile every dimension whose windows can exceed N MiB\n"},
+      {"--static-tiles", false, [](A& a, S, S) { a.cfg.compile.passes.static_tiles = true; },
+       "--static-tiles  pad the first and last tile to the tile size (one shape per tile)\n"},
+      {"--memory-budget", true,
+       [](A& a, S f, S v) { a.cfg.compile.memory_budget = tempo::parse_bytes(v, f); },
+       "--memory-budget SIZE  keep tracked device memory under SIZE (e.g. 512MiB, 2GiB): tiles\n"
+       "              and swaps rollouts to host memory as needed, or fails naming what does\n"
+       "              not fit\n"},
+      {"--swap-policy", true, [](A& a, S, S v) { a.swap_policy = v; },
+       "--swap-policy P  what to swap under --memory-budget: largest (default: the largest\n"
+       "              outputs read late), heuristic (the placement of the XLA-style MMapGame\n"
+       "              heuristic on this program's traced instance) or learned:NET (the placement\n"
+       "              of an MMap-MuZero network from `tempo mmap train` on that instance)\n"},
+      {"--memory-timeline", true, [](A& a, S, S v) { a.cfg.compile.memory_timeline = v; },
+       "--memory-timeline FILE  write device and host bytes per executed statement (CSV) and\n"
+       "              a plot of them (FILE with .svg)\n"},
+      {"--gae-lambda", true, [](A& a, S f, S v) { a.cfg.gae_lambda = parse_double(f, v); },
+       "--gae-lambda  advantage lambda (default 0.95; 1: full bootstrapped returns)\n"},
+      {"--ent-coef", true, [](A& a, S f, S v) { a.cfg.ent_coef = parse_double(f, v); },
+       "--ent-coef    entropy bonus (default 0.01)   --vf-coef  value loss weight (default 0.5)\n"},
+      {"--vf-coef", true, [](A& a, S f, S v) { a.cfg.vf_coef = parse_double(f, v); }, ""},
+      {"--default-init", false, [](A& a, S, S) { a.cfg.orthogonal_init = false; },
+       "--default-init  PyTorch's default init instead of orthogonal weights\n"},
+      {"--out", true, [](A& a, S, S v) { a.out = v; },
+       "--out DIR     writes DIR/curve.csv and DIR/curve.svg during the run (at most once a\n"
+       "              second) and at the end\n"},
+      {"--save", true, [](A& a, S, S v) { a.cfg.save_dir = v; },
+       "--save DIR    saves the trained policy in DIR (policy.safetensors + policy.json) at the\n"
+       "              end; `tempo eval --load DIR` runs it\n"},
+      {"--save-every", true, [](A& a, S f, S v) { a.cfg.save_every = parse_int(f, v); },
+       "--save-every K  also saves it every K iterations\n"},
+      {"--profile", false, [](A& a, S, S) { a.cfg.compile.profile = true; },
+       "--profile     time every launch; print where the run's time went\n"},
+      {"--seed", true,
+       [](A& a, S f, S v) { a.cfg.compile.seed = static_cast<uint64_t>(parse_int(f, v)); }, ""},
+      {"--verbose", false, [](A& a, S, S) { a.cfg.compile.verbose = true; }, ""},
+      {"--whole-component", false, [](A& a, S, S) { a.cfg.compile.whole_component = true; }, ""},
+      {"--no-clip", false, [](A& a, S, S) { a.cfg.max_grad_norm = 0; }, ""},
+      {"--optimizer", true, [](A& a, S, S v) { a.cfg.optimizer = v; }, ""},
   };
   return options;
 }
 
-}  // namespace
+std::string usage() {
+  std::string text = kUsageHead;
+  for (const Option& o : all_options()) {
+    std::istringstream lines(o.help);
+    for (std::string line; std::getline(lines, line);) text += "  " + line + "\n";
+  }
+  return text;
+}
 
-int run_train_command(int argc, char** argv) {
-  // The algorithm picks the defaults, so options are applied once it is known.
+// The command line: the algorithm (it picks the defaults, so options apply once it is known),
+// then the options in order. Empty with --help (the usage printed).
+std::optional<Args> parse_command_line(int argc, char** argv) {
   std::string algo;
   std::vector<std::pair<const Option*, std::string>> given;
   for (int k = 1; k < argc; ++k) {
     std::string a = argv[k];
     if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
+      std::fputs(usage().c_str(), stdout);
+      return std::nullopt;
     }
     if (a.rfind("--", 0) == 0) {
       const Option* opt = nullptr;
@@ -220,6 +234,52 @@ int run_train_command(int argc, char** argv) {
     throw UserError("missing algorithm (ppo, a2c or reinforce); see `tempo train --help`");
   Args args{tempo::rl::TrainConfig::defaults(algo), ""};
   for (const auto& [opt, value] : given) opt->set(args, opt->flag, value);
+  return args;
+}
+
+// --swap-policy heuristic or learned:NET: the placement an MMapGame solver finds on the
+// program's traced instance becomes the compile's swap policy.
+void place_swaps(tempo::rl::TrainConfig& cfg, const std::string& solver) {
+  if (cfg.compile.memory_budget <= 0) throw UserError("--swap-policy needs --memory-budget");
+  if (cfg.make_env) throw UserError("--swap-policy works with built-in environments only");
+  tempo::mmap::RlProgram program;
+  program.algo = cfg.algo;
+  program.env = cfg.env;
+  program.obs_shape = cfg.env_options.obs_shape;
+  program.num_envs = cfg.num_envs;
+  program.steps = cfg.steps;
+  program.seed = cfg.compile.seed;
+  const tempo::mmap::ProgramPlacement p = tempo::mmap::place_rl_program(program, solver);
+  std::cout << "swap policy " << p.solver << ": placement of return " << fmt(p.game_return, 1)
+            << " (heuristic " << fmt(p.heuristic_return, 1) << ") on the traced instance; "
+            << p.slow_share.size() << " outputs placed; the largest: " << p.largest(3) << std::endl;
+  cfg.compile.swap_policy = tempo::mmap::swap_policy(p);
+}
+
+// The run's summary after training.
+void print_summary(std::ostream& print, const tempo::rl::TrainConfig& cfg,
+                   const tempo::rl::TrainResult& res, int world) {
+  print << "compile time: " << fmt(res.compile_seconds) << " s, run time: " << fmt(res.run_seconds)
+        << " s, episodes: " << res.episodes << ", peak tensor memory: "
+        << fmt(static_cast<double>(res.peak_tracked_bytes) / (1 << 20), 1) << " MiB"
+        << (res.peak_host_bytes > 0
+                ? " (+ " + fmt(static_cast<double>(res.peak_host_bytes) / (1 << 20), 1) +
+                      " MiB swapped to host)"
+                : std::string())
+        << ", launches per iteration: " << res.launches / std::max<int64_t>(1, cfg.iterations)
+        << "\n";
+  print << res.profile;
+  if (world > 1)
+    print << "data parallel: " << world << " ranks, " << res.collectives
+          << " collectives on rank 0 taking " << fmt(res.collective_seconds) << " s\n";
+}
+
+}  // namespace
+
+int run_train_command(int argc, char** argv) {
+  std::optional<Args> parsed = parse_command_line(argc, argv);
+  if (!parsed) return 0;
+  Args& args = *parsed;
   tempo::rl::TrainConfig& cfg = args.cfg;
   std::string out = args.out;
   tempo::rl::validate(cfg);
@@ -233,7 +293,7 @@ int run_train_command(int argc, char** argv) {
     rank = dc.rank;
     world = dc.world_size;
     if (rank != 0) out.clear();
-    cfg.communicator = tempo::connect(dc);
+    cfg.compile.communicator = tempo::connect(dc);
   }
   // Other ranks stay quiet: their errors still reach stderr.
   std::ostringstream discard;
@@ -241,24 +301,7 @@ int run_train_command(int argc, char** argv) {
   // Where results go is checked before anything compiles or runs.
   if (!out.empty()) tempo::rl::check_writable_dir(out, "--out");
   if (!cfg.save_dir.empty()) tempo::rl::check_writable_dir(cfg.save_dir, "--save");
-  if (args.swap_policy != "largest") {
-    if (cfg.memory_budget <= 0) throw UserError("--swap-policy needs --memory-budget");
-    if (cfg.make_env) throw UserError("--swap-policy works with built-in environments only");
-    tempo::mmap::RlProgram program;
-    program.algo = cfg.algo;
-    program.env = cfg.env;
-    program.obs_shape = cfg.env_options.obs_shape;
-    program.num_envs = cfg.num_envs;
-    program.steps = cfg.steps;
-    program.seed = cfg.seed;
-    const tempo::mmap::ProgramPlacement p =
-        tempo::mmap::place_rl_program(program, args.swap_policy);
-    std::cout << "swap policy " << p.solver << ": placement of return " << fmt(p.game_return, 1)
-              << " (heuristic " << fmt(p.heuristic_return, 1) << ") on the traced instance; "
-              << p.slow_share.size() << " outputs placed; the largest: " << p.largest(3)
-              << std::endl;
-    cfg.swap_policy = tempo::mmap::swap_policy(p);
-  }
+  if (args.swap_policy != "largest") place_swaps(cfg, args.swap_policy);
   const std::string title = cat(cfg.algo, " on ", cfg.env);
   if (!out.empty()) {
     // The curve so far, at most once a second: an interrupted run keeps it.
@@ -275,21 +318,9 @@ int run_train_command(int argc, char** argv) {
   if (world > 1) print << " on each of " << world << " ranks";
   if (cfg.algo == "ppo")
     print << ", " << cfg.epochs << " epochs x " << cfg.minibatches << " minibatches";
-  print << ", lr " << cfg.lr << ", seed " << cfg.seed << std::endl;
+  print << ", lr " << cfg.lr << ", seed " << cfg.compile.seed << std::endl;
   tempo::rl::TrainResult res = tempo::rl::train(cfg, &std::cout);
-  print << "compile time: " << fmt(res.compile_seconds) << " s, run time: " << fmt(res.run_seconds)
-        << " s, episodes: " << res.episodes << ", peak tensor memory: "
-        << fmt(static_cast<double>(res.peak_tracked_bytes) / (1 << 20), 1) << " MiB"
-        << (res.peak_host_bytes > 0
-                ? " (+ " + fmt(static_cast<double>(res.peak_host_bytes) / (1 << 20), 1) +
-                      " MiB swapped to host)"
-                : std::string())
-        << ", launches per iteration: " << res.launches / std::max<int64_t>(1, cfg.iterations)
-        << "\n";
-  print << res.profile;
-  if (world > 1)
-    print << "data parallel: " << world << " ranks, " << res.collectives
-          << " collectives on rank 0 taking " << fmt(res.collective_seconds) << " s\n";
+  print_summary(print, cfg, res, world);
   if (!out.empty()) write_curve(out, res.curve, title);
   if (!cfg.save_dir.empty()) print << "saved the policy in " << cfg.save_dir << "\n";
   print << "final mean return: " << fmt(res.final_mean_return) << std::endl;

@@ -55,9 +55,9 @@ double median(std::vector<double> v) {
 // One rank: trains and writes "run_seconds iteration_seconds collectives collective_seconds".
 int worker(const Setup& s, const std::string& out) {
   tempo::rl::TrainConfig cfg = config(s);
-  cfg.communicator = tempo::connect(tempo::DistributedConfig::from_env());
+  cfg.compile.communicator = tempo::connect(tempo::DistributedConfig::from_env());
   tempo::rl::TrainResult r = tempo::rl::train(cfg, nullptr);
-  std::ofstream(tempo::cat(out, "/rank", cfg.communicator->rank(), ".txt"))
+  std::ofstream(tempo::cat(out, "/rank", cfg.compile.communicator->rank(), ".txt"))
       << r.run_seconds << ' ' << median(r.iteration_seconds) << ' ' << r.collectives << ' '
       << r.collective_seconds << '\n';
   return 0;

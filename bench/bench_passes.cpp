@@ -214,7 +214,7 @@ void rl_programs_table(bool quick) {
   for (const RlProgram& p : rl_programs(quick))
     for (const Config& c : configs(quick)) {
       rl::TrainConfig cfg = p.cfg;
-      cfg.passes = c.passes;
+      cfg.compile.passes = c.passes;
       rl::TrainResult r = rl::train(cfg, nullptr);
       std::vector<double> steady(
           r.iteration_seconds.begin() + std::min<size_t>(1, r.iteration_seconds.size()),

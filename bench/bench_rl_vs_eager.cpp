@@ -109,13 +109,13 @@ TrainConfig config_of(const Case& c, int64_t iterations) {
   cfg.hidden = c.hidden;
   cfg.layers = c.layers;
   cfg.n_step = c.n_step;
-  cfg.proximity = c.proximity;
+  cfg.compile.proximity = c.proximity;
   if (c.epochs > 0) cfg.epochs = c.epochs;
   if (c.recompute) cfg.per_step = false;
   cfg.normalize_returns = c.normalize;
   cfg.iterations = iterations;
-  cfg.seed = 1;
-  cfg.memory_budget = c.budget;
+  cfg.compile.seed = 1;
+  cfg.compile.memory_budget = c.budget;
   return cfg;
 }
 
@@ -137,7 +137,7 @@ int child_main(const std::string& system, const Case& c, int64_t iterations, int
   TrainConfig cfg = config_of(c, iterations);
   std::optional<bench::SamplingProfiler> prof;
   if (profile) {
-    cfg.verbose = system == "tempo";
+    cfg.compile.verbose = system == "tempo";
     prof.emplace();
     prof->start();
   }

@@ -108,7 +108,7 @@ inline EagerResult run_eager(const tempo::rl::TrainConfig& cfg) {
   int64_t heap_peak = heap0;
   auto sample = [&] { heap_peak = std::max(heap_peak, heap_in_use()); };
 
-  torch::manual_seed(cfg.seed);
+  torch::manual_seed(cfg.compile.seed);
   const int64_t N = cfg.num_envs, T = cfg.steps, I = cfg.iterations;
   const bool ppo = cfg.algo == "ppo", use_value = cfg.algo != "reinforce";
   auto env = tempo::rl::make_env(cfg.env, N, cfg.env_options);
@@ -187,7 +187,7 @@ inline EagerResult run_eager(const tempo::rl::TrainConfig& cfg) {
   if (ppo) logp_buf = torch::empty({T, N});
   const size_t obs_bytes = static_cast<size_t>(N * obs_dim) * sizeof(float);
   {
-    std::vector<float> o = env->reset(cfg.seed);
+    std::vector<float> o = env->reset(cfg.compile.seed);
     std::memcpy(obs_buf[0].data_ptr<float>(), o.data(), obs_bytes);
   }
   std::vector<float> act(static_cast<size_t>(N * (discrete ? 1 : act_dim)));

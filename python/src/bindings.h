@@ -7,12 +7,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "api/tempo.h"
+#include "driver/compile.h"
 #include "util/error.h"
 
 namespace tempo::python {
@@ -30,6 +32,11 @@ class PythonCaller {
  private:
   FrontendLocation guard_;
 };
+
+using guard = py::call_guard<PythonCaller>;
+// A result keeps self (a Context, or an RT of one) alive, so that its Context outlives it.
+inline constexpr py::keep_alive<0, 1> keep_ctx{};
+inline constexpr py::keep_alive<1, 2> self_keeps_arg{};  // a new object keeps its first argument
 
 // A Python object kept by C++ (a UDF's callable, an environment) that may be released from a
 // thread without the GIL: the release takes it.
@@ -87,6 +94,44 @@ py::object keeping(py::object result, py::handle owner);
 
 // An RT, or a scalar / expression made into one in ctx (like `x * 2` or `x * t`).
 RT to_rt(Context& ctx, py::handle h, const RT* like = nullptr);
+
+// ---- keyword arguments ----
+// A keyword argument of a binding that takes **kwargs: its name and how it sets the options.
+template <typename Options>
+struct Keyword {
+  const char* name;
+  std::function<void(Options&, py::handle value)> set;
+};
+
+// The keyword `name` setting `member` to the value cast to its type.
+template <typename Options, typename T>
+Keyword<Options> keyword(const char* name, T Options::*member) {
+  return {name, [member](Options& o, py::handle value) { o.*member = value.cast<T>(); }};
+}
+
+// Sets `options` from `kw` through `table`; an unknown keyword is a TypeError naming `function`
+// and listing the table's keywords.
+template <typename Options>
+void set_keywords(const std::vector<Keyword<Options>>& table, const py::kwargs& kw,
+                  Options& options, const char* function) {
+  for (auto [key, value] : kw) {
+    const std::string k = py::cast<std::string>(key);
+    const Keyword<Options>* found = nullptr;
+    for (const Keyword<Options>& w : table)
+      if (k == w.name) found = &w;
+    if (!found) {
+      std::string names;
+      for (const Keyword<Options>& w : table)
+        names += (names.empty() ? "" : ", ") + std::string(w.name);
+      throw py::type_error(
+          cat(function, "() got an unknown option '", k, "' (options: ", names, ")"));
+    }
+    found->set(options, value);
+  }
+}
+
+// The keyword arguments of Context.compile (core.cpp), in the order its errors list them.
+const std::vector<Keyword<CompileOptions>>& compile_keywords();
 
 void bind_core(py::module_& m);
 void bind_libs(py::module_& m);

@@ -425,63 +425,6 @@ SwapPolicy python_swap_policy(py::function fn) {
   };
 }
 
-CompileOptions to_options(const py::kwargs& kw) {
-  CompileOptions o;
-  const std::vector<std::pair<const char*, bool CompileOptions::*>> flags = {
-      {"deallocate", &CompileOptions::deallocate},
-      {"proximity", &CompileOptions::proximity},
-      {"whole_component", &CompileOptions::whole_component},
-      {"fuse", &CompileOptions::fuse},
-      {"codegen", &CompileOptions::codegen},
-      {"block_stores", &CompileOptions::block_stores},
-      {"donation", &CompileOptions::donation},
-      {"verbose", &CompileOptions::verbose},
-      {"profile", &CompileOptions::profile}};
-  for (auto [key, value] : kw) {
-    const std::string k = key.cast<std::string>();
-    bool done = false;
-    for (const auto& [name, field] : flags)
-      if (k == name) {
-        o.*field = value.cast<bool>();
-        done = true;
-      }
-    if (done) continue;
-    if (k == "memory_budget") {
-      o.memory_budget = py::isinstance<py::str>(value)
-                            ? parse_bytes(value.cast<std::string>(), "memory_budget")
-                            : value.cast<int64_t>();
-    } else if (k == "memory_timeline") {
-      o.memory_timeline = value.cast<std::string>();
-    } else if (k == "swap_policy") {
-      if (!PyCallable_Check(value.ptr()))
-        throw py::type_error("swap_policy must be callable: policy(candidates, excess) -> indices");
-      o.swap_policy = python_swap_policy(py::reinterpret_borrow<py::function>(value));
-    } else if (k == "seed") {
-      o.seed = value.cast<uint64_t>();
-    } else if (k == "no_pass") {  // a pass name, "all", or a list of them
-      if (py::isinstance<py::str>(value)) {
-        o.passes.set(value.cast<std::string>(), false);
-      } else {
-        for (py::handle p : value) o.passes.set(p.cast<std::string>(), false);
-      }
-    } else if (k == "tiles") {  // {"t": 64}
-      for (auto [dim, size] : value.cast<py::dict>())
-        o.passes.tiles.emplace_back(dim.cast<std::string>(), size.cast<int64_t>());
-    } else if (k == "tile_above_bytes") {
-      o.passes.tile_above_bytes = value.cast<int64_t>();
-    } else if (k == "static_tiles") {
-      o.passes.static_tiles = value.cast<bool>();
-    } else {
-      std::string names;
-      for (const auto& f : flags) names += std::string(f.first) + ", ";
-      throw py::type_error(cat("compile() got an unknown option '", k, "' (options: ", names,
-                               "memory_budget, memory_timeline, swap_policy, seed, no_pass, tiles, "
-                               "tile_above_bytes, static_tiles)"));
-    }
-  }
-  return o;
-}
-
 std::vector<int64_t> to_point(py::handle h) {
   if (h.is_none()) return {};
   if (py::isinstance<py::int_>(h)) return {h.cast<int64_t>()};
@@ -490,10 +433,57 @@ std::vector<int64_t> to_point(py::handle h) {
 
 }  // namespace
 
-void bind_core(py::module_& m) {
-  using guard = py::call_guard<PythonCaller>;
-  const auto keep_ctx = py::keep_alive<0, 1>();  // a result keeps its Context alive
+const std::vector<Keyword<CompileOptions>>& compile_keywords() {
+  using O = CompileOptions;
+  static const std::vector<Keyword<O>> table = {
+      keyword("deallocate", &O::deallocate),
+      keyword("proximity", &O::proximity),
+      keyword("whole_component", &O::whole_component),
+      keyword("fuse", &O::fuse),
+      keyword("codegen", &O::codegen),
+      keyword("block_stores", &O::block_stores),
+      keyword("donation", &O::donation),
+      keyword("verbose", &O::verbose),
+      keyword("profile", &O::profile),
+      {"memory_budget",
+       [](O& o, py::handle value) {
+         o.memory_budget = py::isinstance<py::str>(value)
+                               ? parse_bytes(value.cast<std::string>(), "memory_budget")
+                               : value.cast<int64_t>();
+       }},
+      keyword("memory_timeline", &O::memory_timeline),
+      {"swap_policy",
+       [](O& o, py::handle value) {
+         if (!PyCallable_Check(value.ptr()))
+           throw py::type_error(
+               "swap_policy must be callable: policy(candidates, excess) -> indices");
+         o.swap_policy = python_swap_policy(py::reinterpret_borrow<py::function>(value));
+       }},
+      keyword("seed", &O::seed),
+      {"no_pass",  // a pass name, "all", or a list of them
+       [](O& o, py::handle value) {
+         if (py::isinstance<py::str>(value)) {
+           o.passes.set(value.cast<std::string>(), false);
+         } else {
+           for (py::handle p : value) o.passes.set(p.cast<std::string>(), false);
+         }
+       }},
+      {"tiles",  // {"t": 64}
+       [](O& o, py::handle value) {
+         for (auto [dim, size] : value.cast<py::dict>())
+           o.passes.tiles.emplace_back(dim.cast<std::string>(), size.cast<int64_t>());
+       }},
+      {"tile_above_bytes",
+       [](O& o, py::handle value) { o.passes.tile_above_bytes = value.cast<int64_t>(); }},
+      {"static_tiles", [](O& o, py::handle value) { o.passes.static_tiles = value.cast<bool>(); }},
+  };
+  return table;
+}
 
+namespace {
+
+// Data types, also as tempo.float32 and the like.
+void bind_dtypes(py::module_& m) {
   py::enum_<DType>(m, "DType")
       .value("bool", DType::Bool)
       .value("int32", DType::Int32)
@@ -502,8 +492,10 @@ void bind_core(py::module_& m) {
       .value("float64", DType::Float64)
       .export_values();
   m.attr("bool_") = DType::Bool;
+}
 
-  // ---- Expr ----
+// Symbolic expressions and temporal dimensions, with operators; tempo.min and tempo.max.
+void bind_expr(py::module_& m) {
   py::class_<Expr> expr(m, "Expr", "A symbolic integer or boolean expression over dims.");
   expr.def(py::init([](int64_t v) { return Expr(v); }))
       .def("__str__", &Expr::str)
@@ -583,7 +575,9 @@ void bind_core(py::module_& m) {
         return sym::max(std::move(es));
       },
       "The maximum of symbolic expressions.");
+}
 
+void bind_tensor_type(py::module_& m) {
   py::class_<TensorType>(m, "TensorType")
       .def(py::init([](py::handle shape, py::handle dtype) {
              return TensorType{to_dtype(dtype), to_shape(shape)};
@@ -592,42 +586,10 @@ void bind_core(py::module_& m) {
       .def_property_readonly("shape", [](const TensorType& t) { return shape_tuple(t.shape); })
       .def_readonly("dtype", &TensorType::dtype)
       .def("__repr__", &TensorType::str);
+}
 
-  // ---- RT ----
-  py::class_<RT> rt(m, "RT",
-                    "A recurrent tensor: a tensor over temporal dimensions. Index it with "
-                    "expressions of its dims (x[t - 1], x[0], x[t:T], x[b, i, t + 1]) and "
-                    "define a placeholder's branches by assignment (x[0] = ..., "
-                    "x[t + 1] = ...).");
-  rt.def_property_readonly("dtype", &RT::dtype)
-      .def_property_readonly("shape", [](const RT& x) { return shape_tuple(x.shape()); })
-      .def_property_readonly("ndim", &RT::rank)
-      .def_property_readonly("domain", [](const RT& x) { return dims_tuple(x.domain()); })
-      .def_property_readonly("name", &RT::name)
-      .def(
-          "named", [](RT& x, const std::string& n) { return RT(x.named(n)); }, guard(), keep_ctx)
-      .def("__repr__",
-           [](const RT& x) {
-             std::string dom;
-             for (const Dim& d : x.domain()) dom += (dom.empty() ? "" : ", ") + d.name();
-             return cat("RT('", x.name(), "', ", TensorType{x.dtype(), x.shape()}.str(), " over (",
-                        dom, "))");
-           })
-      .def("__bool__",
-           [](const RT& x) -> bool {
-             throw py::type_error(cat("the RT '", x.name(),
-                                      "' has no truth value before it runs (use tempo.where)"));
-           })
-      .def(
-          "__getitem__", [](const RT& x, py::handle key) { return RT(index_rt(x, key)); }, guard(),
-          keep_ctx)
-      .def(
-          "__setitem__",
-          [](const RT& x, py::handle key, py::handle value) {
-            RT::Indexed target = index_rt(x, key);
-            target = to_rt(x.ctx(), value, &x);
-          },
-          guard());
+// RT operators: binary ones with RTs, numbers and expressions in both orders, and unary ones.
+void bind_rt_operators(py::class_<RT>& rt) {
   // Binary operators with RTs, numbers and expressions, in both orders.
 #define TEMPO_BINARY(name, fn)                                                                   \
   rt.def(                                                                                        \
@@ -689,6 +651,10 @@ void bind_core(py::module_& m) {
   TEMPO_UNARY(detach)
   TEMPO_UNARY(retain)
 #undef TEMPO_UNARY
+}
+
+// Elementwise functions, reductions and scans.
+void bind_rt_math(py::class_<RT>& rt) {
   rt.def(
         "cast", [](const RT& x, py::handle d) { return x.cast(to_dtype(d)); }, guard(), keep_ctx)
       .def(
@@ -750,15 +716,18 @@ void bind_core(py::module_& m) {
                         : x.discounted_cumsum(gamma, dim, reverse);
           },
           py::arg("gamma"), py::arg("done") = py::none(), py::arg("dim") = 0,
-          py::arg("reverse") = true, guard(), keep_ctx)
-      // Movement and views.
-      .def(
-          "reshape",
-          [](const RT& x, py::args shape) {
-            return x.reshape(shape.size() == 1 && !is_expr_like(shape[0]) ? to_shape(shape[0])
-                                                                          : to_shape(shape));
-          },
-          guard(), keep_ctx)
+          py::arg("reverse") = true, guard(), keep_ctx);
+}
+
+// Movement, views, spatial indexing (temporal indexing is x[...]) and products.
+void bind_rt_views(py::class_<RT>& rt) {
+  rt.def(
+        "reshape",
+        [](const RT& x, py::args shape) {
+          return x.reshape(shape.size() == 1 && !is_expr_like(shape[0]) ? to_shape(shape[0])
+                                                                        : to_shape(shape));
+        },
+        guard(), keep_ctx)
       .def(
           "permute",
           [](const RT& x, py::args dims) {
@@ -827,7 +796,51 @@ void bind_core(py::module_& m) {
             return x.conv2d(w, stride, padding);
           },
           py::arg("weight"), py::arg("stride") = 1, py::arg("padding") = 0, guard(), keep_ctx);
+}
 
+// RTs: properties, temporal indexing and assignment, operators and methods.
+void bind_rt(py::module_& m) {
+  py::class_<RT> rt(m, "RT",
+                    "A recurrent tensor: a tensor over temporal dimensions. Index it with "
+                    "expressions of its dims (x[t - 1], x[0], x[t:T], x[b, i, t + 1]) and "
+                    "define a placeholder's branches by assignment (x[0] = ..., "
+                    "x[t + 1] = ...).");
+  rt.def_property_readonly("dtype", &RT::dtype)
+      .def_property_readonly("shape", [](const RT& x) { return shape_tuple(x.shape()); })
+      .def_property_readonly("ndim", &RT::rank)
+      .def_property_readonly("domain", [](const RT& x) { return dims_tuple(x.domain()); })
+      .def_property_readonly("name", &RT::name)
+      .def(
+          "named", [](RT& x, const std::string& n) { return RT(x.named(n)); }, guard(), keep_ctx)
+      .def("__repr__",
+           [](const RT& x) {
+             std::string dom;
+             for (const Dim& d : x.domain()) dom += (dom.empty() ? "" : ", ") + d.name();
+             return cat("RT('", x.name(), "', ", TensorType{x.dtype(), x.shape()}.str(), " over (",
+                        dom, "))");
+           })
+      .def("__bool__",
+           [](const RT& x) -> bool {
+             throw py::type_error(cat("the RT '", x.name(),
+                                      "' has no truth value before it runs (use tempo.where)"));
+           })
+      .def(
+          "__getitem__", [](const RT& x, py::handle key) { return RT(index_rt(x, key)); }, guard(),
+          keep_ctx)
+      .def(
+          "__setitem__",
+          [](const RT& x, py::handle key, py::handle value) {
+            RT::Indexed target = index_rt(x, key);
+            target = to_rt(x.ctx(), value, &x);
+          },
+          guard());
+  bind_rt_operators(rt);
+  bind_rt_math(rt);
+  bind_rt_views(rt);
+}
+
+// Functions of RTs: where, cat, stack and grad.
+void bind_rt_functions(py::module_& m) {
   m.def(
       "where",
       [](const RT& c, py::handle a, py::handle b) {
@@ -849,8 +862,9 @@ void bind_core(py::module_& m) {
       py::arg("loss"), py::arg("wrt"), guard(),
       "Gradients of `loss` (a scalar per point) with respect to each RT in `wrt`, as new "
       "RTs of the same program.");
+}
 
-  // ---- Executable ----
+void bind_executable(py::module_& m) {
   py::class_<Executable>(m, "Executable", "A compiled program (Context.compile).")
       .def(
           "run", [](Executable& e) { without_gil([&] { e.run(); }); },
@@ -874,8 +888,9 @@ void bind_core(py::module_& m) {
       .def_property_readonly("schedule", &Executable::schedule_str)
       .def_property_readonly("ops_executed", &Executable::ops_executed)
       .def("profile_report", &Executable::profile_report, py::arg("top_ops") = 12);
+}
 
-  // ---- Context ----
+void bind_context(py::module_& m) {
   py::class_<Context>(m, "Context", "A program: its temporal dimensions and its ops.")
       .def(py::init<>())
       .def(
@@ -966,7 +981,8 @@ void bind_core(py::module_& m) {
           "compile",
           [](Context& c, py::handle bounds, py::kwargs kw) {
             Bounds b = bounds.is_none() ? Bounds{} : to_bounds(c, bounds.cast<py::dict>());
-            CompileOptions o = to_options(kw);
+            CompileOptions o;
+            set_keywords(compile_keywords(), kw, o, "compile");
             return without_gil([&] { return compile(c, b, o); });
           },
           py::arg("bounds") = py::none(), guard(), keep_ctx,
@@ -975,6 +991,18 @@ void bind_core(py::module_& m) {
           "memory_budget, memory_timeline, swap_policy, seed, verbose, profile, no_pass, "
           "tiles, tile_above_bytes, static_tiles). swap_policy(candidates, excess) -> indices "
           "chooses what to swap under memory_budget: candidates are dicts {'rt', 'bytes'}.");
+}
+
+}  // namespace
+
+void bind_core(py::module_& m) {
+  bind_dtypes(m);
+  bind_expr(m);
+  bind_tensor_type(m);
+  bind_rt(m);
+  bind_rt_functions(m);
+  bind_executable(m);
+  bind_context(m);
 }
 
 }  // namespace tempo::python

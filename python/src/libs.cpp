@@ -192,6 +192,59 @@ class PythonEnv final : public rl::BatchedEnv {
   std::vector<int64_t> lengths_;
 };
 
+// A keyword of tempo.rl.train that sets TrainConfig::compile as Context.compile's keyword does.
+Keyword<rl::TrainConfig> compile_keyword(const char* name) {
+  for (const Keyword<CompileOptions>& w : compile_keywords())
+    if (std::string(w.name) == name)
+      return {name, [set = w.set](rl::TrainConfig& c, py::handle value) { set(c.compile, value); }};
+  internal_error(cat("compile() has no keyword '", name, "'"));
+}
+
+// The keyword arguments of tempo.rl.train, in the order its errors list them.
+const std::vector<Keyword<rl::TrainConfig>>& train_keywords() {
+  using C = rl::TrainConfig;
+  static const std::vector<Keyword<C>> table = {
+      compile_keyword("seed"),
+      keyword("iterations", &C::iterations),
+      keyword("num_envs", &C::num_envs),
+      keyword("steps", &C::steps),
+      keyword("lr", &C::lr),
+      keyword("lr_decay", &C::lr_decay),
+      keyword("orthogonal_init", &C::orthogonal_init),
+      keyword("gamma", &C::gamma),
+      keyword("gae_lambda", &C::gae_lambda),
+      keyword("ent_coef", &C::ent_coef),
+      keyword("vf_coef", &C::vf_coef),
+      keyword("max_grad_norm", &C::max_grad_norm),
+      keyword("clip", &C::clip),
+      keyword("epochs", &C::epochs),
+      keyword("minibatches", &C::minibatches),
+      keyword("n_step", &C::n_step),
+      keyword("normalize_returns", &C::normalize_returns),
+      keyword("per_step", &C::per_step),
+      keyword("hidden", &C::hidden),
+      keyword("layers", &C::layers),
+      keyword("optimizer", &C::optimizer),
+      compile_keyword("verbose"),
+      compile_keyword("codegen"),
+      compile_keyword("profile"),
+      compile_keyword("memory_budget"),
+      keyword("save_dir", &C::save_dir),
+      keyword("save_every", &C::save_every),
+      {"obs_shape",
+       [](C& c, py::handle value) {
+         c.env_options.obs_shape = value.cast<std::vector<int64_t>>();
+       }},
+      {"episode_length",
+       [](C& c, py::handle value) { c.env_options.episode_length = value.cast<int64_t>(); }},
+      {"distributed",  // one rank of a job started by `tempo launch` or torchrun
+       [](C& c, py::handle value) {
+         if (value.cast<bool>()) c.compile.communicator = connect(DistributedConfig::from_env());
+       }},
+  };
+  return table;
+}
+
 // tempo.rl.train(algo, env=..., **config): the TrainConfig fields by name.
 rl::TrainConfig train_config(const std::string& algo, py::handle env, const py::kwargs& kw) {
   rl::TrainConfig c = rl::TrainConfig::defaults(algo);
@@ -210,93 +263,12 @@ rl::TrainConfig train_config(const std::string& algo, py::handle env, const py::
       }
     };
   }
-  for (auto [key, value] : kw) {
-    const std::string k = key.cast<std::string>();
-    auto as_int = [&] { return value.cast<int64_t>(); };
-    auto as_double = [&] { return value.cast<double>(); };
-    auto as_bool = [&] { return value.cast<bool>(); };
-    if (k == "seed")
-      c.seed = value.cast<uint64_t>();
-    else if (k == "iterations")
-      c.iterations = as_int();
-    else if (k == "num_envs")
-      c.num_envs = as_int();
-    else if (k == "steps")
-      c.steps = as_int();
-    else if (k == "lr")
-      c.lr = as_double();
-    else if (k == "lr_decay")
-      c.lr_decay = as_bool();
-    else if (k == "orthogonal_init")
-      c.orthogonal_init = as_bool();
-    else if (k == "gamma")
-      c.gamma = as_double();
-    else if (k == "gae_lambda")
-      c.gae_lambda = as_double();
-    else if (k == "ent_coef")
-      c.ent_coef = as_double();
-    else if (k == "vf_coef")
-      c.vf_coef = as_double();
-    else if (k == "max_grad_norm")
-      c.max_grad_norm = as_double();
-    else if (k == "clip")
-      c.clip = as_double();
-    else if (k == "epochs")
-      c.epochs = as_int();
-    else if (k == "minibatches")
-      c.minibatches = as_int();
-    else if (k == "n_step")
-      c.n_step = as_int();
-    else if (k == "normalize_returns")
-      c.normalize_returns = as_bool();
-    else if (k == "per_step")
-      c.per_step = as_bool();
-    else if (k == "hidden")
-      c.hidden = as_int();
-    else if (k == "layers")
-      c.layers = as_int();
-    else if (k == "optimizer")
-      c.optimizer = value.cast<std::string>();
-    else if (k == "verbose")
-      c.verbose = as_bool();
-    else if (k == "codegen")
-      c.codegen = as_bool();
-    else if (k == "profile")
-      c.profile = as_bool();
-    else if (k == "memory_budget")
-      c.memory_budget = py::isinstance<py::str>(value)
-                            ? parse_bytes(value.cast<std::string>(), "memory_budget")
-                            : as_int();
-    else if (k == "save_dir")
-      c.save_dir = value.cast<std::string>();
-    else if (k == "save_every")
-      c.save_every = as_int();
-    else if (k == "obs_shape")
-      c.env_options.obs_shape = value.cast<std::vector<int64_t>>();
-    else if (k == "episode_length")
-      c.env_options.episode_length = as_int();
-    else if (k == "distributed") {  // one rank of a job started by `tempo launch` or torchrun
-      if (as_bool()) c.communicator = connect(DistributedConfig::from_env());
-    } else
-      throw py::type_error(cat(
-          "train() got an unknown option '", k,
-          "' (options: seed, iterations, num_envs, steps, lr, lr_decay, orthogonal_init, gamma, "
-          "gae_lambda, ent_coef, vf_coef, max_grad_norm, clip, epochs, minibatches, n_step, "
-          "normalize_returns, per_step, hidden, layers, optimizer, verbose, codegen, profile, "
-          "memory_budget, save_dir, save_every, obs_shape, episode_length, distributed)"));
-  }
+  set_keywords(train_keywords(), kw, c, "train");
   return c;
 }
 
-}  // namespace
-
-void bind_libs(py::module_& m) {
-  using guard = py::call_guard<PythonCaller>;
-  const auto keep_ctx = py::keep_alive<0, 1>();
-  const auto self_keeps_arg = py::keep_alive<1, 2>();
-
-  // ---- nn ----
-  py::module_ nn = m.def_submodule("nn", "Neural-network modules written as recurrent tensors.");
+// Parameters, modules and activations.
+void bind_nn_modules(py::module_& nn) {
   py::class_<nn::Parameter, RT>(nn, "Parameter",
                                 "A parameter: state over its update steps (e.g. the iteration "
                                 "dimension), p[0] = init and p[i + 1] = the optimizer's update.")
@@ -393,7 +365,9 @@ void bind_libs(py::module_& m) {
   nn.def("sigmoid", &nn::sigmoid, guard(), keep_ctx);
   nn.def("gelu", &nn::gelu, guard(), keep_ctx);
   nn.def("silu", &nn::silu, guard(), keep_ctx);
+}
 
+void bind_distributions(py::module_& nn) {
   py::class_<nn::Categorical>(nn, "Categorical",
                               "A categorical distribution over the last dimension of logits.")
       .def(py::init([](const RT& logits) { return nn::Categorical(logits); }), guard(),
@@ -422,8 +396,9 @@ void bind_libs(py::module_& m) {
           keep_ctx)
       .def(
           "entropy", [](const nn::Normal& d) { return d.entropy(); }, guard(), keep_ctx);
+}
 
-  // ---- optim ----
+void bind_optim(py::module_& m) {
   py::module_ op = m.def_submodule("optim", "Optimizers as recurrences over parameters' steps.");
   py::class_<optim::Optimizer, std::shared_ptr<optim::Optimizer>>(op, "Optimizer")
       .def(
@@ -481,8 +456,9 @@ void bind_libs(py::module_& m) {
         return optim::exponential_decay(c, base, gamma, to_expr(i));
       },
       guard(), keep_ctx);
+}
 
-  // ---- rl ----
+void bind_rl(py::module_& m) {
   py::module_ rl = m.def_submodule("rl", "Reinforcement learning: REINFORCE, A2C and PPO.");
   py::class_<rl::TrainResult>(rl, "TrainResult")
       .def_property_readonly(
@@ -540,6 +516,16 @@ void bind_libs(py::module_& m) {
       "called after each iteration with the curve so far. Options are "
       "TrainConfig's fields (iterations, num_envs, steps, lr, ...).");
   rl.def("env_names", &rl::env_names, "The built-in environments.");
+}
+
+}  // namespace
+
+void bind_libs(py::module_& m) {
+  py::module_ nn = m.def_submodule("nn", "Neural-network modules written as recurrent tensors.");
+  bind_nn_modules(nn);
+  bind_distributions(nn);
+  bind_optim(m);
+  bind_rl(m);
 }
 
 }  // namespace tempo::python

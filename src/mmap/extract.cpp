@@ -101,7 +101,7 @@ driver::ProgramTrace trace_rl_program(const RlProgram& program) {
   cfg.iterations = program.iterations;
   cfg.num_envs = program.num_envs;
   cfg.steps = program.steps;
-  cfg.seed = program.seed;
+  cfg.compile.seed = program.seed;
   if (cfg.algo == "ppo") {
     cfg.epochs = 1;
     cfg.minibatches = 2;

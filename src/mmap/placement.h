@@ -4,7 +4,7 @@
 // it left in slow memory are what the program should swap to the host first.
 //
 //   ProgramPlacement p = place_rl_program(program, "learned:net.safetensors");
-//   cfg.swap_policy = swap_policy(p);     // then compile under cfg.memory_budget
+//   cfg.compile.swap_policy = swap_policy(p);  // then compile under cfg.compile.memory_budget
 #pragma once
 
 #include <map>

@@ -169,14 +169,66 @@ bool fixed_shape(const ir::OpNode& op, int output) {
   return true;
 }
 
+// One input edge of an Exec statement compiled into a read (`take`: the op is its point's last
+// reader, so it takes the point over; `block_dim`: the dimension a blocked store's slice reads
+// slice).
+InputRead compile_read(const ir::Graph& graph, const ir::Edge& e, PointStore* store, bool take,
+                       int block_dim, const sym::SymbolLayout& layout) {
+  const ir::OpNode& src = graph.op(e.source);
+  InputRead in;
+  in.take = take;
+  in.store = store;
+  in.phi = sym::CompiledSeq(e.phi, layout);
+  TEMPO_ASSERT(in.phi.size() == src.domain.size(), "edge ", e.id, " into ",
+               graph.op(e.sink).describe(), " has phi ", e.phi.str(), " for a source domain of ",
+               src.domain.size());
+  if (e.phi.is_seq())
+    for (const Expr& x : e.phi.args()) in.sliced |= x.is_slice();
+  else
+    in.sliced = e.phi.is_slice();
+  if (!in.sliced) {
+    if (e.phi.is_seq())
+      for (const Expr& x : e.phi.args()) in.point_phi.emplace_back(x, layout);
+    else
+      in.point_phi.emplace_back(e.phi, layout);
+  }
+  if (e.cond.defined()) {
+    in.has_cond = true;
+    in.cond = sym::CompiledExpr(e.cond, layout);
+  }
+  const ir::TensorType& t = src.outputs[e.source_output];
+  in.dtype = t.dtype;
+  if (in.sliced)
+    for (const Expr& d : t.shape.dims) in.element_shape.emplace_back(d, layout);
+  // A blocked store's slice reads are all prefixes, suffixes or windows of its last dimension
+  // (any other read keeps it a point store).
+  in.block_read = in.store->blocked() && in.sliced;
+  if (in.block_read) in.block_dim = static_cast<size_t>(block_dim);
+  in.ranges.resize(in.phi.size());
+  in.coords.resize(in.phi.size());
+  return in;
+}
+
 }  // namespace
 
 Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, Backend& backend,
                    const Dims& dims, Blocks blocks)
     : graph_(graph), backend_(backend) {
+  lay_out_symbols(dims, schedule);
+  make_stores(schedule, blocks);
+  prepare_report_ = backend.prepare(graph, layout_);
+  kernels_.resize(graph.num_ops());
+  if (schedule.root) {
+    compile(schedule.root);
+  } else {
+    nodes_.push_back(Node{});  // an empty program
+  }
+}
+
+void Executor::lay_out_symbols(const Dims& dims, const schedule::Schedule& schedule) {
   // Symbol layout: the given dims, then those of op domains, then the schedule's iterators.
   Dims all = dims;
-  for (const ir::OpNode& op : graph.ops())
+  for (const ir::OpNode& op : graph_.ops())
     for (const Dim& d : op.domain)
       if (!has_dim(all, d)) all.push_back(d);
   size_t num_program_dims = all.size();
@@ -186,14 +238,14 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
   env_.assign(layout_.num_slots(), 0);
 
   // Bounds the program needs: those of op domains and those its expressions mention.
-  for (const ir::OpNode& op : graph.ops()) {
+  for (const ir::OpNode& op : graph_.ops()) {
     for (const Dim& d : op.domain) add_bounds_of(d.bound, required_bounds_);
     add_bounds_of(op.cond, required_bounds_);
     for (const Expr& e : op.attrs.exprs) add_bounds_of(e, required_bounds_);
     for (const ir::TensorType& t : op.outputs)
       for (const Expr& e : t.shape.dims) add_bounds_of(e, required_bounds_);
   }
-  for (const ir::Edge& e : graph.edges()) {
+  for (const ir::Edge& e : graph_.edges()) {
     add_bounds_of(e.phi, required_bounds_);
     add_bounds_of(e.cond, required_bounds_);
   }
@@ -202,10 +254,12 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
     int s = layout_.slot(b);
     return s >= 0 && static_cast<size_t>(s) >= layout_.dims().size() + num_program_dims;
   });
+}
 
+void Executor::make_stores(const schedule::Schedule& schedule, Blocks blocks) {
   // One point store per op output.
-  store_index_.resize(graph.num_ops());
-  for (const ir::OpNode& op : graph.ops()) {
+  store_index_.resize(graph_.num_ops());
+  for (const ir::OpNode& op : graph_.ops()) {
     store_index_[op.id] = stores_.size();
     std::vector<int32_t> slots;
     for (const Dim& d : op.domain) slots.push_back(layout_.slot(d.bound));
@@ -216,196 +270,165 @@ Executor::Executor(const ir::Graph& graph, const schedule::Schedule& schedule, B
       store_bound_slots_.push_back(slots);
     }
   }
-
-  // Block stores for the outputs that some edge reads as a prefix or suffix moving with its
-  // point, where no edge reads a window of another kind (a point store frees those rows as they
-  // leave it). Outputs only read whole (a rollout read by its learner) use blocks where their
-  // points are large: each read is then a view instead of a stack that holds a second copy of
-  // the points (PPO's value batch and flattened minibatch source); small points stay in a point
-  // store, where one stack call costs less than a block write per point.
-  if (blocks != Blocks::None) {
-    // Per store: 0 no slice reads yet, 1 moving prefix/suffix reads (a block), 2 only whole
-    // reads (a block for large points), -1 other reads (point store); windows[s] > 0: sliding
-    // windows of at most that many points (a window store, where they are its only slice reads).
-    std::vector<int> blocked(stores_.size(), 0);
-    std::vector<int64_t> windows(stores_.size(), 0);
-    block_dims_.assign(stores_.size(), -1);  // the one dimension every slice read slices
-    for (const ir::Edge& e : graph.edges()) {
-      const size_t s = store_index_[e.source] + e.source_output;
-      bool slices = false;
-      for (const Expr& x : e.phi.args()) slices |= x.is_slice();
-      if (!slices) continue;
-      const int d = slice_dim(graph, e);
-      if (d < 0 || (block_dims_[s] >= 0 && block_dims_[s] != d)) {
-        blocked[s] = -1;
-        windows[s] = 0;
-        continue;
-      }
-      block_dims_[s] = d;
-      const bool fixed = fixed_shape(graph.op(e.source), e.source_output);
-      if (const int64_t w = window_rows(graph, e); w > 0 && fixed && blocked[s] == 0)
-        windows[s] = std::max(windows[s], w);
-      else if (!reads_block(graph, e) || !fixed || windows[s] > 0)
-        blocked[s] = -1;
-      else if (blocked[s] != -1)
-        blocked[s] = moves(graph, e) ? 1 : std::max(blocked[s], 2);
-    }
-    for (const auto& [op, out] : schedule.swapped) blocked[store_index_[op] + out] = -1;
-    for (ir::OpId op : schedule.on_host)
-      for (size_t k = 0; k < graph.op(op).outputs.size(); ++k) blocked[store_index_[op] + k] = -1;
-    for (size_t s = 0; s < stores_.size(); ++s) {
-      const size_t dim = static_cast<size_t>(block_dims_[s]);
-      if (blocked[s] == 1) stores_[s]->use_blocks(&backend, 0, dim);
-      if (blocked[s] == 2 && blocks == Blocks::All)
-        stores_[s]->use_blocks(&backend, 0, dim, kWholeReadBlockBytes);
-      if (blocked[s] == 0 && windows[s] > 0) stores_[s]->use_blocks(&backend, windows[s], dim);
-    }
-  }
+  if (blocks != Blocks::None) use_block_stores(schedule, blocks);
 
   // Swapped outputs keep their evicted points in host memory (point stores only).
   for (const auto& [op, out] : schedule.swapped)
     stores_[store_index_[op] + out]->use_host(&host_memory_);
   for (ir::OpId op : schedule.on_host)
-    for (size_t k = 0; k < graph.op(op).outputs.size(); ++k)
+    for (size_t k = 0; k < graph_.op(op).outputs.size(); ++k)
       stores_[store_index_[op] + k]->keep_on_host(&host_memory_);
+}
 
-  // Compile the AST.
-  prepare_report_ = backend.prepare(graph, layout_);
-  std::vector<std::unique_ptr<Kernel>> kernels(graph.num_ops());
-  auto compile = [&](auto& self, const schedule::StmtPtr& s) -> uint32_t {
-    TEMPO_ASSERT(s != nullptr, "null schedule statement");
-    Node n;
-    n.kind = s->kind;
-    auto compile_list = [&](const std::vector<schedule::StmtPtr>& list, uint32_t& begin,
-                            uint32_t& end) {
-      std::vector<uint32_t> ids;
-      for (const auto& c : list) ids.push_back(self(self, c));
-      begin = static_cast<uint32_t>(children_.size());
-      children_.insert(children_.end(), ids.begin(), ids.end());
-      end = static_cast<uint32_t>(children_.size());
-    };
-    switch (s->kind) {
-      case schedule::StmtKind::Seq:
-        compile_list(s->body, n.body_begin, n.body_end);
-        break;
-      case schedule::StmtKind::For:
-        n.slot = layout_.slot(s->iterator);
-        TEMPO_ASSERT(n.slot >= 0 && static_cast<size_t>(n.slot) < layout_.dims().size(),
-                     "loop iterator ", s->iterator.str(), " is not a laid-out variable");
-        n.init = sym::CompiledExpr(s->init, layout_);
-        n.cond = sym::CompiledExpr(s->cond, layout_);
-        n.step = sym::CompiledExpr(s->step, layout_);
-        compile_list(s->body, n.body_begin, n.body_end);
-        break;
-      case schedule::StmtKind::If:
-        n.cond = sym::CompiledExpr(s->cond, layout_);
-        compile_list(s->body, n.body_begin, n.body_end);
-        compile_list(s->else_body, n.else_begin, n.else_end);
-        break;
-      case schedule::StmtKind::Exec: {
-        TEMPO_ASSERT(s->op >= 0 && static_cast<size_t>(s->op) < graph.num_ops());
-        const ir::OpNode& op = graph.op(s->op);
-        TEMPO_ASSERT(s->point.size() == op.domain.size(), "Exec of ", op.describe(), " has ",
-                     s->point.size(), " point coordinates for a domain of ", op.domain.size());
-        auto l = std::make_unique<Launcher>();
-        l->op = op.id;
-        l->merge = op.kind == ir::OpKind::Merge;
-        for (size_t k = 0; k < op.domain.size(); ++k) {
-          l->point.emplace_back(s->point[k], layout_);
-          l->var_slots.push_back(layout_.slot(op.domain[k].var));
-        }
-        l->point_values.assign(op.domain.size(), 0);
-        if (op.cond.defined()) {
-          l->has_cond = true;
-          l->cond = sym::CompiledExpr(op.cond, layout_);
-        }
-        for (ir::EdgeId eid : op.inputs) {
-          const ir::Edge& e = graph.edge(eid);
-          const ir::OpNode& src = graph.op(e.source);
-          InputRead in;
-          in.take = std::count(s->donated.begin(), s->donated.end(),
-                               static_cast<int>(l->inputs.size())) > 0;
-          in.store = stores_[store_index_[e.source] + e.source_output].get();
-          in.phi = sym::CompiledSeq(e.phi, layout_);
-          TEMPO_ASSERT(in.phi.size() == src.domain.size(), "edge ", eid, " into ", op.describe(),
-                       " has phi ", e.phi.str(), " for a source domain of ", src.domain.size());
-          if (e.phi.is_seq())
-            for (const Expr& x : e.phi.args()) in.sliced |= x.is_slice();
-          else
-            in.sliced = e.phi.is_slice();
-          if (!in.sliced) {
-            if (e.phi.is_seq())
-              for (const Expr& x : e.phi.args()) in.point_phi.emplace_back(x, layout_);
-            else
-              in.point_phi.emplace_back(e.phi, layout_);
-          }
-          if (e.cond.defined()) {
-            in.has_cond = true;
-            in.cond = sym::CompiledExpr(e.cond, layout_);
-          }
-          const ir::TensorType& t = src.outputs[e.source_output];
-          in.dtype = t.dtype;
-          if (in.sliced)
-            for (const Expr& d : t.shape.dims) in.element_shape.emplace_back(d, layout_);
-          // A blocked store's slice reads are all prefixes, suffixes or windows of its last
-          // dimension (any other read keeps it a point store).
-          in.block_read = in.store->blocked() && in.sliced;
-          if (in.block_read)
-            in.block_dim =
-                static_cast<size_t>(block_dims_[store_index_[e.source] + e.source_output]);
-          in.ranges.resize(in.phi.size());
-          in.coords.resize(in.phi.size());
-          l->inputs.push_back(std::move(in));
-        }
-        if (!l->merge) {
-          if (!kernels[op.id]) kernels[op.id] = backend.make_kernel(graph, op.id, layout_);
-          l->kernel = kernels[op.id].get();
-        } else {
-          TEMPO_ASSERT(op.outputs.size() == 1, op.describe(), ": Merge with ", op.outputs.size(),
-                       " outputs");
-        }
-        l->in_values.resize(op.inputs.size());
-        l->out_values.resize(op.outputs.size());
-        for (size_t k = 0; k < op.outputs.size(); ++k)
-          l->outputs.push_back(stores_[store_index_[op.id] + k].get());
-        n.index = static_cast<uint32_t>(launchers_.size());
-        launchers_.push_back(std::move(l));
-        break;
-      }
-      case schedule::StmtKind::Dealloc:
-      case schedule::StmtKind::Evict:
-      case schedule::StmtKind::Load: {
-        TEMPO_ASSERT(s->op >= 0 && static_cast<size_t>(s->op) < graph.num_ops());
-        const ir::OpNode& op = graph.op(s->op);
-        TEMPO_ASSERT(s->output >= 0 && static_cast<size_t>(s->output) < op.outputs.size(),
-                     "memory statement for output ", s->output, " of ", op.describe());
-        TEMPO_ASSERT(s->point.size() == op.domain.size(), "memory statement of ", op.describe(),
-                     " has ", s->point.size(), " point coordinates for a domain of ",
-                     op.domain.size());
-        auto d = std::make_unique<MemoryOp>();
-        d->kind = s->kind;
-        d->op = op.id;
-        d->store = stores_[store_index_[op.id] + s->output].get();
-        d->point = sym::CompiledSeq(sym::seq(s->point), layout_);
-        for (const Expr& x : s->point) d->sliced |= x.is_slice();
-        if (!d->sliced)
-          for (const Expr& x : s->point) d->exprs.emplace_back(x, layout_);
-        d->ranges.resize(s->point.size());
-        d->coords.resize(s->point.size());
-        n.index = static_cast<uint32_t>(memory_ops_.size());
-        memory_ops_.push_back(std::move(d));
-        break;
-      }
+// Block stores for the outputs that some edge reads as a prefix or suffix moving with its point,
+// where no edge reads a window of another kind (a point store frees those rows as they leave
+// it). Outputs only read whole (a rollout read by its learner) use blocks where their points are
+// large: each read is then a view instead of a stack that holds a second copy of the points
+// (PPO's value batch and flattened minibatch source); small points stay in a point store, where
+// one stack call costs less than a block write per point.
+void Executor::use_block_stores(const schedule::Schedule& schedule, Blocks blocks) {
+  // Per store: 0 no slice reads yet, 1 moving prefix/suffix reads (a block), 2 only whole reads
+  // (a block for large points), -1 other reads (point store); windows[s] > 0: sliding windows of
+  // at most that many points (a window store, where they are its only slice reads).
+  std::vector<int> blocked(stores_.size(), 0);
+  std::vector<int64_t> windows(stores_.size(), 0);
+  block_dims_.assign(stores_.size(), -1);  // the one dimension every slice read slices
+  for (const ir::Edge& e : graph_.edges()) {
+    const size_t s = store_index_[e.source] + e.source_output;
+    bool slices = false;
+    for (const Expr& x : e.phi.args()) slices |= x.is_slice();
+    if (!slices) continue;
+    const int d = slice_dim(graph_, e);
+    if (d < 0 || (block_dims_[s] >= 0 && block_dims_[s] != d)) {
+      blocked[s] = -1;
+      windows[s] = 0;
+      continue;
     }
-    nodes_.push_back(std::move(n));
-    return static_cast<uint32_t>(nodes_.size() - 1);
-  };
-  if (schedule.root) {
-    compile(compile, schedule.root);
-  } else {
-    nodes_.push_back(Node{});  // an empty program
+    block_dims_[s] = d;
+    const bool fixed = fixed_shape(graph_.op(e.source), e.source_output);
+    if (const int64_t w = window_rows(graph_, e); w > 0 && fixed && blocked[s] == 0)
+      windows[s] = std::max(windows[s], w);
+    else if (!reads_block(graph_, e) || !fixed || windows[s] > 0)
+      blocked[s] = -1;
+    else if (blocked[s] != -1)
+      blocked[s] = moves(graph_, e) ? 1 : std::max(blocked[s], 2);
   }
-  kernels_ = std::move(kernels);
+  for (const auto& [op, out] : schedule.swapped) blocked[store_index_[op] + out] = -1;
+  for (ir::OpId op : schedule.on_host)
+    for (size_t k = 0; k < graph_.op(op).outputs.size(); ++k) blocked[store_index_[op] + k] = -1;
+  for (size_t s = 0; s < stores_.size(); ++s) {
+    const size_t dim = static_cast<size_t>(block_dims_[s]);
+    if (blocked[s] == 1) stores_[s]->use_blocks(&backend_, 0, dim);
+    if (blocked[s] == 2 && blocks == Blocks::All)
+      stores_[s]->use_blocks(&backend_, 0, dim, kWholeReadBlockBytes);
+    if (blocked[s] == 0 && windows[s] > 0) stores_[s]->use_blocks(&backend_, windows[s], dim);
+  }
+}
+
+uint32_t Executor::compile(const schedule::StmtPtr& s) {
+  TEMPO_ASSERT(s != nullptr, "null schedule statement");
+  Node n;
+  n.kind = s->kind;
+  switch (s->kind) {
+    case schedule::StmtKind::Seq:
+      compile_list(s->body, n.body_begin, n.body_end);
+      break;
+    case schedule::StmtKind::For:
+      n.slot = layout_.slot(s->iterator);
+      TEMPO_ASSERT(n.slot >= 0 && static_cast<size_t>(n.slot) < layout_.dims().size(),
+                   "loop iterator ", s->iterator.str(), " is not a laid-out variable");
+      n.init = sym::CompiledExpr(s->init, layout_);
+      n.cond = sym::CompiledExpr(s->cond, layout_);
+      n.step = sym::CompiledExpr(s->step, layout_);
+      compile_list(s->body, n.body_begin, n.body_end);
+      break;
+    case schedule::StmtKind::If:
+      n.cond = sym::CompiledExpr(s->cond, layout_);
+      compile_list(s->body, n.body_begin, n.body_end);
+      compile_list(s->else_body, n.else_begin, n.else_end);
+      break;
+    case schedule::StmtKind::Exec:
+      n.index = compile_exec(*s);
+      break;
+    case schedule::StmtKind::Dealloc:
+    case schedule::StmtKind::Evict:
+    case schedule::StmtKind::Load:
+      n.index = compile_memory_op(*s);
+      break;
+  }
+  nodes_.push_back(std::move(n));
+  return static_cast<uint32_t>(nodes_.size() - 1);
+}
+
+// A node's children are contiguous in children_, so they are compiled before it takes its range.
+void Executor::compile_list(const std::vector<schedule::StmtPtr>& list, uint32_t& begin,
+                            uint32_t& end) {
+  std::vector<uint32_t> ids;
+  for (const auto& c : list) ids.push_back(compile(c));
+  begin = static_cast<uint32_t>(children_.size());
+  children_.insert(children_.end(), ids.begin(), ids.end());
+  end = static_cast<uint32_t>(children_.size());
+}
+
+uint32_t Executor::compile_exec(const schedule::Stmt& s) {
+  TEMPO_ASSERT(s.op >= 0 && static_cast<size_t>(s.op) < graph_.num_ops());
+  const ir::OpNode& op = graph_.op(s.op);
+  TEMPO_ASSERT(s.point.size() == op.domain.size(), "Exec of ", op.describe(), " has ",
+               s.point.size(), " point coordinates for a domain of ", op.domain.size());
+  auto l = std::make_unique<Launcher>();
+  l->op = op.id;
+  l->merge = op.kind == ir::OpKind::Merge;
+  for (size_t k = 0; k < op.domain.size(); ++k) {
+    l->point.emplace_back(s.point[k], layout_);
+    l->var_slots.push_back(layout_.slot(op.domain[k].var));
+  }
+  l->point_values.assign(op.domain.size(), 0);
+  if (op.cond.defined()) {
+    l->has_cond = true;
+    l->cond = sym::CompiledExpr(op.cond, layout_);
+  }
+  for (ir::EdgeId eid : op.inputs) {
+    const ir::Edge& e = graph_.edge(eid);
+    const size_t store = store_index_[e.source] + e.source_output;
+    const bool take =
+        std::count(s.donated.begin(), s.donated.end(), static_cast<int>(l->inputs.size())) > 0;
+    const int block_dim = block_dims_.empty() ? -1 : block_dims_[store];
+    l->inputs.push_back(compile_read(graph_, e, stores_[store].get(), take, block_dim, layout_));
+  }
+  if (!l->merge) {
+    if (!kernels_[op.id]) kernels_[op.id] = backend_.make_kernel(graph_, op.id, layout_);
+    l->kernel = kernels_[op.id].get();
+  } else {
+    TEMPO_ASSERT(op.outputs.size() == 1, op.describe(), ": Merge with ", op.outputs.size(),
+                 " outputs");
+  }
+  l->in_values.resize(op.inputs.size());
+  l->out_values.resize(op.outputs.size());
+  for (size_t k = 0; k < op.outputs.size(); ++k)
+    l->outputs.push_back(stores_[store_index_[op.id] + k].get());
+  launchers_.push_back(std::move(l));
+  return static_cast<uint32_t>(launchers_.size() - 1);
+}
+
+uint32_t Executor::compile_memory_op(const schedule::Stmt& s) {
+  TEMPO_ASSERT(s.op >= 0 && static_cast<size_t>(s.op) < graph_.num_ops());
+  const ir::OpNode& op = graph_.op(s.op);
+  TEMPO_ASSERT(s.output >= 0 && static_cast<size_t>(s.output) < op.outputs.size(),
+               "memory statement for output ", s.output, " of ", op.describe());
+  TEMPO_ASSERT(s.point.size() == op.domain.size(), "memory statement of ", op.describe(), " has ",
+               s.point.size(), " point coordinates for a domain of ", op.domain.size());
+  auto d = std::make_unique<MemoryOp>();
+  d->kind = s.kind;
+  d->op = op.id;
+  d->store = stores_[store_index_[op.id] + s.output].get();
+  d->point = sym::CompiledSeq(sym::seq(s.point), layout_);
+  for (const Expr& x : s.point) d->sliced |= x.is_slice();
+  if (!d->sliced)
+    for (const Expr& x : s.point) d->exprs.emplace_back(x, layout_);
+  d->ranges.resize(s.point.size());
+  d->coords.resize(s.point.size());
+  memory_ops_.push_back(std::move(d));
+  return static_cast<uint32_t>(memory_ops_.size() - 1);
 }
 
 Executor::~Executor() = default;

@@ -98,6 +98,16 @@ class Executor {
   void free_or_move(MemoryOp& d);
   void observe(schedule::StmtKind kind, ir::OpId op);
 
+  // Construction, in order: the symbol layout and the bounds a run needs, the stores, then the
+  // schedule AST compiled into nodes_, launchers_ and memory_ops_.
+  void lay_out_symbols(const Dims& dims, const schedule::Schedule& schedule);
+  void make_stores(const schedule::Schedule& schedule, Blocks blocks);
+  void use_block_stores(const schedule::Schedule& schedule, Blocks blocks);
+  uint32_t compile(const schedule::StmtPtr& s);  // returns its node
+  void compile_list(const std::vector<schedule::StmtPtr>& list, uint32_t& begin, uint32_t& end);
+  uint32_t compile_exec(const schedule::Stmt& s);       // returns its launcher
+  uint32_t compile_memory_op(const schedule::Stmt& s);  // returns its memory op
+
   const ir::Graph& graph_;
   Backend& backend_;
   sym::SymbolLayout layout_;

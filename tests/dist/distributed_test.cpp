@@ -113,7 +113,7 @@ std::string rl_worker(const std::shared_ptr<Communicator>& comm) {
   cfg.iterations = 6;
   cfg.hidden = 16;
   cfg.keep_parameters = true;
-  cfg.communicator = comm;
+  cfg.compile.communicator = comm;
   rl::TrainResult r = rl::train(cfg, nullptr);
   return dump(r.parameters);
 }

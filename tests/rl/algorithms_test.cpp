@@ -133,7 +133,7 @@ TEST(Train, A2cLearnsCartPole) {
   TrainConfig c;
   c.algo = "a2c";
   c.iterations = 60;
-  c.seed = 1;
+  c.compile.seed = 1;
   std::ostringstream log;
   TrainResult res = train(c, &log);
   ASSERT_FALSE(res.curve.empty());
@@ -154,9 +154,9 @@ TEST(Train, FusionIsExactAndCutsLaunches) {
   if (std::getenv("TEMPO_NO_PASS")) GTEST_SKIP() << "compares fusion on and off itself";
   TrainConfig c = TrainConfig::defaults("ppo");
   c.iterations = 3;
-  c.codegen = false;
+  c.compile.codegen = false;
   TrainResult fused = train(c, nullptr);
-  c.passes.fusion = false;
+  c.compile.passes.fusion = false;
   TrainResult unfused = train(c, nullptr);
   ASSERT_EQ(fused.curve.size(), unfused.curve.size());
   for (size_t k = 0; k < fused.curve.size(); ++k)
@@ -172,9 +172,9 @@ TEST(Train, TiledLearnerLearnsTheSame) {
     TrainConfig c = TrainConfig::defaults(algo);
     c.per_step = false;  // the learner reads the rollout whole
     c.iterations = 4;
-    c.codegen = false;
+    c.compile.codegen = false;
     TrainResult whole = train(c, nullptr);
-    c.passes.tiles = {{"t", 16}};
+    c.compile.passes.tiles = {{"t", 16}};
     TrainResult tiled = train(c, nullptr);
     ASSERT_EQ(whole.curve.size(), tiled.curve.size());
     for (size_t k = 0; k < whole.curve.size(); ++k)
@@ -196,17 +196,17 @@ TEST(Train, MemoryBudgetLearnsTheSame) {
     c.num_envs = 16;
     c.hidden = 16;  // the rollout dominates memory, as with image observations
     c.iterations = 4;
-    c.codegen = false;
+    c.compile.codegen = false;
     TrainResult free = train(c, nullptr);
     const int64_t rollout = c.num_envs * (c.steps + 1) * 3 * 32 * 32 * 4;
-    c.memory_budget = rollout / 2;
+    c.compile.memory_budget = rollout / 2;
     TrainResult bounded = train(c, nullptr);
     ASSERT_EQ(free.curve.size(), bounded.curve.size());
     for (size_t k = 0; k < free.curve.size(); ++k)
       EXPECT_NEAR(free.curve[k].mean_return, bounded.curve[k].mean_return, 1e-9)
           << algo << " iteration " << k;
     EXPECT_GT(free.peak_tracked_bytes, rollout) << algo;
-    EXPECT_LE(bounded.peak_tracked_bytes, c.memory_budget) << algo;
+    EXPECT_LE(bounded.peak_tracked_bytes, c.compile.memory_budget) << algo;
     EXPECT_GT(bounded.peak_host_bytes, rollout / 2) << algo;
   }
 }
@@ -256,9 +256,9 @@ void expect_nstep_interleaves(const std::string& algo, double fraction) {
   c.n_step = 4;
   c.normalize_returns = false;  // statistics of the whole rollout would wait for its end
   c.iterations = 3;
-  c.codegen = false;
+  c.compile.codegen = false;
   TrainResult batched = train(c, nullptr);
-  c.proximity = true;
+  c.compile.proximity = true;
   TrainResult interleaved = train(c, nullptr);
   const int64_t rollout = c.num_envs * (c.steps + 1) * 3 * 32 * 32 * 4;
   EXPECT_GT(batched.peak_tracked_bytes, rollout);
@@ -268,9 +268,9 @@ void expect_nstep_interleaves(const std::string& algo, double fraction) {
   cartpole.n_step = 4;
   cartpole.normalize_returns = false;
   cartpole.iterations = 6;
-  cartpole.codegen = false;
+  cartpole.compile.codegen = false;
   TrainResult a = train(cartpole, nullptr);
-  cartpole.proximity = true;
+  cartpole.compile.proximity = true;
   TrainResult b = train(cartpole, nullptr);
   ASSERT_EQ(a.curve.size(), b.curve.size());
   for (size_t k = 0; k < a.curve.size(); ++k)

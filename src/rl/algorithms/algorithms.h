@@ -30,6 +30,9 @@ RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t, i
 
 struct CurvePoint;
 
+// CompileOptions' defaults for training (TrainConfig::compile): seed 1, no proximity constraints.
+CompileOptions default_train_compile();
+
 struct TrainConfig {
   // The defaults of `algo` ("reinforce", "a2c" or "ppo"): CleanRL's for PPO on CartPole (4 envs
   // x 128 steps, 4 epochs x 4 minibatches, lr 2.5e-4, 500k env steps); for A2C and REINFORCE,
@@ -42,7 +45,6 @@ struct TrainConfig {
   // Makes the environment instead of `env` (e.g. one written in Python); `env` then only names
   // it in logs.
   std::function<std::unique_ptr<BatchedEnv>(int64_t num_envs)> make_env;
-  uint64_t seed = 1;
   int64_t iterations = 500;
   int64_t num_envs = 8;
   int64_t steps = 64;  // timesteps per rollout (T)
@@ -68,30 +70,22 @@ struct TrainConfig {
   int64_t hidden = 64;
   int64_t layers = 2;              // hidden layers of the policy and value networks
   std::string optimizer = "adam";  // or "sgd" (a much smaller program)
-  bool whole_component = false;    // CompileOptions::whole_component
-  // CompileOptions::proximity and PassOptions::interleave: interleaves learning with acting
-  // (n-step REINFORCE learns from step t once step t + n - 1 acted, and frees its observation)
-  // at a higher compile time; PPO exceeds isl's operation bound.
-  bool proximity = false;
-  bool verbose = false;         // compile phases on stderr
-  PassOptions passes;           // CompileOptions::passes
-  bool codegen = true;          // CompileOptions::codegen
-  bool profile = false;         // CompileOptions::profile: TrainResult::profile
-  int64_t memory_budget = 0;    // CompileOptions::memory_budget (bytes; 0: none)
-  SwapPolicy swap_policy;       // CompileOptions::swap_policy (empty: the largest first)
-  std::string memory_timeline;  // CompileOptions::memory_timeline (CSV path; empty: none)
+  // How the training program compiles (profile: TrainResult::profile). compile.seed also seeds
+  // the environments (copy k: seed + k). compile.proximity also turns on PassOptions::interleave:
+  // learning interleaves with acting (n-step REINFORCE learns from step t once step t + n - 1
+  // acted, and frees its observation) at a higher compile time; PPO exceeds isl's operation bound.
+  // compile.communicator (api/distributed.h; null: one process) makes training data-parallel:
+  // each rank acts on its own num_envs environments, the global ones rank*num_envs ..
+  // rank*num_envs + num_envs - 1 (their seeds and action noise are those one process with
+  // world_size*num_envs would use); gradients are averaged across ranks before the optimizer and
+  // the initial parameters come from rank 0, so every rank holds the same parameters. Only rank 0
+  // prints progress and saves the policy (save_dir); progress counts every rank's env steps.
+  CompileOptions compile = default_train_compile();
   // Saves the policy network (rl/algorithms/saved_policy.h) in this directory after the last
   // iteration and, with save_every > 0, after every save_every iterations; train() checks that
   // it can write there before it compiles. Empty: not saved.
   std::string save_dir;
   int64_t save_every = 0;
-  // Data-parallel training (api/distributed.h; null: one process). Each rank acts on its own
-  // num_envs environments, the global ones rank*num_envs .. rank*num_envs + num_envs - 1 (their
-  // seeds and action noise are those one process with world_size*num_envs would use);
-  // gradients are averaged across ranks before the optimizer and the initial parameters come
-  // from rank 0, so every rank holds the same parameters. Only rank 0 prints progress and
-  // saves the policy (save_dir); progress counts every rank's env steps.
-  std::shared_ptr<Communicator> communicator;
   // Returns the trained parameters (TrainResult::parameters), e.g. to compare ranks.
   bool keep_parameters = false;
   // Called after each iteration (with its progress line) with the learning curve so far.
@@ -120,7 +114,7 @@ struct TrainResult {
   int64_t launches = 0;  // ops (kernels and user functions) the run executed
   double run_seconds = 0.0;
   int64_t episodes = 0;
-  std::string profile;  // Executable::profile_report() with TrainConfig::profile
+  std::string profile;  // Executable::profile_report() with TrainConfig::compile.profile
   // Data parallel: collectives this rank ran and the wall time it spent in them.
   int64_t collectives = 0;
   double collective_seconds = 0.0;

@@ -26,7 +26,7 @@ RT ppo_loss(Acting& a) {
   const TrainConfig& cfg = a.cfg;
   const Advantages adv = advantages(a);
   const int64_t rows = cfg.steps * cfg.num_envs, M = cfg.minibatches, B = rows / M;
-  const uint64_t seed = cfg.seed;
+  const uint64_t seed = cfg.compile.seed;
   auto batch_fn = [seed, rows, M, B](const std::vector<HostTensor>&,
                                      const std::vector<int64_t>& p) {
     std::vector<int64_t> perm(static_cast<size_t>(rows));

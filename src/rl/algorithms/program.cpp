@@ -111,6 +111,13 @@ RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t, i
       gamma, done[detail::index_with(done, t, future)], 0, loc);
 }
 
+CompileOptions default_train_compile() {
+  CompileOptions o;
+  o.proximity = false;
+  o.seed = 1;
+  return o;
+}
+
 TrainConfig TrainConfig::defaults(const std::string& algo) {
   TrainConfig c;
   c.algo = algo;
@@ -207,80 +214,53 @@ Advantages advantages(Acting& a) {
 
 }  // namespace detail
 
-TrainResult train(const TrainConfig& cfg, std::ostream* log) {
-  validate(cfg);
-  const int64_t N = cfg.num_envs, T = cfg.steps, I = cfg.iterations;
-  const bool ppo = cfg.algo == "ppo";
-  const int64_t U = ppo ? cfg.epochs * cfg.minibatches : 1;
-  std::shared_ptr<BatchedEnv> env =
-      cfg.make_env ? cfg.make_env(N) : make_env(cfg.env, N, cfg.env_options);
-  if (!env) throw UserError(cat("the environment factory of '", cfg.env, "' returned no env"));
-  const Space& aspace = env->action_space();
-  const bool discrete = aspace.discrete;
-  const int64_t obs_dim = env->obs_numel();
-  const int64_t act_dim = discrete ? aspace.n : aspace.numel();
-  const bool use_value = cfg.algo != "reinforce";
-  // Data parallel: this rank's place among `world` ranks of num_envs envs each.
-  const std::shared_ptr<Communicator>& comm = cfg.communicator;
-  const int64_t world = comm ? comm->world_size() : 1, rank = comm ? comm->rank() : 0;
-  if (rank != 0) log = nullptr;  // rank 0 reports
-  auto stats = std::make_shared<Stats>();
-  stats->envs = N * world;  // env steps count every rank's
-  stats->steps = T;
-  stats->log = log;
-  stats->on_iteration = cfg.on_iteration;
-  // Before compiling: a run whose results cannot be kept fails now, not at its end.
-  if (!cfg.save_dir.empty()) check_writable_dir(cfg.save_dir, "--save");
+namespace {
 
-  Context ctx;
-  // With a communicator the program has the same ops for every world size (one rank and two
-  // compute the same thing): parameters broadcast from rank 0, gradients averaged.
-  ctx.set_data_parallel(comm != nullptr);
-  Dim i = ctx.dim("i", "I");
-  Dim t = ctx.dim("t", "T");
-  // PPO's parameters change U times per iteration: state over (i, u).
-  std::optional<Dim> u;
-  if (ppo) u = ctx.dim("u", "U");
-  const nn::Steps steps = u ? nn::Steps{i, *u} : nn::Steps{i};
-  const Expr start = steps.start_of(i);  // the parameters that act in iteration i
+// The environment and this rank's place in a data-parallel job of `world` ranks.
+struct Job {
+  int64_t N, T, I, U;  // envs, steps, iterations and PPO's updates per iteration
+  std::shared_ptr<BatchedEnv> env;
+  Space aspace;
+  bool discrete;
+  int64_t obs_dim, act_dim;
+  std::shared_ptr<Communicator> comm;
+  int64_t world, rank;
+};
 
-  // ---- acting ----
-  // Env copy k is seeded seed + k (rl/envs/env.h): this rank's copies are the job's copies
-  // rank*N .. rank*N + N - 1.
-  const uint64_t seed = cfg.seed + static_cast<uint64_t>(rank * N);
-  auto reset_fn = [env, seed, N, obs_dim](const std::vector<HostTensor>&,
-                                          const std::vector<int64_t>&) {
-    return std::vector<HostTensor>{HostTensor::from(env->reset(seed), {N, obs_dim})};
-  };
-  RT reset = ctx.udf("reset", reset_fn, {}, {TensorType{DType::Float32, {N, obs_dim}}}, {})[0];
-  RT o = ctx.placeholder(TensorType{DType::Float32, {N, obs_dim}}, {i, t}, "obs");
+Job make_job(const TrainConfig& cfg) {
+  Job job;
+  job.N = cfg.num_envs;
+  job.T = cfg.steps;
+  job.I = cfg.iterations;
+  job.U = cfg.algo == "ppo" ? cfg.epochs * cfg.minibatches : 1;
+  job.env = cfg.make_env ? cfg.make_env(job.N) : make_env(cfg.env, job.N, cfg.env_options);
+  if (!job.env) throw UserError(cat("the environment factory of '", cfg.env, "' returned no env"));
+  job.aspace = job.env->action_space();
+  job.discrete = job.aspace.discrete;
+  job.obs_dim = job.env->obs_numel();
+  job.act_dim = job.discrete ? job.aspace.n : job.aspace.numel();
+  job.comm = cfg.compile.communicator;
+  job.world = job.comm ? job.comm->world_size() : 1;
+  job.rank = job.comm ? job.comm->rank() : 0;
+  return job;
+}
 
-  const nn::Linear::Init init =
-      cfg.orthogonal_init ? nn::Linear::Init::Orthogonal : nn::Linear::Init::Default;
-  auto mlp_sizes = [&](int64_t out) {
-    std::vector<int64_t> sizes{obs_dim};
-    for (int64_t k = 0; k < cfg.layers; ++k) sizes.push_back(cfg.hidden);
-    sizes.push_back(out);
-    return sizes;
-  };
-  nn::MLP pi(ctx, mlp_sizes(act_dim), steps, nn::tanh, nn::identity, true, init);
-  std::vector<nn::Parameter> params = pi.parameters();
-  nn::Parameter log_std;
-  if (!discrete) {
-    log_std = nn::Parameter(ctx.zeros({act_dim}), steps, "log_std");
-    params.push_back(log_std);
-  }
-  // One distribution for acting: PPO and per-step REINFORCE also read its log-probabilities.
-  const detail::Policy acting(discrete, pi.forward_at(start, o),
-                              discrete ? RT() : RT(log_std[start]));
-  const nn::Shard shard{rank, world};
-  RT a = acting.sample(comm ? &shard : nullptr);
+// What the env_step UDF returns per (i, t). done ends an episode (terminated or truncated); only
+// termination stops bootstrapping, from the episode's own last observation (final_obs) rather
+// than the reset one.
+struct EnvStep {
+  RT next_obs, reward, done, terminated, final_obs;  // final_obs: where values bootstrap only
+};
 
+// Steps the environments with actions `a` at every (i, t), recording finished episodes and step
+// times in `stats`.
+EnvStep step_env(Context& ctx, const Job& job, const std::shared_ptr<Stats>& stats, const RT& a,
+                 const Dim& i, const Dim& t, bool bootstraps) {
   auto result = std::make_shared<StepResult>();  // reused: no allocation per step
-  // A2C and PPO bootstrap values from the last observation of an episode that ended.
-  const bool bootstraps = cfg.algo != "reinforce";
-  auto step_fn = [env, stats, result, discrete, N, obs_dim, act_dim, aspace, bootstraps](
-                     const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
+  const int64_t N = job.N, obs_dim = job.obs_dim, act_dim = job.act_dim;
+  auto step_fn = [env = job.env, stats, result, discrete = job.discrete, N, obs_dim, act_dim,
+                  aspace = job.aspace,
+                  bootstraps](const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
     std::vector<float> act(static_cast<size_t>(in[0].numel()));
     for (size_t k = 0; k < act.size(); ++k) {
       double v = in[0].at(static_cast<int64_t>(k));
@@ -316,24 +296,12 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
       TensorType{DType::Float32, {N}}, TensorType{DType::Float32, {N}}};
   if (bootstraps) step_types.push_back(TensorType{DType::Float32, {N, obs_dim}});
   std::vector<RT> st = ctx.udf("env_step", step_fn, {a}, step_types, {i, t});
-  // done ends an episode (terminated or truncated); only termination stops bootstrapping, from
-  // the episode's own last observation (final_obs) rather than the reset one.
-  RT next_obs = st[0], reward = st[1], done = st[2], terminated = st[3];
-  RT final_obs = bootstraps ? st[4] : RT();
-  o[{Expr(0), Expr(0)}] = reset;
-  o[{i.var, t.var + 1}] = next_obs;
-  o[{i.var + 1, Expr(0)}] = next_obs[{i.var, t.bound - 1}];
+  return EnvStep{st[0], st[1], st[2], st[3], bootstraps ? st[4] : RT()};
+}
 
-  // ---- learning: each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp) ----
-  detail::Acting acting_program{ctx,      cfg,       i,      t,    u,          steps,    start,
-                                discrete, mlp_sizes, init,   pi,   log_std,    params,   acting,
-                                o,        a,         reward, done, terminated, final_obs};
-  RT loss = ppo         ? detail::ppo_loss(acting_program)
-            : use_value ? detail::a2c_loss(acting_program)
-                        : detail::reinforce_loss(acting_program);
-  params = acting_program.params;
-  loss = loss.named("loss");
-
+// The optimizer's updates of `params` minimizing `loss`, with the learning rate decayed over i.
+void add_optimizer(Context& ctx, const TrainConfig& cfg, const std::vector<nn::Parameter>& params,
+                   const RT& loss, const Dim& i) {
   optim::LearningRate lr = cfg.lr;
   if (cfg.lr_decay) lr = optim::linear_decay(ctx, cfg.lr, 0.0, i.var, i.bound);
   std::unique_ptr<optim::Optimizer> opt;
@@ -342,8 +310,10 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   else
     opt = std::make_unique<optim::Adam>(params, lr, 0.9, 0.999, 1e-5);
   optim::minimize(loss, *opt, cfg.max_grad_norm);
+}
 
-  // ---- progress: a sink per iteration ----
+// A sink per iteration reading its last loss: the learning curve and a progress line.
+void add_progress(Context& ctx, const std::shared_ptr<Stats>& stats, const RT& loss, const Dim& i) {
   auto log_fn = [stats](const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
     int64_t it = p[0];
     auto found = stats->returns.find(it);
@@ -374,100 +344,185 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
     if (stats->on_iteration) stats->on_iteration(stats->curve);
     return std::vector<HostTensor>{};
   };
-  ctx.udf("progress", log_fn, {ppo ? RT(loss[{i.var, u->bound - 1}]) : loss}, {}, {i});
+  ctx.udf("progress", log_fn, {loss}, {}, {i});
+}
 
-  // ---- checkpoints: the policy after iteration i, every save_every iterations and at the end ----
-  if (!cfg.save_dir.empty() && rank == 0) {
-    std::vector<std::pair<std::string, nn::Parameter>> policy = pi.named_parameters();
-    if (!discrete) policy.emplace_back("log_std", log_std);
-    Expr when = i.var == i.bound - 1;
-    if (cfg.save_every > 0) when = when || (i.var + 1) % cfg.save_every == 0;
-    std::vector<RT> trained;
-    std::vector<std::string> names;
-    for (const auto& [name, p] : policy) {
-      trained.push_back(after_iteration(p, i)[when]);
-      names.push_back(name);
-    }
-    SavedPolicy meta;
-    meta.algo = cfg.algo;
-    meta.env = cfg.env;
-    meta.env_options = cfg.env_options;
-    meta.hidden = cfg.hidden;
-    meta.layers = cfg.layers;
-    meta.observation_space = env->observation_space();
-    meta.action_space = aspace;
-    meta.seed = cfg.seed;
-    auto save_fn = [meta, names, dir = cfg.save_dir, N, T](const std::vector<HostTensor>& in,
-                                                           const std::vector<int64_t>& p) {
-      SavedPolicy saved = meta;
-      saved.iterations = p[0] + 1;
-      saved.env_steps = (p[0] + 1) * N * T;
-      for (size_t k = 0; k < in.size(); ++k) saved.tensors[names[k]] = in[k];
-      save_policy(dir, saved);
-      return std::vector<HostTensor>{};
-    };
-    ctx.udf("save_policy", save_fn, trained, {}, {i});
+// Saves the policy after iteration i, every save_every iterations and at the end.
+void add_checkpoints(Context& ctx, const TrainConfig& cfg, const Job& job, const nn::MLP& pi,
+                     const nn::Parameter& log_std, const Dim& i) {
+  std::vector<std::pair<std::string, nn::Parameter>> policy = pi.named_parameters();
+  if (!job.discrete) policy.emplace_back("log_std", log_std);
+  Expr when = i.var == i.bound - 1;
+  if (cfg.save_every > 0) when = when || (i.var + 1) % cfg.save_every == 0;
+  std::vector<RT> trained;
+  std::vector<std::string> names;
+  for (const auto& [name, p] : policy) {
+    trained.push_back(after_iteration(p, i)[when]);
+    names.push_back(name);
   }
+  SavedPolicy meta;
+  meta.algo = cfg.algo;
+  meta.env = cfg.env;
+  meta.env_options = cfg.env_options;
+  meta.hidden = cfg.hidden;
+  meta.layers = cfg.layers;
+  meta.observation_space = job.env->observation_space();
+  meta.action_space = job.aspace;
+  meta.seed = cfg.compile.seed;
+  auto save_fn = [meta, names, dir = cfg.save_dir, N = job.N, T = job.T](
+                     const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
+    SavedPolicy saved = meta;
+    saved.iterations = p[0] + 1;
+    saved.env_steps = (p[0] + 1) * N * T;
+    for (size_t k = 0; k < in.size(); ++k) saved.tensors[names[k]] = in[k];
+    save_policy(dir, saved);
+    return std::vector<HostTensor>{};
+  };
+  ctx.udf("save_policy", save_fn, trained, {}, {i});
+}
 
+// Every parameter after the last iteration, filled in when the program runs.
+std::shared_ptr<std::vector<HostTensor>> keep_parameters(Context& ctx,
+                                                         const std::vector<nn::Parameter>& params,
+                                                         const Dim& i) {
   auto kept = std::make_shared<std::vector<HostTensor>>();
-  if (cfg.keep_parameters) {
-    std::vector<RT> trained;
-    for (const nn::Parameter& p : params)
-      trained.push_back(after_iteration(p, i)[i.var == i.bound - 1]);
-    auto keep_fn = [kept](const std::vector<HostTensor>& in, const std::vector<int64_t>&) {
-      *kept = in;
-      return std::vector<HostTensor>{};
-    };
-    ctx.udf("keep_parameters", keep_fn, trained, {}, {i});
-  }
+  std::vector<RT> trained;
+  for (const nn::Parameter& p : params)
+    trained.push_back(after_iteration(p, i)[i.var == i.bound - 1]);
+  auto keep_fn = [kept](const std::vector<HostTensor>& in, const std::vector<int64_t>&) {
+    *kept = in;
+    return std::vector<HostTensor>{};
+  };
+  ctx.udf("keep_parameters", keep_fn, trained, {}, {i});
+  return kept;
+}
 
-  CompileOptions co;
-  co.seed = cfg.seed;
-  co.verbose = cfg.verbose;
-  co.whole_component = cfg.whole_component;
-  co.proximity = cfg.proximity;
-  co.passes = cfg.passes;
-  co.passes.interleave |= cfg.proximity;
-  co.codegen = cfg.codegen;
-  co.profile = cfg.profile;
-  co.memory_budget = cfg.memory_budget;
-  co.swap_policy = cfg.swap_policy;
-  co.memory_timeline = cfg.memory_timeline;
-  co.communicator = comm;
+// The mean over the last (up to) 10% of iterations that saw an episode end.
+double final_mean_return(const std::vector<CurvePoint>& curve) {
+  size_t tail = std::max<size_t>(1, curve.size() / 10);
+  double sum = 0;
+  size_t n = 0;
+  for (size_t k = curve.size() - std::min(tail, curve.size()); k < curve.size(); ++k)
+    if (!std::isnan(curve[k].mean_return)) {
+      sum += curve[k].mean_return;
+      ++n;
+    }
+  return n ? sum / static_cast<double>(n) : std::nan("");
+}
+
+// Compiles and runs the program; the result with what its sinks recorded.
+TrainResult compile_and_run(Context& ctx, const TrainConfig& cfg, const Bounds& bounds,
+                            Stats& stats, const std::vector<HostTensor>& kept) {
+  CompileOptions co = cfg.compile;
+  co.passes.interleave |= co.proximity;
   Clock::time_point c0 = Clock::now();
-  Bounds bounds{{i.bound, I}, {t.bound, T}};
-  if (u) bounds.emplace_back(u->bound, U);
   Executable exe = compile(ctx, bounds, co);
   TrainResult res;
   res.compile_seconds = std::chrono::duration<double>(Clock::now() - c0).count();
   if (cfg.on_compiled) cfg.on_compiled(exe);
-  stats->start = Clock::now();
+  stats.start = Clock::now();
   exe.run();
-  res.run_seconds = std::chrono::duration<double>(Clock::now() - stats->start).count();
-  if (comm) {
+  res.run_seconds = std::chrono::duration<double>(Clock::now() - stats.start).count();
+  if (const std::shared_ptr<Communicator>& comm = co.communicator) {
     res.collectives = comm->collectives();
     res.collective_seconds = comm->collective_seconds();
     comm->barrier();  // rank 0 serves the rendezvous store: it leaves last
   }
-  res.curve = stats->curve;
-  res.iteration_seconds = stats->iteration_seconds;
+  res.curve = stats.curve;
+  res.iteration_seconds = stats.iteration_seconds;
   res.peak_tracked_bytes = exe.memory().peak_bytes;
   res.peak_host_bytes = exe.memory().host_peak_bytes;
   res.launches = exe.ops_executed();
-  res.episodes = stats->episodes;
+  res.episodes = stats.episodes;
   res.profile = exe.profile_report();
-  res.parameters = *kept;
-  // The final return: the mean over the last (up to) 10% of iterations that saw an episode end.
-  size_t tail = std::max<size_t>(1, res.curve.size() / 10);
-  double sum = 0;
-  size_t n = 0;
-  for (size_t k = res.curve.size() - std::min(tail, res.curve.size()); k < res.curve.size(); ++k)
-    if (!std::isnan(res.curve[k].mean_return)) {
-      sum += res.curve[k].mean_return;
-      ++n;
-    }
-  res.final_mean_return = n ? sum / static_cast<double>(n) : std::nan("");
+  res.parameters = kept;
+  res.final_mean_return = final_mean_return(res.curve);
   return res;
+}
+
+}  // namespace
+
+TrainResult train(const TrainConfig& cfg, std::ostream* log) {
+  validate(cfg);
+  const Job job = make_job(cfg);
+  const int64_t N = job.N, obs_dim = job.obs_dim;
+  const bool ppo = cfg.algo == "ppo";
+  if (job.rank != 0) log = nullptr;  // rank 0 reports
+  auto stats = std::make_shared<Stats>();
+  stats->envs = N * job.world;  // env steps count every rank's
+  stats->steps = job.T;
+  stats->log = log;
+  stats->on_iteration = cfg.on_iteration;
+  // Before compiling: a run whose results cannot be kept fails now, not at its end.
+  if (!cfg.save_dir.empty()) check_writable_dir(cfg.save_dir, "--save");
+
+  Context ctx;
+  // With a communicator the program has the same ops for every world size (one rank and two
+  // compute the same thing): parameters broadcast from rank 0, gradients averaged.
+  ctx.set_data_parallel(job.comm != nullptr);
+  Dim i = ctx.dim("i", "I");
+  Dim t = ctx.dim("t", "T");
+  // PPO's parameters change U times per iteration: state over (i, u).
+  std::optional<Dim> u;
+  if (ppo) u = ctx.dim("u", "U");
+  const nn::Steps steps = u ? nn::Steps{i, *u} : nn::Steps{i};
+  const Expr start = steps.start_of(i);  // the parameters that act in iteration i
+
+  // ---- acting ----
+  // Env copy k is seeded seed + k (rl/envs/env.h): this rank's copies are the job's copies
+  // rank*N .. rank*N + N - 1.
+  const uint64_t seed = cfg.compile.seed + static_cast<uint64_t>(job.rank * N);
+  auto reset_fn = [env = job.env, seed, N, obs_dim](const std::vector<HostTensor>&,
+                                                    const std::vector<int64_t>&) {
+    return std::vector<HostTensor>{HostTensor::from(env->reset(seed), {N, obs_dim})};
+  };
+  RT reset = ctx.udf("reset", reset_fn, {}, {TensorType{DType::Float32, {N, obs_dim}}}, {})[0];
+  RT o = ctx.placeholder(TensorType{DType::Float32, {N, obs_dim}}, {i, t}, "obs");
+
+  const nn::Linear::Init init =
+      cfg.orthogonal_init ? nn::Linear::Init::Orthogonal : nn::Linear::Init::Default;
+  auto mlp_sizes = [&](int64_t out) {
+    std::vector<int64_t> sizes{obs_dim};
+    for (int64_t k = 0; k < cfg.layers; ++k) sizes.push_back(cfg.hidden);
+    sizes.push_back(out);
+    return sizes;
+  };
+  nn::MLP pi(ctx, mlp_sizes(job.act_dim), steps, nn::tanh, nn::identity, true, init);
+  std::vector<nn::Parameter> params = pi.parameters();
+  nn::Parameter log_std;
+  if (!job.discrete) {
+    log_std = nn::Parameter(ctx.zeros({job.act_dim}), steps, "log_std");
+    params.push_back(log_std);
+  }
+  // One distribution for acting: PPO and per-step REINFORCE also read its log-probabilities.
+  const detail::Policy acting(job.discrete, pi.forward_at(start, o),
+                              job.discrete ? RT() : RT(log_std[start]));
+  const nn::Shard shard{job.rank, job.world};
+  RT a = acting.sample(job.comm ? &shard : nullptr);
+  // A2C and PPO bootstrap values from the last observation of an episode that ended.
+  const EnvStep st = step_env(ctx, job, stats, a, i, t, cfg.algo != "reinforce");
+  o[{Expr(0), Expr(0)}] = reset;
+  o[{i.var, t.var + 1}] = st.next_obs;
+  o[{i.var + 1, Expr(0)}] = st.next_obs[{i.var, t.bound - 1}];
+
+  // ---- learning: each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp) ----
+  detail::Acting acting_program{
+      ctx, cfg,     i,      t,      u, steps, start,     job.discrete, mlp_sizes,     init,
+      pi,  log_std, params, acting, o, a,     st.reward, st.done,      st.terminated, st.final_obs};
+  RT loss = ppo                       ? detail::ppo_loss(acting_program)
+            : cfg.algo != "reinforce" ? detail::a2c_loss(acting_program)
+                                      : detail::reinforce_loss(acting_program);
+  params = acting_program.params;
+  loss = loss.named("loss");
+  add_optimizer(ctx, cfg, params, loss, i);
+
+  add_progress(ctx, stats, ppo ? RT(loss[{i.var, u->bound - 1}]) : loss, i);
+  if (!cfg.save_dir.empty() && job.rank == 0) add_checkpoints(ctx, cfg, job, pi, log_std, i);
+  auto kept = cfg.keep_parameters ? keep_parameters(ctx, params, i)
+                                  : std::make_shared<std::vector<HostTensor>>();
+  Bounds bounds{{i.bound, job.I}, {t.bound, job.T}};
+  if (u) bounds.emplace_back(u->bound, job.U);
+  return compile_and_run(ctx, cfg, bounds, *stats, *kept);
 }
 
 }  // namespace tempo::rl
