@@ -69,11 +69,6 @@ const char* kUsage =
 
 using cli::Args;
 
-Args parse(int argc, char** argv, const std::vector<std::string>& valued,
-           const std::vector<std::string>& flags) {
-  return cli::parse_options(argc, argv, 2, valued, flags, "loops");
-}
-
 // The integer value of option `k` (dflt when absent), at least `lo`.
 int get_int(const Args& a, const std::string& k, int dflt, int lo) {
   if (!a.has(k)) return dflt;
@@ -369,7 +364,8 @@ int optimize(const Args& a) {
   return same_checksum(r.checksum, base.checksum) ? 0 : 1;
 }
 
-int actions() {
+int actions(const Args& a) {
+  if (!a.positional.empty()) throw UserError(cat("unexpected argument '", a.positional[0], "'"));
   const auto& space = action_space();
   for (size_t k = 0; k < space.size(); ++k)
     std::printf("%3zu %s\n", k, space[k].to_string().c_str());
@@ -380,25 +376,21 @@ int actions() {
 }  // namespace
 
 int run_loops_command(int argc, char** argv) {
-  if (const int code = cli::usage_exit_code(argc, argv, kUsage); code >= 0) return code;
-  const std::string sub = argv[1];
-  if (sub == "bench")
-    return bench(parse(argc, argv,
-                       {"--threads", "--width", "--depth", "--only", "--programs", "--iterations",
-                        "--entropy"},
-                       {"--quick", "--final-reward", "--uniform-start", "--no-imitation", "--reuse-timings",
-                        "--no-memo-check"}));
-  if (sub == "train")
-    return train(parse(argc, argv, {"--programs", "--iterations", "--entropy", "--out"},
-                       {"--quick", "--no-memo", "--final-reward", "--uniform-start", "--no-imitation",
-                        "--reuse-timings"}));
-  if (sub == "optimize")
-    return optimize(parse(argc, argv, {"--threads", "--width", "--depth", "--agent", "--actions"},
-                          {"--quick", "--small", "--select"}));
-  if (sub == "actions") {
-    Args a = parse(argc, argv, {}, {});
-    if (!a.positional.empty()) throw UserError(cat("unexpected argument '", a.positional[0], "'"));
-    return actions();
-  }
-  throw UserError(cat("unknown loops command '", sub, "' (bench, train, optimize or actions)"));
+  return cli::run_subcommand(
+      argc, argv, "loops", kUsage,
+      {{"bench",
+        {"--threads", "--width", "--depth", "--only", "--programs", "--iterations", "--entropy"},
+        {"--quick", "--final-reward", "--uniform-start", "--no-imitation", "--reuse-timings",
+         "--no-memo-check"},
+        bench},
+       {"train",
+        {"--programs", "--iterations", "--entropy", "--out"},
+        {"--quick", "--no-memo", "--final-reward", "--uniform-start", "--no-imitation",
+         "--reuse-timings"},
+        train},
+       {"optimize",
+        {"--threads", "--width", "--depth", "--agent", "--actions"},
+        {"--quick", "--small", "--select"},
+        optimize},
+       {"actions", {}, {}, actions}});
 }

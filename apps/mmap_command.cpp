@@ -55,11 +55,6 @@ const char* kUsage =
 
 using cli::Args;
 
-Args parse(int argc, char** argv, const std::vector<std::string>& valued,
-           const std::vector<std::string>& flags) {
-  return cli::parse_options(argc, argv, 2, valued, flags, "mmap");
-}
-
 // The value of integer option `flag` (dflt when absent), which must be positive.
 int64_t positive_int(const Args& a, const char* flag, int64_t dflt) {
   if (!a.has(flag)) return dflt;
@@ -414,25 +409,22 @@ int train(const Args& a) {
 }  // namespace
 
 int run_mmap_command(int argc, char** argv) {
-  if (const int code = cli::usage_exit_code(argc, argv, kUsage); code >= 0) return code;
-  const std::string sub = argv[1];
-  if (sub == "bench")
-    return bench(parse(argc, argv, {"--seconds", "--train-seconds", "--planning", "--plot"},
-                       {"--quick", "--no-extracted", "--no-agent"}));
-  if (sub == "train")
-    return train(parse(
-        argc, argv,
-        {"--out", "--train-seconds", "--rounds", "--simulations", "--planning", "--seed", "--plot"},
-        {}));
-  if (sub == "extract")
-    return extract(parse(argc, argv,
-                         {"--out", "--algo", "--env", "--obs-shape", "--iterations", "--num-envs",
-                          "--steps", "--seed", "--capacity"},
-                         {}));
-  if (sub == "generate")
-    return generate(parse(argc, argv, {"--out", "--buffers", "--pressure", "--seed"}, {}));
-  if (sub == "solve")
-    return solve(parse(argc, argv, {"--seconds", "--seed", "--simulations", "--agent"}, {}));
-  throw UserError(
-      cat("unknown mmap command '", sub, "' (bench, extract, generate, solve or train)"));
+  return cli::run_subcommand(
+      argc, argv, "mmap", kUsage,
+      {{"bench",
+        {"--seconds", "--train-seconds", "--planning", "--plot"},
+        {"--quick", "--no-extracted", "--no-agent"},
+        bench},
+       {"extract",
+        {"--out", "--algo", "--env", "--obs-shape", "--iterations", "--num-envs", "--steps",
+         "--seed", "--capacity"},
+        {},
+        extract},
+       {"generate", {"--out", "--buffers", "--pressure", "--seed"}, {}, generate},
+       {"solve", {"--seconds", "--seed", "--simulations", "--agent"}, {}, solve},
+       {"train",
+        {"--out", "--train-seconds", "--rounds", "--simulations", "--planning", "--seed",
+         "--plot"},
+        {},
+        train}});
 }

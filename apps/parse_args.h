@@ -89,4 +89,27 @@ inline int usage_exit_code(int argc, char** argv, const char* usage) {
   return -1;
 }
 
+// A subcommand of a `tempo` command: its name, the options that take a value, the flags, and
+// the function that runs it with them parsed.
+struct Subcommand {
+  const char* name;
+  std::vector<std::string> valued, flags;
+  int (*run)(const Args&);
+};
+
+// `tempo <command> <subcommand> ...`: prints `usage` for --help or no arguments, else runs the
+// subcommand argv[1] names; an unknown one is an error that lists them.
+inline int run_subcommand(int argc, char** argv, const char* command, const char* usage,
+                          const std::vector<Subcommand>& subcommands) {
+  if (const int code = usage_exit_code(argc, argv, usage); code >= 0) return code;
+  const std::string name = argv[1];
+  std::string names;
+  for (size_t k = 0; k < subcommands.size(); ++k) {
+    const Subcommand& s = subcommands[k];
+    if (name == s.name) return s.run(parse_options(argc, argv, 2, s.valued, s.flags, command));
+    names += cat(k == 0 ? "" : k + 1 == subcommands.size() ? " or " : ", ", s.name);
+  }
+  throw UserError(cat("unknown ", command, " command '", name, "' (", names, ")"));
+}
+
 }  // namespace tempo::cli

@@ -104,15 +104,11 @@ int substitutions(const Args& a) {
 }  // namespace
 
 int run_rewrite_command(int argc, char** argv) {
-  if (const int code = cli::usage_exit_code(argc, argv, kUsage); code >= 0) return code;
-  const std::string sub = argv[1];
-  if (sub == "bench")
-    return bench(cli::parse_options(
-        argc, argv, 2,
-        {"--model", "--budget", "--seconds", "--bert-layers", "--cost-cache", "--reps", "--plot",
-         "--tau"},
-        {"--quick", "--no-agents"}, "rewrite"));
-  if (sub == "substitutions")
-    return substitutions(cli::parse_options(argc, argv, 2, {"--enumerate"}, {}, "rewrite"));
-  throw UserError(cat("unknown rewrite command '", sub, "' (bench or substitutions)"));
+  return cli::run_subcommand(argc, argv, "rewrite", kUsage,
+                             {{"bench",
+                               {"--model", "--budget", "--seconds", "--bert-layers", "--cost-cache",
+                                "--reps", "--plot", "--tau"},
+                               {"--quick", "--no-agents"},
+                               bench},
+                              {"substitutions", {"--enumerate"}, {}, substitutions}});
 }

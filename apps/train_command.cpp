@@ -170,6 +170,9 @@ const std::vector<Option>& all_options() {
       {"--memory-timeline", true, [](A& a, S, S v) { a.cfg.compile.memory_timeline = v; },
        "--memory-timeline FILE  write device and host bytes per executed statement (CSV) and\n"
        "              a plot of them (FILE with .svg)\n"},
+      {"--dump", true, [](A& a, S, S v) { a.cfg.compile.dump = v; },
+       "--dump STAGES  write these compile stages' results to stderr (validate, passes,\n"
+       "              schedule, memory-plan, donation, backend, executor, or all)\n"},
       {"--gae-lambda", true, [](A& a, S f, S v) { a.cfg.gae_lambda = parse_double(f, v); },
        "--gae-lambda  advantage lambda (default 0.95; 1: full bootstrapped returns)\n"},
       {"--ent-coef", true, [](A& a, S f, S v) { a.cfg.ent_coef = parse_double(f, v); },

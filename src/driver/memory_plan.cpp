@@ -339,40 +339,4 @@ void write_memory_timeline(const std::string& path, const ir::Graph& g,
       << "<text x='" << W - 220 << "' y='34' fill='#ff7f0e'>host (swapped out)</text>\n</svg>\n";
 }
 
-void trace_buffers(Executable& exe, runtime::BufferTrace* sink) {
-  exe.impl().executor->trace_buffers(sink);
-}
-
-std::vector<std::vector<ir::OpId>> storage_holders(Executable& exe) {
-  const ir::Graph& g = exe.impl().graph;
-  std::vector<std::vector<ir::OpId>> direct(g.num_ops()), out(g.num_ops());
-  for (const ir::OpNode& op : g.ops()) {
-    const bool merge = op.kind == ir::OpKind::Merge;
-    if (!merge && !backend::is_view(op.kind)) continue;
-    for (size_t k = 0; k < op.inputs.size() && (merge || k == 0); ++k)
-      direct[static_cast<size_t>(g.edge(op.inputs[k]).source)].push_back(op.id);
-  }
-  for (size_t x = 0; x < direct.size(); ++x) {
-    std::vector<ir::OpId> todo = direct[x];
-    std::vector<bool> seen(g.num_ops(), false);
-    while (!todo.empty()) {
-      const ir::OpId y = todo.back();
-      todo.pop_back();
-      if (seen[static_cast<size_t>(y)]) continue;
-      seen[static_cast<size_t>(y)] = true;
-      out[x].push_back(y);
-      for (ir::OpId z : direct[static_cast<size_t>(y)]) todo.push_back(z);
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> describe_ops(Executable& exe) {
-  const ir::Graph& g = exe.impl().graph;
-  std::vector<std::string> out;
-  for (ir::OpId op = 0; op < static_cast<ir::OpId>(g.num_ops()); ++op)
-    out.push_back(g.op(op).describe());
-  return out;
-}
-
 }  // namespace tempo::driver

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "api/context.h"
 #include "driver/compile.h"
+#include "driver/trace.h"  // pick_until_covered
 #include "runtime/executor.h"
 #include "schedule/schedule.h"
 
@@ -45,11 +45,6 @@ OpLoops op_loops(const schedule::Schedule& schedule);
 std::vector<ir::EdgeId> late_edges(const ir::Graph& g, const OpLoops& loops, ir::OpId op,
                                    int output);
 
-// Candidates taken in `order` until `excess` is covered, skipping those under 1% of it (or
-// 64 KiB): each swap costs copies and statements. What a swap policy returns, once it has ranked
-// the candidates.
-std::vector<size_t> pick_until_covered(const std::vector<SwapCandidate>& candidates,
-                                       const std::vector<size_t>& order, int64_t excess);
 // The largest-first policy (SwapPolicy): the candidates by bytes at the peak, picked until the
 // excess is covered. Every candidate waits across a whole loop, so the largest is also the one
 // whose eviction frees the most for longest.
@@ -67,18 +62,6 @@ schedule::Schedule schedule_within_budget(const ir::Graph& g, schedule::Schedule
                                           const std::function<void(const std::string&)>& log);
 
 std::string bytes_str(int64_t bytes);  // "12.3 MiB"
-
-// The one hook of memory placement (src/mmap) into a compiled program: records, in its next
-// runs, when each device storage is held and read, per executed statement (runtime::BufferTrace;
-// Executor::trace_buffers). `sink` must outlive those runs; null stops recording.
-void trace_buffers(Executable& exe, runtime::BufferTrace* sink);
-// Per op id of the compiled (optimized) program: the op's description, the RT and the line that
-// created it, as SwapCandidate::rt and the trace's op ids refer to them.
-std::vector<std::string> describe_ops(Executable& exe);
-// Per op id: the ops whose stores may hold the same storage as its output without a copy (a
-// Merge choosing it, a view of it, and so on transitively). A trace names a storage by the op
-// that first stored it; these are the other names it has.
-std::vector<std::vector<ir::OpId>> storage_holders(Executable& exe);
 
 // Writes a memory timeline: CSV (step, statement, op, device bytes, host bytes) and an SVG plot
 // next to it (path with .svg). At most ~20000 rows: longer runs keep each bucket's maximum.

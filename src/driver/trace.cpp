@@ -1,16 +1,57 @@
 // The trace of a compiled program from the executor's buffer events; copy times.
 #include "driver/trace.h"
-#include "driver/compile.h"
 
 #include <algorithm>
 #include <chrono>
 #include <unordered_map>
 
 #include "backend/libtorch_backend.h"
-#include "driver/memory_plan.h"
+#include "backend/measure_backend.h"
+#include "driver/executable_impl.h"
 #include "runtime/tensor_store.h"
 
 namespace tempo::driver {
+
+namespace {
+
+// Per op id: the ops whose stores may hold the same storage as its output without a copy (a
+// Merge choosing it, a view of it, and so on transitively). A trace names a storage by the op
+// that first stored it; these are the other names it has.
+std::vector<std::vector<ir::OpId>> storage_holders(Executable& exe) {
+  const ir::Graph& g = exe.impl().graph;
+  std::vector<std::vector<ir::OpId>> direct(g.num_ops()), out(g.num_ops());
+  for (const ir::OpNode& op : g.ops()) {
+    const bool merge = op.kind == ir::OpKind::Merge;
+    if (!merge && !backend::is_view(op.kind)) continue;
+    for (size_t k = 0; k < op.inputs.size() && (merge || k == 0); ++k)
+      direct[static_cast<size_t>(g.edge(op.inputs[k]).source)].push_back(op.id);
+  }
+  for (size_t x = 0; x < direct.size(); ++x) {
+    std::vector<ir::OpId> todo = direct[x];
+    std::vector<bool> seen(g.num_ops(), false);
+    while (!todo.empty()) {
+      const ir::OpId y = todo.back();
+      todo.pop_back();
+      if (seen[static_cast<size_t>(y)]) continue;
+      seen[static_cast<size_t>(y)] = true;
+      out[x].push_back(y);
+      for (ir::OpId z : direct[static_cast<size_t>(y)]) todo.push_back(z);
+    }
+  }
+  return out;
+}
+
+// Per op id of the compiled (optimized) program: the op's description, the RT and the line that
+// created it, as SwapCandidate::rt and the trace's op ids refer to them.
+std::vector<std::string> describe_ops(Executable& exe) {
+  const ir::Graph& g = exe.impl().graph;
+  std::vector<std::string> out;
+  for (ir::OpId op = 0; op < static_cast<ir::OpId>(g.num_ops()); ++op)
+    out.push_back(g.op(op).describe());
+  return out;
+}
+
+}  // namespace
 
 struct TraceRecorder::Impl {
   runtime::BufferTrace events;
@@ -22,7 +63,7 @@ TraceRecorder::TraceRecorder() : impl_(std::make_unique<Impl>()) {}
 TraceRecorder::~TraceRecorder() = default;
 
 void TraceRecorder::attach(Executable& exe) {
-  trace_buffers(exe, &impl_->events);
+  exe.impl().executor->trace_buffers(&impl_->events);
   impl_->op_names = describe_ops(exe);
   impl_->op_holders.clear();
   for (const auto& h : storage_holders(exe)) impl_->op_holders.emplace_back(h.begin(), h.end());

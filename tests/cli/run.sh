@@ -105,6 +105,13 @@ expect_error "--save $work/file/policy: cannot create the directory" \
   train a2c --save "$work/file/policy"
 expect_error "--save-every needs a directory" train ppo --save-every 5
 expect_error "--save-every must be 0" train ppo --save "$work/p" --save-every -2
+expect_error "unknown compile stage 'sched'" train reinforce --iterations 1 --dump passes,sched
+# --dump writes a compile stage's result (here the schedule AST) after it runs.
+dump="$("$tempo" train reinforce --iterations 1 --dump schedule 2>&1 >/dev/null)"
+if [[ "$dump" != *"---- after schedule ----"* || "$dump" != *"exec "* ]]; then
+  echo "FAIL: tempo train --dump schedule: $(printf '%s\n' "$dump" | head -3)"
+  failures=$((failures + 1))
+fi
 expect_error "no saved policy in $work/none" eval --load "$work/none"
 expect_error "missing --load" eval --episodes 3
 expect_error "--episodes must be positive" eval --load "$work" --episodes 0
