@@ -207,6 +207,20 @@ def test_options_on_and_off_give_the_same_values():
     np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-6)
 
 
+def test_compile_stages_dump_their_results(tmp_path):
+    ctx = tempo.Context()
+    t, T = ctx.dim("t", "T")
+    x = source(ctx, [t], np.ones((4, 3), np.float32))
+    y = x[t:T].sum(0).retain()
+    exe = ctx.compile({T: 4}, dump="passes,schedule", dump_dir=str(tmp_path))
+    exe.run()
+    np.testing.assert_allclose(exe.get(y, (1,)), np.full(3, 3.0))
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["1-passes.txt", "2-schedule.txt"]
+    assert "exec" in (tmp_path / "2-schedule.txt").read_text()
+    with pytest.raises(tempo.UserError, match="unknown compile stage 'bogus'"):
+        ctx.compile({T: 4}, dump="bogus")
+
+
 def test_rts_keep_their_context_alive():
     def build():
         ctx = tempo.Context()
