@@ -95,15 +95,21 @@ struct Settings {
   bool check_cuda_kernels = false;  // TEMPO_CHECK_CUDA_KERNELS=1 (backend::BackendOptions)
 };
 
+// The non-empty names of a comma-separated list ("vectorize,lifting").
+std::vector<std::string> names_in(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string name; std::getline(in, name, ',');)
+    if (!name.empty()) out.push_back(name);
+  return out;
+}
+
 Settings settings_from(const CompileOptions& options) {
   Settings s{options};
   CompileOptions& o = s.options;
   // TEMPO_NO_PASS=vectorize,lifting (or =all)
-  if (const char* off = std::getenv("TEMPO_NO_PASS")) {
-    std::stringstream names(off);
-    for (std::string name; std::getline(names, name, ',');)
-      if (!name.empty()) o.passes.set(name, false);
-  }
+  if (const char* off = std::getenv("TEMPO_NO_PASS"))
+    for (const std::string& name : names_in(off)) o.passes.set(name, false);
   o.codegen &= !env_flag("TEMPO_NO_CODEGEN");
   o.block_stores &= !env_flag("TEMPO_NO_BLOCK_STORES");
   o.donation &= !env_flag("TEMPO_NO_DONATION");
@@ -305,9 +311,7 @@ constexpr Stage kStages[] = {
 // The stages named by CompileOptions::dump ("all" or comma-separated names).
 std::vector<bool> stages_to_dump(const std::string& spec) {
   std::vector<bool> on(std::size(kStages), false);
-  std::stringstream names(spec);
-  for (std::string name; std::getline(names, name, ',');) {
-    if (name.empty()) continue;
+  for (const std::string& name : names_in(spec)) {
     bool found = false;
     for (size_t k = 0; k < on.size(); ++k)
       if (name == "all" || name == kStages[k].name) on[k] = found = true;
