@@ -72,6 +72,7 @@ Expr Scheduler::carried_dim(const Edge& e) const {
 
 bool Scheduler::fusible(const Edge& e) {
   if (e.source == e.sink || e.cond.defined() || !is_identity(e)) return false;
+  if (alone_.count(e.source) || alone_.count(e.sink)) return false;
   const OpNode& a = g_.op(e.source);
   const OpNode& b = g_.op(e.sink);
   bool same_cond =
@@ -219,8 +220,15 @@ void Scheduler::order_members(Group& grp) {
     for (size_t w : succ[v])
       if (--indegree[w] == 0) ready.insert(w);
   }
-  if (order.size() != m) throw FuseFailed();  // a same-point cycle: reported unfused
+  if (order.size() != m) throw FuseFailed{{grp.members}};  // a same-point cycle
   grp.members = std::move(order);
+}
+
+std::vector<std::vector<OpId>> Scheduler::fused_groups() const {
+  std::vector<std::vector<OpId>> out;
+  for (const Group& grp : groups_)
+    if (grp.members.size() > 1) out.push_back(grp.members);
+  return out;
 }
 
 void Scheduler::add_group_statements() {

@@ -7,19 +7,37 @@ namespace tempo::schedule {
 
 namespace detail {
 
-Schedule Scheduler::run() {
+void Scheduler::analyze() {
   build_statements();
   build_dependences();
+}
+
+void Scheduler::analyzed_as(const Scheduler& first) {
+  params_ = first.params_;
+  stmt_domain_ = first.stmt_domain_;
+  deps_ = first.deps_;
+}
+
+isl::schedule Scheduler::solve_statements() {
   build_groups();
   add_group_statements();
   add_group_dependences();
   if (opt_.deallocate) build_deallocations();
-  isl::schedule sched = solve(domains_, validity_, proximity_);
+  return solve(domains_, validity_, proximity_);
+}
+
+std::optional<std::vector<std::vector<OpId>>> Scheduler::fusion_failure() {
+  if (solve_statements().is_null()) return fused_groups();
+  return std::nullopt;
+}
+
+Schedule Scheduler::run() {
+  isl::schedule sched = solve_statements();
   if (sched.is_null()) {
     if (bound_depth_ > 0) throw BoundFailed();
     // Fusion only adds orderings inside a group; where those make the program unschedulable,
     // scheduling it unfused finds a schedule or reports the cycle over the RTs.
-    if (opt_.fuse) throw FuseFailed();
+    if (opt_.fuse) throw FuseFailed{fused_groups()};
     report_cycle();
   }
   Schedule out = generate(sched);
@@ -55,65 +73,154 @@ struct OwnedCtx {
   OwnedCtx& operator=(const OwnedCtx&) = delete;
 };
 
-Schedule schedule_with(const Graph& g, const ScheduleOptions& options,
-                       Scheduler::CycleSearch search, size_t bound_depth);
-// With bounded lifetimes first (deep, then outermost), then without.
-Schedule schedule_bounded(const Graph& g, const ScheduleOptions& options,
-                          Scheduler::CycleSearch search = Scheduler::CycleSearch::Careful);
-
-}  // namespace
-
-Schedule compute_schedule(const Graph& g, const ScheduleOptions& options) {
-  if (options.fuse) {
-    // The optimistic search fuses more (smaller, faster schedules) but may create a cycle, e.g.
-    // through a rollout read whole after a step-to-step carry; the careful one rarely does.
-    for (auto search : {Scheduler::CycleSearch::Optimistic, Scheduler::CycleSearch::Careful}) {
-      try {
-        return schedule_bounded(g, options, search);
-      } catch (const FuseFailed&) {
-      }
-    }
-    ScheduleOptions unfused = options;
-    unfused.fuse = false;
-    return schedule_bounded(g, unfused);
+// The tries of scheduling one program: fused (two cycle searches, then with a group
+// dissolved), then unfused; each with lifetimes bounded deep, then outermost, then not at all.
+// They share one isl context and the program's statements and dependences.
+class Tries {
+ public:
+  Tries(const Graph& g, const ScheduleOptions& options)
+      : g_(g), options_(options), first_(g, options, isl::ctx(owned_.raw), Scheduler::CycleSearch::Careful, 0) {
+    guard([&] { first_.analyze(); });
   }
-  return schedule_bounded(g, options);
-}
 
-namespace {
+  Schedule fused_or_unfused(const ScheduleOptions& options);
 
-Schedule schedule_bounded(const Graph& g, const ScheduleOptions& options,
-                          Scheduler::CycleSearch search) {
-  // Lifetimes bounded over every dimension the readers share, then over the outermost one only
-  // (a window read across an inner dimension can make the deeper bound unschedulable: isl gives
-  // each statement one affine schedule), then not at all.
-  if (options.deallocate) {
-    for (size_t depth : {std::numeric_limits<size_t>::max(), size_t{1}}) {
-      try {
-        return schedule_with(g, options, search, depth);
-      } catch (const BoundFailed&) {
-      }
-    }
+ private:
+  Schedule bounded(const ScheduleOptions& options, Scheduler::CycleSearch search,
+                   const std::set<ir::OpId>& alone = {});
+  std::optional<std::set<ir::OpId>> group_to_dissolve(const ScheduleOptions& options,
+                                                      std::vector<std::vector<ir::OpId>> groups);
+  using Groups = std::vector<std::vector<ir::OpId>>;
+  std::optional<Groups> unschedulable(const ScheduleOptions& options,
+                                      const std::set<ir::OpId>& alone,
+                                      Scheduler::CycleSearch search);
+  Schedule attempt(const ScheduleOptions& options, Scheduler::CycleSearch search,
+                   size_t bound_depth, const std::set<ir::OpId>& alone) {
+    return guard([&] {
+      Scheduler s(g_, options, isl::ctx(owned_.raw), search, bound_depth, alone);
+      s.analyzed_as(first_);
+      return s.run();
+    });
   }
-  return schedule_with(g, options, search, 0);
-}
+  // isl's exceptions as Tempo's errors.
+  template <typename F>
+  auto guard(F&& f) -> decltype(f());
 
-Schedule schedule_with(const Graph& g, const ScheduleOptions& options,
-                       Scheduler::CycleSearch search, size_t bound_depth) {
-  OwnedCtx owned;
+  const Graph& g_;
+  const ScheduleOptions& options_;
+  OwnedCtx owned_;
+  Scheduler first_;
+};
+
+template <typename F>
+auto Tries::guard(F&& f) -> decltype(f()) {
   try {
-    Scheduler s(g, options, isl::ctx(owned.raw), search, bound_depth);
-    return s.run();
+    return f();
   } catch (const isl::exception& e) {
     if (dynamic_cast<const isl::exception_quota*>(&e) ||
-        isl_ctx_last_error(owned.raw) == isl_error_quota)
-      throw UserError(cat("schedule: exceeded the bound of ", options.max_isl_operations,
+        isl_ctx_last_error(owned_.raw) == isl_error_quota)
+      throw UserError(cat("schedule: exceeded the bound of ", options_.max_isl_operations,
                           " isl operations (ScheduleOptions::max_isl_operations); the program's ",
                           "dependences are too complex to schedule within it"));
     throw InternalError(cat("schedule: isl failed: ", e.what()));
   }
 }
 
+Schedule Tries::fused_or_unfused(const ScheduleOptions& options) {
+  if (!options.fuse) return bounded(options, Scheduler::CycleSearch::Careful);
+  // The optimistic search fuses more (smaller, faster schedules) but may create a cycle, e.g.
+  // through a rollout read whole after a step-to-step carry; the careful one rarely does.
+  Groups groups;
+  for (auto search : {Scheduler::CycleSearch::Optimistic, Scheduler::CycleSearch::Careful}) {
+    // Where fusion makes the data dependences unschedulable, no lifetime bound helps: that is
+    // checked first, without deallocations.
+    if (options.deallocate) {
+      if (auto failed = unschedulable(options, {}, search)) {
+        groups = std::move(*failed);
+        continue;
+      }
+    }
+    try {
+      return bounded(options, search);
+    } catch (const FuseFailed& failed) {
+      groups = failed.groups;
+    }
+  }
+  if (auto alone = group_to_dissolve(options, std::move(groups)))
+    return bounded(options, Scheduler::CycleSearch::Careful, *alone);
+  ScheduleOptions unfused = options;
+  unfused.fuse = false;
+  return bounded(unfused, Scheduler::CycleSearch::Careful);
+}
+
+Schedule Tries::bounded(const ScheduleOptions& options, Scheduler::CycleSearch search,
+                        const std::set<ir::OpId>& alone) {
+  // Lifetimes bounded over every dimension the readers share, then over the outermost one only
+  // (a window read across an inner dimension can make the deeper bound unschedulable: isl gives
+  // each statement one affine schedule), then not at all.
+  if (options.deallocate) {
+    for (size_t depth : {std::numeric_limits<size_t>::max(), size_t{1}}) {
+      try {
+        return attempt(options, search, depth, alone);
+      } catch (const BoundFailed&) {
+      }
+    }
+  }
+  return attempt(options, search, 0, alone);
+}
+
+// The careful search misses a cycle closed by a read of the future after a loop-carried one
+// (isl finds it); scheduling every op alone instead costs isl minutes on an unoptimized RL
+// program (over a thousand statements). So fused groups are dissolved, smallest first: a
+// binary search finds the shortest run of them whose ops alone make the data dependences
+// schedulable, and the last group of that run alone is kept where it suffices. Each try
+// schedules the program without deallocations, a fraction of a second.
+std::optional<std::set<ir::OpId>> Tries::group_to_dissolve(
+    const ScheduleOptions& options, std::vector<std::vector<ir::OpId>> groups) {
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const auto& a, const auto& b) { return a.size() < b.size(); });
+  auto alone_in = [&](size_t from, size_t to) {
+    std::set<ir::OpId> alone;
+    for (size_t k = from; k < to; ++k) alone.insert(groups[k].begin(), groups[k].end());
+    return alone;
+  };
+  auto schedulable = [&](const std::set<ir::OpId>& alone) {
+    return !unschedulable(options, alone, Scheduler::CycleSearch::Careful);
+  };
+  size_t lo = 0, hi = groups.size();  // the first hi groups alone suffice (checked last); lo do not
+  while (hi - lo > 1) {
+    const size_t mid = (lo + hi) / 2;
+    (schedulable(alone_in(0, mid)) ? hi : lo) = mid;
+  }
+  std::set<ir::OpId> last = alone_in(hi - 1, hi);
+  if (schedulable(last)) return last;
+  if (schedulable(alone_in(0, hi))) return alone_in(0, hi);
+  return std::nullopt;
+}
+
+// Whether the data dependences alone fail to schedule, fused with these ops left alone: the
+// fused groups of the failure.
+std::optional<Tries::Groups> Tries::unschedulable(const ScheduleOptions& options,
+                                                  const std::set<ir::OpId>& alone,
+                                                  Scheduler::CycleSearch search) {
+  ScheduleOptions data_only = options;
+  data_only.deallocate = false;
+  data_only.swaps.clear();
+  return guard([&] {
+    Scheduler s(g_, data_only, isl::ctx(owned_.raw), search, 0, alone);
+    s.analyzed_as(first_);
+    try {
+      return s.fusion_failure();
+    } catch (const FuseFailed& failed) {  // a same-point cycle inside a group
+      return std::optional<Groups>(failed.groups);
+    }
+  });
+}
+
 }  // namespace
+
+Schedule compute_schedule(const Graph& g, const ScheduleOptions& options) {
+  return Tries(g, options).fused_or_unfused(options);
+}
 
 }  // namespace tempo::schedule

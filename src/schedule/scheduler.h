@@ -142,8 +142,10 @@ inline std::vector<std::vector<OpId>> cyclic_components(const Graph& g) {
   return out;
 }
 
-// Scheduling the fused program failed: schedule it unfused instead.
-struct FuseFailed {};
+// Scheduling the fused program failed: the groups of more than one op that it had.
+struct FuseFailed {
+  std::vector<std::vector<ir::OpId>> groups;
+};
 // Scheduling with bounded lifetimes failed: schedule without them.
 struct BoundFailed {};
 
@@ -170,11 +172,19 @@ class Scheduler {
   // do, see path_through_others).
   enum class CycleSearch { Optimistic, Careful };
 
+  // `alone`: ops that fusion leaves in statements of their own.
   Scheduler(const Graph& g, const ScheduleOptions& opt, isl::ctx ctx, CycleSearch search,
-            size_t bound_depth)
-      : g_(g), opt_(opt), ctx_(ctx), search_(search), bound_depth_(bound_depth) {}
+            size_t bound_depth, const std::set<OpId>& alone = {})
+      : g_(g), opt_(opt), ctx_(ctx), search_(search), bound_depth_(bound_depth), alone_(alone) {}
+
+  // Steps 1 and 2 depend on the program alone: the tries of one program (fused or not,
+  // lifetimes bounded or not) take them from the first, in the same isl context.
+  void analyze();
+  void analyzed_as(const Scheduler& first);
 
   Schedule run();
+  // Steps 3-5 alone: the fused groups where isl finds no schedule, nullopt where it finds one.
+  std::optional<std::vector<std::vector<OpId>>> fusion_failure();
 
  private:
   // ---- step 1: statements ------------------------------------------------------------------
@@ -250,6 +260,8 @@ class Scheduler {
   bool internal_reads_ok(int a, int b);
 
   void fuse_groups();
+  isl::schedule solve_statements();  // steps 3-5
+  std::vector<std::vector<OpId>> fused_groups() const;  // those of more than one op
 
   // Members in a topological order of the identity reads inside the group, ties by op id. Udf
   // ops keep ascending id order where no data dependence decides, so side effects stay
@@ -364,6 +376,7 @@ class Scheduler {
   CycleSearch search_;
   // Bounded lifetimes (bound_lifetime) over at most this many leading dimensions; 0: none.
   size_t bound_depth_;
+  std::set<OpId> alone_;
   isl::union_set domains_;
   isl::union_map validity_, proximity_;
   IdMap ids_;
