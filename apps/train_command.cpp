@@ -38,7 +38,7 @@ using tempo::cli::parse_int;
 const char* kUsageHead =
     "usage: tempo train <ppo|a2c|reinforce> [--env NAME] [--seed S] [--iterations I]\n"
     "                   [--num-envs N] [--steps T] [--lr X] [--out DIR] [--save DIR]\n"
-    "                   [--save-every K] [--verbose]\n";
+    "                   [--save-every K] [--resume DIR] [--verbose]\n";
 
 // "3x64x64" -> {3, 64, 64}.
 std::vector<int64_t> parse_shape(const std::string& flag, const std::string& s) {
@@ -187,7 +187,13 @@ const std::vector<Option>& all_options() {
        "--save DIR    saves the trained policy in DIR (policy.safetensors + policy.json) at the\n"
        "              end; `tempo eval --load DIR` runs it\n"},
       {"--save-every", true, [](A& a, S f, S v) { a.cfg.save_every = parse_int(f, v); },
-       "--save-every K  also saves it every K iterations\n"},
+       "--save-every K  also saves it every K iterations; each save also writes a training\n"
+       "              checkpoint in DIR (checkpoint.json + checkpoint-N.safetensors: parameters,\n"
+       "              optimizer state, environments, curve so far)\n"},
+      {"--resume", true, [](A& a, S, S v) { a.cfg.resume_dir = v; },
+       "--resume DIR  continue the run whose training checkpoint is in DIR, with the same flags,\n"
+       "              to the result of the uninterrupted run; saves go on in DIR unless --save\n"
+       "              names another\n"},
       {"--profile", false, [](A& a, S, S) { a.cfg.compile.profile = true; },
        "--profile     time every launch; print where the run's time went\n"},
       {"--seed", true,
