@@ -23,6 +23,7 @@
 #include "nn/safetensors.h"
 #include "parse_args.h"
 #include "rl/algorithms/algorithms.h"
+#include "rl/algorithms/checkpoint.h"
 #include "rl/algorithms/saved_policy.h"
 #include "util/error.h"
 #include "util/plot.h"
@@ -310,6 +311,8 @@ int run_train_command(int argc, char** argv) {
   // Where results go is checked before anything compiles or runs.
   if (!out.empty()) tempo::rl::check_writable_dir(out, "--out");
   if (!cfg.save_dir.empty()) tempo::rl::check_writable_dir(cfg.save_dir, "--save");
+  if (!cfg.resume_dir.empty())
+    tempo::rl::check_resumable(cfg, tempo::rl::load_checkpoint(cfg.resume_dir), cfg.resume_dir);
   if (args.swap_policy != "largest") place_swaps(cfg, args.swap_policy);
   const std::string title = cat(cfg.algo, " on ", cfg.env);
   if (!out.empty()) {

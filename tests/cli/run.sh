@@ -143,7 +143,7 @@ again="$("$tempo" eval --load "$work/ppo" --episodes 8 --seed 5 2>&1 | sed -n 's
 # leaves a checkpoint that `--resume` loads and continues; the run finished that way saves the
 # policy and curve of the uninterrupted run, byte for byte.
 kr="$work/kill"
-kargs=(train a2c --iterations 60 --num-envs 2 --steps 64 --hidden 16)
+kargs=(train a2c --iterations 100 --num-envs 2 --steps 64 --hidden 16)
 "$tempo" "${kargs[@]}" --save "$kr/straight" --out "$kr/straight" >"$kr.log" 2>&1 ||
   { echo "FAIL: tempo train (uninterrupted): $(tail -2 "$kr.log")"; failures=$((failures + 1)); }
 RANDOM=33  # the same kill moments every time
@@ -153,13 +153,13 @@ for attempt in 1 2 3 4 5; do
   [[ -f "$kr/run/checkpoint.json" ]] && resume=(--resume "$kr/run")
   "$tempo" "${kargs[@]}" --save "$kr/run" --save-every 1 "${resume[@]}" >"$kr.$attempt.log" 2>&1 &
   pid=$!
-  # Once it trains (or after 60 s): a random moment within the next 0.4 s.
+  # Once it trains (or after 60 s): a random moment within the next 0.3 s.
   for _ in $(seq 600); do
     grep -q "^iteration" "$kr.$attempt.log" 2>/dev/null && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
-  sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.3f", 0.4 * r / 32767 }')"
+  sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.3f", 0.3 * r / 32767 }')"
   kill -KILL "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
   [[ $? -eq 137 ]] && kills=$((kills + 1))
@@ -173,8 +173,10 @@ if ! "$tempo" "${kargs[@]}" --save "$kr/run" --save-every 1 --resume "$kr/run" -
   echo "FAIL: tempo train --resume: $(tail -2 "$kr.final.log")"
   failures=$((failures + 1))
 elif ! cmp -s "$kr/straight/policy.safetensors" "$kr/run/policy.safetensors" ||
-  ! cmp -s "$kr/straight/curve.csv" "$kr/run/curve.csv" || [[ $kills -lt 3 ]]; then
-  echo "FAIL: killed $kills times and resumed, the policy or curve differs from the uninterrupted run's"
+  ! cmp -s "$kr/straight/curve.csv" "$kr/run/curve.csv" || [[ $kills -lt 3 ]] ||
+  compgen -G "$kr/run/*.tmp.*" >/dev/null; then
+  echo "FAIL: killed $kills times and resumed: the policy or curve differs from the uninterrupted"
+  echo "  run's, or a temporary file was left: $(ls "$kr/run")"
   failures=$((failures + 1))
 fi
 expect_error "the checkpoint was trained with --lr" "${kargs[@]}" --lr 0.001 --resume "$kr/run"

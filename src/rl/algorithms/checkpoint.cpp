@@ -1,5 +1,7 @@
 #include "rl/algorithms/checkpoint.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -82,14 +84,17 @@ std::string manifest_json(const TrainCheckpoint& c, const std::string& tensors,
   return o.str();
 }
 
-// Older tensors files (and temporary files a killed writer left) once `keep` is the manifest's.
+// Older tensors files once `keep` is the manifest's, and the temporary files of the checkpoint
+// and the policy that killed writers (other processes) left.
 void remove_stale(const std::string& dir, const std::string& keep) {
+  const std::string ours = cat(".tmp.", ::getpid());
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    const bool stale = (name.rfind("checkpoint-", 0) == 0 && name != keep) ||
-                       name.rfind(cat(kManifest, ".tmp."), 0) == 0;
-    if (stale) fs::remove(e.path(), ec);
+    const bool temporary = name.find(".tmp.") != std::string::npos &&
+                           name.find(ours) == std::string::npos &&
+                           (name.rfind("checkpoint", 0) == 0 || name.rfind("policy.", 0) == 0);
+    if ((name.rfind("checkpoint-", 0) == 0 && name != keep) || temporary) fs::remove(e.path(), ec);
   }
 }
 
