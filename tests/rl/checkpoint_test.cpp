@@ -32,8 +32,8 @@ using testing::expect_user_error;
 class TempDir {
  public:
   TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("tempo-checkpoint-" + std::to_string(std::random_device()()));
+    path_ =
+        fs::temp_directory_path() / ("tempo-checkpoint-" + std::to_string(std::random_device()()));
     fs::create_directories(path_);
   }
   ~TempDir() { fs::remove_all(path_); }
@@ -193,9 +193,7 @@ TEST(TrainCheckpoint, BadResumeIsAUserError) {
   expect_user_error([&] { train(again, nullptr); }, {"corrupt training checkpoint", tensors});
   fs::remove(tensors);
   expect_user_error([&] { load_checkpoint(dir.str("run")); }, {tensors, "missing"});
-  {
-    std::ofstream(dir.str("run/checkpoint.json")) << "{\"format\": 3";
-  }
+  { std::ofstream(dir.str("run/checkpoint.json")) << "{\"format\": 3"; }
   expect_user_error([&] { load_checkpoint(dir.str("run")); }, {"checkpoint.json"});
 }
 
@@ -222,7 +220,9 @@ TEST(TrainCheckpoint, FullDiskKeepsThePreviousCheckpoint) {
   ASSERT_GE(child, 0);
   if (child == 0) {  // writes fail with EFBIG past 4 KiB, as on a full disk
     std::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit lim{4096, 4096};
+    struct rlimit lim {
+      4096, 4096
+    };
     ::setrlimit(RLIMIT_FSIZE, &lim);
     std::string msg = "no error";
     try {

@@ -73,9 +73,10 @@ std::string manifest_json(const TrainCheckpoint& c, const std::string& tensors,
   std::ostringstream o;
   o << "{\n  \"format\": " << nn::json_quote(kFormat) << ",\n  \"version\": " << kVersion
     << ",\n  \"iterations\": " << c.iterations << ",\n  \"tensors\": " << nn::json_quote(tensors)
-    << ",\n  \"tensors_bytes\": " << bytes.size() << ",\n  \"tensors_checksum\": "
-    << nn::json_quote(std::to_string(checksum(bytes))) << ",\n  \"parameters\": "
-    << c.parameters.size() << ",\n  \"optimizer_states\": " << c.optimizer_states.size()
+    << ",\n  \"tensors_bytes\": " << bytes.size()
+    << ",\n  \"tensors_checksum\": " << nn::json_quote(std::to_string(checksum(bytes)))
+    << ",\n  \"parameters\": " << c.parameters.size()
+    << ",\n  \"optimizer_states\": " << c.optimizer_states.size()
     << ",\n  \"episodes\": " << c.episodes << ",\n  \"config\": {";
   for (size_t k = 0; k < c.config.size(); ++k)
     o << (k ? ",\n    " : "\n    ") << nn::json_quote(c.config[k].first) << ": "
@@ -147,11 +148,11 @@ void read_tensors(const std::string& bytes, const std::string& file, size_t para
   const HostTensor& curve = tensor(m, "curve", file);
   if (curve.dtype != DType::Float64 || curve.shape.size() != 2 || curve.shape[1] != 2 ||
       curve.shape[0] != c.iterations)
-    throw UserError(cat("malformed training checkpoint ", file, ": 'curve' is not (",
-                        c.iterations, ", 2) float64"));
+    throw UserError(cat("malformed training checkpoint ", file, ": 'curve' is not (", c.iterations,
+                        ", 2) float64"));
   for (int64_t k = 0; k < curve.shape[0]; ++k)
-    c.curve.push_back({static_cast<int64_t>(curve.ptr<double>()[2 * k]),
-                       curve.ptr<double>()[2 * k + 1]});
+    c.curve.push_back(
+        {static_cast<int64_t>(curve.ptr<double>()[2 * k]), curve.ptr<double>()[2 * k + 1]});
   const HostTensor& recent = tensor(m, "recent", file);
   const HostTensor& last = tensor(m, "last_mean", file);
   if (recent.dtype != DType::Float64 || last.dtype != DType::Float64 || last.numel() != 1)
@@ -269,8 +270,8 @@ void CheckpointParts::env(int64_t done, HostTensor obs, std::string state) {
   arrived(done);
 }
 
-void CheckpointParts::stats(int64_t done, std::vector<CurvePoint> curve,
-                            std::vector<double> recent, double last_mean, int64_t episodes) {
+void CheckpointParts::stats(int64_t done, std::vector<CurvePoint> curve, std::vector<double> recent,
+                            double last_mean, int64_t episodes) {
   TrainCheckpoint& c = pending_[done];
   c.curve = std::move(curve);
   c.recent = std::move(recent);
