@@ -23,6 +23,7 @@
 #include "nn/safetensors.h"
 #include "parse_args.h"
 #include "rl/algorithms/algorithms.h"
+#include "rl/algorithms/checkpoint.h"
 #include "rl/algorithms/saved_policy.h"
 #include "util/error.h"
 #include "util/plot.h"
@@ -38,7 +39,7 @@ using tempo::cli::parse_int;
 const char* kUsageHead =
     "usage: tempo train <ppo|a2c|reinforce> [--env NAME] [--seed S] [--iterations I]\n"
     "                   [--num-envs N] [--steps T] [--lr X] [--out DIR] [--save DIR]\n"
-    "                   [--save-every K] [--verbose]\n";
+    "                   [--save-every K] [--resume DIR] [--verbose]\n";
 
 // "3x64x64" -> {3, 64, 64}.
 std::vector<int64_t> parse_shape(const std::string& flag, const std::string& s) {
@@ -187,7 +188,13 @@ const std::vector<Option>& all_options() {
        "--save DIR    saves the trained policy in DIR (policy.safetensors + policy.json) at the\n"
        "              end; `tempo eval --load DIR` runs it\n"},
       {"--save-every", true, [](A& a, S f, S v) { a.cfg.save_every = parse_int(f, v); },
-       "--save-every K  also saves it every K iterations\n"},
+       "--save-every K  also saves it every K iterations; each save also writes a training\n"
+       "              checkpoint in DIR (checkpoint.json + checkpoint-N.safetensors: parameters,\n"
+       "              optimizer state, environments, curve so far)\n"},
+      {"--resume", true, [](A& a, S, S v) { a.cfg.resume_dir = v; },
+       "--resume DIR  continue the run whose training checkpoint is in DIR, with the same flags,\n"
+       "              to the result of the uninterrupted run; saves go on in DIR unless --save\n"
+       "              names another\n"},
       {"--profile", false, [](A& a, S, S) { a.cfg.compile.profile = true; },
        "--profile     time every launch; print where the run's time went\n"},
       {"--seed", true,
@@ -304,6 +311,8 @@ int run_train_command(int argc, char** argv) {
   // Where results go is checked before anything compiles or runs.
   if (!out.empty()) tempo::rl::check_writable_dir(out, "--out");
   if (!cfg.save_dir.empty()) tempo::rl::check_writable_dir(cfg.save_dir, "--save");
+  if (!cfg.resume_dir.empty())
+    tempo::rl::check_resumable(cfg, tempo::rl::load_checkpoint(cfg.resume_dir), cfg.resume_dir);
   if (args.swap_policy != "largest") place_swaps(cfg, args.swap_policy);
   const std::string title = cat(cfg.algo, " on ", cfg.env);
   if (!out.empty()) {

@@ -231,6 +231,7 @@ const std::vector<Keyword<rl::TrainConfig>>& train_keywords() {
       compile_keyword("memory_budget"),
       keyword("save_dir", &C::save_dir),
       keyword("save_every", &C::save_every),
+      keyword("resume_dir", &C::resume_dir),
       {"obs_shape",
        [](C& c, py::handle value) {
          c.env_options.obs_shape = value.cast<std::vector<int64_t>>();

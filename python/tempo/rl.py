@@ -31,8 +31,10 @@ def train(algo, env="CartPole-v1", log=True, **config):
     `config` sets the fields of the algorithm's defaults: iterations, num_envs, steps, lr,
     lr_decay, gamma, gae_lambda, ent_coef, vf_coef, max_grad_norm, clip, epochs, minibatches,
     n_step, hidden, layers, seed, memory_budget, save_dir (the policy is saved there at the end
-    and every save_every iterations; `tempo eval --load DIR` runs it), ... With log=True it
-    prints progress; on_iteration(curve) is called after each iteration with the curve so far
+    and every save_every iterations, with a training checkpoint; `tempo eval --load DIR` runs
+    it), resume_dir (continues the run whose checkpoint is there, with the same config), ...
+    With log=True it prints progress; on_iteration(curve) is called after each iteration with
+    the curve so far
     (an exception it raises stops training and reaches the caller; so does Ctrl-C).
     distributed=True makes this process one rank of a data-parallel job started by
     `tempo launch -n N -- python3 script.py` (or torchrun): RANK, WORLD_SIZE, MASTER_ADDR and

@@ -73,6 +73,17 @@ def test_train_saves_the_policy(tmp_path):
         tempo.rl.train("reinforce", iterations=2, log=False, save_dir="/proc/no/such/dir")
 
 
+def test_train_resumes_from_its_checkpoint(tmp_path):
+    kw = dict(iterations=4, num_envs=4, steps=16, log=False)
+    first = tempo.rl.train("reinforce", save_dir=str(tmp_path), save_every=2, **kw)
+    assert (tmp_path / "checkpoint.json").exists()
+    # The checkpoint holds all 4 iterations: the result without training.
+    again = tempo.rl.train("reinforce", resume_dir=str(tmp_path), **kw)
+    assert len(again.curve) == len(first.curve) == 4
+    with pytest.raises(tempo.UserError, match="--lr"):
+        tempo.rl.train("reinforce", resume_dir=str(tmp_path), lr=1e-3, **kw)
+
+
 def test_on_iteration_sees_the_curve_and_can_stop_training():
     seen = []
     tempo.rl.train("reinforce", iterations=5, num_envs=4, steps=16, log=False,

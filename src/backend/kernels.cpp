@@ -100,13 +100,22 @@ std::unique_ptr<Kernel> source_kernel(const KernelCtx& c) {
       const uint64_t stream = a.ints.empty() ? static_cast<uint64_t>(op.id) : a.ints[0];
       std::vector<int32_t> slots;
       for (const Dim& d : op.domain) slots.push_back(c.layout.slot(d.var));
+      // offset_random_draws (api/random_offset.h): one offset per domain dim after the stream.
+      std::vector<uint64_t> offsets(slots.size(), 0);
+      if (a.ints.size() > 1) {
+        if (a.ints.size() != 1 + slots.size())
+          internal_error(cat(op.describe(), ": ", a.ints.size() - 1, " random offsets for ",
+                             slots.size(), " dims"));
+        for (size_t k = 0; k < slots.size(); ++k) offsets[k] = static_cast<uint64_t>(a.ints[k + 1]);
+      }
       // A draw is a function of (seed, stream, point): values do not depend on the order in
       // which the schedule runs the draws, nor on the device (drawn on the CPU generator).
       const torch::ScalarType gen_st = integral(st) ? torch::kFloat32 : st;
       TorchState* state_ptr = &c.state;
       return kernel(who, [=](const ValuePtr*, size_t, const int64_t* env, ValuePtr* out) {
         uint64_t h = mix(state_ptr->seed ^ mix(stream));
-        for (int32_t s : slots) h = mix(h ^ static_cast<uint64_t>(env[s]));
+        for (size_t k = 0; k < slots.size(); ++k)
+          h = mix(h ^ (static_cast<uint64_t>(env[slots[k]]) + offsets[k]));
         auto o = torch::TensorOptions().dtype(gen_st);
         // The executor launches one kernel at a time (torch::rand locks the generator itself).
         state_ptr->generator.set_current_seed(h);

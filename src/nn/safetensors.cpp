@@ -1,8 +1,10 @@
 // safetensors encoding and decoding; the header is read with nn/json.
 #include "nn/safetensors.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -174,24 +176,38 @@ std::map<std::string, HostTensor> safetensors_decode(const std::string& bytes,
   return out;
 }
 
+namespace {
+
+// Writes all of `bytes` to a new file `tmp` and flushes it to the disk; "" or the system's error.
+std::string write_new_file(const std::string& tmp, const std::string& bytes) {
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return cat("cannot create ", tmp, ": ", std::strerror(errno));
+  std::string err;
+  for (size_t done = 0; done < bytes.size() && err.empty();) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) err = std::strerror(errno);
+    if (n >= 0) done += static_cast<size_t>(n);
+  }
+  // The data reaches the disk before the rename makes it visible under its name.
+  if (err.empty() && ::fsync(fd) != 0) err = std::strerror(errno);
+  if (::close(fd) != 0 && err.empty()) err = std::strerror(errno);
+  return err;
+}
+
+}  // namespace
+
 void write_atomic(const std::string& path, const std::string& bytes, const std::string& what) {
   namespace fs = std::filesystem;
   fs::path target(path);
   fs::path tmp = target;
   tmp += cat(".tmp.", ::getpid());  // one per process: concurrent writers do not collide
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f)
-      throw UserError(cat("cannot write ", what, " '", path, "': cannot create ", tmp.string()));
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.flush();
-    if (!f) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw UserError(cat("cannot write ", what, " '", path, "': write failed"));
-    }
-  }
+  std::string err = write_new_file(tmp.string(), bytes);
   std::error_code ec;
+  if (!err.empty()) {
+    fs::remove(tmp, ec);
+    throw UserError(cat("cannot write ", what, " '", path, "': ", err));
+  }
   fs::rename(tmp, target, ec);
   if (ec) {
     fs::remove(tmp, ec);

@@ -74,16 +74,42 @@ Optimizer::Optimizer(std::vector<nn::Parameter> params, LearningRate lr, Loc loc
 
 RT Optimizer::state(const nn::Parameter& p, const std::string& name, Loc loc) {
   Context& ctx = p.ctx();
-  return p.steps().state(ctx.constant(0.0, p.type().shape, p.type().dtype, {}, loc),
-                         p.param_name() + "." + name, loc);
+  const std::string full = p.param_name() + "." + name;
+  RT first;
+  if (initial_) {
+    const size_t k = states_.size();
+    if (k >= initial_->size())
+      throw UserError(cat("optimizer created at ", where(loc_), ": the checkpoint holds ",
+                          initial_->size(), " optimizer states, the program needs more"));
+    const HostTensor& v = (*initial_)[k];
+    if (v.shape != p.type().shape.static_dims() || v.dtype != p.type().dtype)
+      throw UserError(cat("optimizer state ", k, " ('", full, "') has type ", p.type().str(),
+                          " but the checkpoint holds a ", ir::dtype_name(v.dtype), " tensor of ",
+                          v.shape.size(), " dims"));
+    first = ctx.tensor(v, loc);
+  } else {
+    first = ctx.constant(0.0, p.type().shape, p.type().dtype, {}, loc);
+  }
+  RT s = p.steps().state(first, full, loc);
+  states_.push_back(StateTensor{full, s, RT()});
+  return s;
 }
 
 void Optimizer::set_state(const nn::Parameter& p, RT s, const RT& value) {
   p.steps().advance(s, value);
+  for (StateTensor& st : states_)
+    if (st.state.op() == s.op()) st.next = value;
 }
 
 RT Optimizer::step_count(const nn::Parameter& p, Loc loc) {
-  return p.ctx().symbol(p.steps().count() + 1, loc).cast(DType::Float64, loc);
+  return p.ctx().symbol(p.steps().count() + (1 + steps_done_), loc).cast(DType::Float64, loc);
+}
+
+void Optimizer::resume(int64_t steps_done, std::vector<HostTensor> initial) {
+  if (stepped_)
+    throw UserError(cat("optimizer created at ", where(loc_), ": resume() after step()"));
+  steps_done_ = steps_done;
+  initial_ = std::move(initial);
 }
 
 void Optimizer::step(const std::vector<RT>& grads, Loc loc) {
@@ -121,6 +147,9 @@ void Optimizer::step(const std::vector<RT>& grads, Loc loc) {
     RT gg = g.dtype() == p.dtype() ? g : g.cast(p.dtype(), loc);
     p.set_update(next(k, p, gg, lr, loc), loc);
   }
+  if (initial_ && initial_->size() != states_.size())
+    throw UserError(cat("optimizer created at ", where(loc_), ": the checkpoint holds ",
+                        initial_->size(), " optimizer states, the program has ", states_.size()));
   stepped_ = true;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,20 @@ class Optimizer {
   const std::vector<nn::Parameter>& params() const { return params_; }
   const LearningRate& lr() const { return lr_; }
 
+  // One state tensor (a moment, a momentum buffer) of one parameter, in creation order: its
+  // placeholder over the parameter's steps and its value after the current step (what a
+  // checkpoint saves, read at the last step of an iteration).
+  struct StateTensor {
+    std::string name;  // "<parameter>.<state>", e.g. "weight.exp_avg"
+    RT state, next;
+  };
+  const std::vector<StateTensor>& states() const { return states_; }
+  // Continues a run from a checkpoint: `steps_done` steps ran before the first one here (Adam's
+  // bias corrections count them) and the states start from `initial` (one per state, in the
+  // order states() lists them) instead of zeros. Call before step(); step() throws UserError
+  // when `initial` does not match the states it makes.
+  void resume(int64_t steps_done, std::vector<HostTensor> initial);
+
  protected:
   // The next value of p given its gradient g (both at iteration i) and the learning rate
   // (float64 scalar RT).
@@ -75,6 +90,9 @@ class Optimizer {
   LearningRate lr_;
   Loc loc_;
   bool stepped_ = false;
+  std::vector<StateTensor> states_;
+  int64_t steps_done_ = 0;
+  std::optional<std::vector<HostTensor>> initial_;
 };
 
 // p <- p - lr * (momentum buffer or gradient), as torch.optim.SGD (dampening 0).

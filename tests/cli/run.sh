@@ -138,6 +138,49 @@ if [[ -z "$mean" ]] || ! awk -v m="$mean" 'BEGIN { exit !(m >= 150) }'; then
 fi
 again="$("$tempo" eval --load "$work/ppo" --episodes 8 --seed 5 2>&1 | sed -n 's/^mean return: //p')"
 [[ "$again" == "$mean" ]] || { echo "FAIL: eval is not deterministic ($mean, $again)"; failures=$((failures + 1)); }
+
+# Kill and resume: `tempo train --save-every 1` killed (SIGKILL) at random moments of its training
+# leaves a checkpoint that `--resume` loads and continues; the run finished that way saves the
+# policy and curve of the uninterrupted run, byte for byte.
+kr="$work/kill"
+kargs=(train a2c --iterations 100 --num-envs 2 --steps 64 --hidden 16)
+"$tempo" "${kargs[@]}" --save "$kr/straight" --out "$kr/straight" >"$kr.log" 2>&1 ||
+  { echo "FAIL: tempo train (uninterrupted): $(tail -2 "$kr.log")"; failures=$((failures + 1)); }
+RANDOM=33  # the same kill moments every time
+kills=0
+for attempt in 1 2 3 4 5; do
+  resume=()
+  [[ -f "$kr/run/checkpoint.json" ]] && resume=(--resume "$kr/run")
+  "$tempo" "${kargs[@]}" --save "$kr/run" --save-every 1 "${resume[@]}" >"$kr.$attempt.log" 2>&1 &
+  pid=$!
+  # Once it trains (or after 60 s): a random moment within the next 0.3 s.
+  for _ in $(seq 600); do
+    grep -q "^iteration" "$kr.$attempt.log" 2>/dev/null && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.3f", 0.3 * r / 32767 }')"
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  [[ $? -eq 137 ]] && kills=$((kills + 1))
+  if [[ -n "${resume[*]}" ]] && ! grep -q "^resuming from\|holds all" "$kr.$attempt.log"; then
+    echo "FAIL: --resume after a kill: $(tail -2 "$kr.$attempt.log")"
+    failures=$((failures + 1))
+  fi
+done
+if ! "$tempo" "${kargs[@]}" --save "$kr/run" --save-every 1 --resume "$kr/run" --out "$kr/run" \
+  >"$kr.final.log" 2>&1; then
+  echo "FAIL: tempo train --resume: $(tail -2 "$kr.final.log")"
+  failures=$((failures + 1))
+elif ! cmp -s "$kr/straight/policy.safetensors" "$kr/run/policy.safetensors" ||
+  ! cmp -s "$kr/straight/curve.csv" "$kr/run/curve.csv" || [[ $kills -lt 3 ]] ||
+  compgen -G "$kr/run/*.tmp.*" >/dev/null; then
+  echo "FAIL: killed $kills times and resumed: the policy or curve differs from the uninterrupted"
+  echo "  run's, or a temporary file was left: $(ls "$kr/run")"
+  failures=$((failures + 1))
+fi
+expect_error "the checkpoint was trained with --lr" "${kargs[@]}" --lr 0.001 --resume "$kr/run"
+expect_error "no training checkpoint in $kr/none" "${kargs[@]}" --resume "$kr/none"
 expect_error "does not have the same spaces" eval --load "$work/ppo" --env Pendulum-v1
 rm -rf "$work"
 

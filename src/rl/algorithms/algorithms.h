@@ -84,8 +84,16 @@ struct TrainConfig {
   // Saves the policy network (rl/algorithms/saved_policy.h) in this directory after the last
   // iteration and, with save_every > 0, after every save_every iterations; train() checks that
   // it can write there before it compiles. Empty: not saved.
+  // With a save_dir, and in one process with a built-in environment, each save also writes a
+  // training checkpoint there (rl/algorithms/checkpoint.h): parameters, optimizer states,
+  // environments' state, the curve so far.
   std::string save_dir;
   int64_t save_every = 0;
+  // Continues the run whose checkpoint is in this directory from the iteration it reached, to the
+  // result the uninterrupted run gets (curve and parameters bit for bit). The flags that shape
+  // the run must be those the checkpoint was trained with (UserError naming one that differs).
+  // Without a save_dir, checkpoints keep going to this directory.
+  std::string resume_dir;
   // Returns the trained parameters (TrainResult::parameters), e.g. to compare ranks.
   bool keep_parameters = false;
   // Called after each iteration (with its progress line) with the learning curve so far.

@@ -27,11 +27,12 @@ RT ppo_loss(Acting& a) {
   const Advantages adv = advantages(a);
   const int64_t rows = cfg.steps * cfg.num_envs, M = cfg.minibatches, B = rows / M;
   const uint64_t seed = cfg.compile.seed;
-  auto batch_fn = [seed, rows, M, B](const std::vector<HostTensor>&,
-                                     const std::vector<int64_t>& p) {
+  const int64_t first = a.first_iteration;
+  auto batch_fn = [seed, rows, M, B, first](const std::vector<HostTensor>&,
+                                            const std::vector<int64_t>& p) {
     std::vector<int64_t> perm(static_cast<size_t>(rows));
     std::iota(perm.begin(), perm.end(), 0);
-    std::mt19937_64 rng(seed * 1000003 + static_cast<uint64_t>(p[0]) * 7919 +
+    std::mt19937_64 rng(seed * 1000003 + static_cast<uint64_t>(p[0] + first) * 7919 +
                         static_cast<uint64_t>(p[1] / M));
     std::shuffle(perm.begin(), perm.end(), rng);
     HostTensor idx(DType::Int64, {B});

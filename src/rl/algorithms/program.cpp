@@ -24,10 +24,12 @@
 #include <sstream>
 
 #include "api/distributed.h"
+#include "api/random_offset.h"
 #include "nn/distributions.h"
 #include "nn/module.h"
 #include "optim/optim.h"
 #include "rl/algorithms/algorithms.h"
+#include "rl/algorithms/checkpoint.h"
 #include "rl/algorithms/saved_policy.h"
 #include "rl/envs/env.h"
 #include "util/error.h"
@@ -57,17 +59,22 @@ struct Stats {
   int64_t episodes = 0;
   std::ostream* log = nullptr;
   std::function<void(const std::vector<CurvePoint>&)> on_iteration;
+  int64_t first = 0;  // the whole run's iteration at i = 0 (a resumed run's start)
+  std::shared_ptr<detail::CheckpointParts> parts;  // null: no training checkpoints
 };
 
 // A parameter after all of iteration i's updates: its update read at (i, U - 1) for nested
 // steps (i, u), at i otherwise.
-RT after_iteration(const nn::Parameter& p, const Dim& i) {
-  const RT& next = p.update();
-  if (!next.defined()) internal_error(cat("parameter '", p.param_name(), "' has no update"));
+RT after_iteration(const RT& next, const Dim& i) {
   if (next.domain().size() == 1 && next.domain()[0] == i) return next;
   std::vector<Expr> at;
   for (const Dim& d : next.domain()) at.push_back(d == i ? d.var : d.bound - 1);
   return next[at.size() == 1 ? at[0] : seq(at)];
+}
+
+RT after_iteration(const nn::Parameter& p, const Dim& i) {
+  if (!p.update().defined()) internal_error(cat("parameter '", p.param_name(), "' has no update"));
+  return after_iteration(p.update(), i);
 }
 
 }  // namespace
@@ -169,8 +176,10 @@ void validate(const TrainConfig& c) {
   if (c.save_every < 0)
     throw UserError(
         cat("--save-every must be 0 (at the end only) or positive, got ", c.save_every));
-  if (c.save_every > 0 && c.save_dir.empty())
+  if (c.save_every > 0 && c.save_dir.empty() && c.resume_dir.empty())
     throw UserError("--save-every needs a directory to save in (--save DIR)");
+  if (!c.resume_dir.empty() && c.compile.communicator)
+    throw UserError("--resume is not supported in a data-parallel run");
 }
 
 namespace detail {
@@ -278,6 +287,9 @@ EnvStep step_env(Context& ctx, const Job& job, const std::shared_ptr<Stats>& sta
           std::chrono::duration<double>(now - *stats->last_step_of_iteration).count());
     if (p[1] + 1 == stats->steps) stats->last_step_of_iteration = now;
     stats->stepped[p[0]] = now;
+    const int64_t after = stats->first + p[0] + 1;  // iterations done after this one
+    if (stats->parts && p[1] + 1 == stats->steps && stats->parts->wanted(after))
+      stats->parts->env(after, HostTensor::from(r.obs, {N, obs_dim}), env->state());
     std::vector<float> done(static_cast<size_t>(N)), term(static_cast<size_t>(N));
     for (int64_t n = 0; n < N; ++n) {
       done[n] = (r.terminated[n] || r.truncated[n]) ? 1.0f : 0.0f;
@@ -299,17 +311,26 @@ EnvStep step_env(Context& ctx, const Job& job, const std::shared_ptr<Stats>& sta
   return EnvStep{st[0], st[1], st[2], st[3], bootstraps ? st[4] : RT()};
 }
 
-// The optimizer's updates of `params` minimizing `loss`, with the learning rate decayed over i.
-void add_optimizer(Context& ctx, const TrainConfig& cfg, const std::vector<nn::Parameter>& params,
-                   const RT& loss, const Dim& i) {
+// The optimizer's updates of `params` minimizing `loss`, with the learning rate decayed over the
+// whole run's iterations; a resumed run continues from the checkpoint's optimizer states. Returns
+// the optimizer's states (what checkpoints save).
+std::vector<optim::Optimizer::StateTensor> add_optimizer(Context& ctx, const TrainConfig& cfg,
+                                                         const std::vector<nn::Parameter>& params,
+                                                         const RT& loss, const Dim& i, int64_t U,
+                                                         const TrainCheckpoint* resume) {
+  const int64_t first = resume ? resume->iterations : 0;
   optim::LearningRate lr = cfg.lr;
-  if (cfg.lr_decay) lr = optim::linear_decay(ctx, cfg.lr, 0.0, i.var, i.bound);
+  if (cfg.lr_decay)
+    lr = first == 0 ? optim::linear_decay(ctx, cfg.lr, 0.0, i.var, i.bound)
+                    : optim::linear_decay(ctx, cfg.lr, 0.0, i.var + first, Expr(cfg.iterations));
   std::unique_ptr<optim::Optimizer> opt;
   if (cfg.optimizer == "sgd")
     opt = std::make_unique<optim::SGD>(params, lr);
   else
     opt = std::make_unique<optim::Adam>(params, lr, 0.9, 0.999, 1e-5);
+  if (resume) opt->resume(first * U, resume->optimizer_states);
   optim::minimize(loss, *opt, cfg.max_grad_norm);
+  return opt->states();
 }
 
 // A sink per iteration reading its last loss: the learning curve and a progress line.
@@ -326,7 +347,9 @@ void add_progress(Context& ctx, const std::shared_ptr<Stats>& stats, const RT& l
       stats->episodes += static_cast<int64_t>(r.size());
       stats->returns.erase(found);
     }
-    int64_t env_steps = (it + 1) * stats->envs * stats->steps;
+    const int64_t done = stats->first + it + 1;  // iterations of the whole run
+    int64_t env_steps = done * stats->envs * stats->steps;
+    const int64_t here = (it + 1) * stats->envs * stats->steps;  // this process's (speed)
     auto when = stats->stepped.find(it);
     Clock::time_point now = when != stats->stepped.end() ? when->second : Clock::now();
     if (when != stats->stepped.end()) stats->stepped.erase(when);
@@ -334,26 +357,57 @@ void add_progress(Context& ctx, const std::shared_ptr<Stats>& stats, const RT& l
     stats->curve.push_back({env_steps, stats->last_mean});
     if (stats->log) {
       std::ostringstream line;
-      line << "iteration " << it + 1 << "  env_steps " << env_steps << "  mean_return "
+      line << "iteration " << done << "  env_steps " << env_steps << "  mean_return "
            << std::fixed << std::setprecision(2) << stats->last_mean << "  loss "
            << std::setprecision(4) << in[0].at(0) << "  sps " << std::setprecision(0)
-           << static_cast<double>(env_steps) / std::max(secs, 1e-9) << "  time "
+           << static_cast<double>(here) / std::max(secs, 1e-9) << "  time "
            << std::setprecision(1) << secs << "s\n";
       *stats->log << line.str() << std::flush;
     }
+    if (stats->parts && stats->parts->wanted(done))
+      stats->parts->stats(done, stats->curve, {stats->recent.begin(), stats->recent.end()},
+                          stats->last_mean, stats->episodes);
     if (stats->on_iteration) stats->on_iteration(stats->curve);
     return std::vector<HostTensor>{};
   };
   ctx.udf("progress", log_fn, {loss}, {}, {i});
 }
 
+// Where the run saves: after the last iteration and every save_every iterations of the whole run.
+Expr save_points(const TrainConfig& cfg, const Dim& i, int64_t first) {
+  Expr when = i.var == i.bound - 1;
+  if (cfg.save_every > 0) when = when || (i.var + (1 + first)) % cfg.save_every == 0;
+  return when;
+}
+
+// The training checkpoint's tensors at the save points: every parameter and optimizer state
+// after the iteration (stats->parts assembles and writes the checkpoint).
+void add_train_checkpoints(Context& ctx, const TrainConfig& cfg, const Stats& stats,
+                           const std::vector<nn::Parameter>& params,
+                           const std::vector<optim::Optimizer::StateTensor>& states,
+                           const Dim& i) {
+  const Expr when = save_points(cfg, i, stats.first);
+  std::vector<RT> saved;
+  for (const nn::Parameter& p : params) saved.push_back(after_iteration(p, i)[when]);
+  for (const optim::Optimizer::StateTensor& s : states) {
+    if (!s.next.defined()) internal_error(cat("optimizer state '", s.name, "' has no update"));
+    saved.push_back(after_iteration(s.next, i)[when]);
+  }
+  auto fn = [parts = stats.parts, first = stats.first, P = params.size()](
+                const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
+    parts->tensors(first + p[0] + 1, {in.begin(), in.begin() + static_cast<std::ptrdiff_t>(P)},
+                   {in.begin() + static_cast<std::ptrdiff_t>(P), in.end()});
+    return std::vector<HostTensor>{};
+  };
+  ctx.udf("save_checkpoint", fn, saved, {}, {i});
+}
+
 // Saves the policy after iteration i, every save_every iterations and at the end.
 void add_checkpoints(Context& ctx, const TrainConfig& cfg, const Job& job, const nn::MLP& pi,
-                     const nn::Parameter& log_std, const Dim& i) {
+                     const nn::Parameter& log_std, const Dim& i, int64_t first) {
   std::vector<std::pair<std::string, nn::Parameter>> policy = pi.named_parameters();
   if (!job.discrete) policy.emplace_back("log_std", log_std);
-  Expr when = i.var == i.bound - 1;
-  if (cfg.save_every > 0) when = when || (i.var + 1) % cfg.save_every == 0;
+  const Expr when = save_points(cfg, i, first);
   std::vector<RT> trained;
   std::vector<std::string> names;
   for (const auto& [name, p] : policy) {
@@ -369,11 +423,11 @@ void add_checkpoints(Context& ctx, const TrainConfig& cfg, const Job& job, const
   meta.observation_space = job.env->observation_space();
   meta.action_space = job.aspace;
   meta.seed = cfg.compile.seed;
-  auto save_fn = [meta, names, dir = cfg.save_dir, N = job.N, T = job.T](
+  auto save_fn = [meta, names, dir = cfg.save_dir, N = job.N, T = job.T, first](
                      const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
     SavedPolicy saved = meta;
-    saved.iterations = p[0] + 1;
-    saved.env_steps = (p[0] + 1) * N * T;
+    saved.iterations = first + p[0] + 1;
+    saved.env_steps = saved.iterations * N * T;
     for (size_t k = 0; k < in.size(); ++k) saved.tensors[names[k]] = in[k];
     save_policy(dir, saved);
     return std::vector<HostTensor>{};
@@ -442,9 +496,65 @@ TrainResult compile_and_run(Context& ctx, const TrainConfig& cfg, const Bounds& 
 
 }  // namespace
 
-TrainResult train(const TrainConfig& cfg, std::ostream* log) {
-  validate(cfg);
-  const Job job = make_job(cfg);
+namespace {
+
+// The checkpoint a run resumes from (checked against its flags and environment), if any.
+std::optional<TrainCheckpoint> load_resume(const TrainConfig& cfg, const Job& job) {
+  if (cfg.resume_dir.empty()) return std::nullopt;
+  TrainCheckpoint c = load_checkpoint(cfg.resume_dir);
+  check_resumable(cfg, c, cfg.resume_dir);
+  if (c.obs.dtype != DType::Float32 || c.obs.shape != std::vector<int64_t>{job.N, job.obs_dim})
+    throw UserError(cat("--resume ", cfg.resume_dir, ": the checkpoint's observations are not (",
+                        job.N, ", ", job.obs_dim, ") float32"));
+  if (job.env->state().empty())
+    throw UserError(cat("--resume: environment '", cfg.env, "' cannot restore a saved state"));
+  return c;
+}
+
+// The checkpoint's parameters become the initial values (in the program's order).
+void restore_parameters(const std::vector<nn::Parameter>& params, const TrainCheckpoint& c,
+                        const std::string& dir) {
+  if (c.parameters.size() != params.size())
+    throw UserError(cat("--resume ", dir, ": the checkpoint holds ", c.parameters.size(),
+                        " parameters, the program has ", params.size()));
+  for (size_t k = 0; k < params.size(); ++k)
+    params[k].set_initial(c.parameters[k], cat("the checkpoint in ", dir, " (parameter ", k, ")"));
+}
+
+// A resumed run whose checkpoint already holds every iteration: its result.
+TrainResult finished_run(const TrainConfig& cfg, const TrainCheckpoint& c, std::ostream* log) {
+  if (log)
+    *log << "the checkpoint in " << cfg.resume_dir << " holds all " << c.iterations
+         << " iterations: nothing to train\n";
+  TrainResult res;
+  res.curve = c.curve;
+  res.episodes = c.episodes;
+  res.final_mean_return = final_mean_return(res.curve);
+  if (cfg.keep_parameters) res.parameters = c.parameters;
+  return res;
+}
+
+// What the progress sink carries over from the checkpoint: the curve and the episodes' window.
+void restore_stats(Stats& stats, const TrainCheckpoint& c) {
+  stats.first = c.iterations;
+  stats.curve = c.curve;
+  stats.recent.assign(c.recent.begin(), c.recent.end());
+  stats.last_mean = c.last_mean;
+  stats.episodes = c.episodes;
+}
+
+}  // namespace
+
+TrainResult train(const TrainConfig& given, std::ostream* log) {
+  validate(given);
+  TrainConfig cfg = given;
+  if (cfg.save_dir.empty()) cfg.save_dir = cfg.resume_dir;  // a resumed run keeps saving there
+  Job job = make_job(cfg);
+  const std::optional<TrainCheckpoint> resume = load_resume(cfg, job);
+  const int64_t first = resume ? resume->iterations : 0;  // iterations done before this process
+  if (resume && first == cfg.iterations) return finished_run(cfg, *resume, log);
+  if (resume && log) *log << "resuming from " << cfg.resume_dir << " after iteration " << first << "\n";
+  job.I = cfg.iterations - first;
   const int64_t N = job.N, obs_dim = job.obs_dim;
   const bool ppo = cfg.algo == "ppo";
   if (job.rank != 0) log = nullptr;  // rank 0 reports
@@ -453,8 +563,12 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   stats->steps = job.T;
   stats->log = log;
   stats->on_iteration = cfg.on_iteration;
+  if (resume) restore_stats(*stats, *resume);
   // Before compiling: a run whose results cannot be kept fails now, not at its end.
   if (!cfg.save_dir.empty()) check_writable_dir(cfg.save_dir, "--save");
+  // Training checkpoints: one process, an environment that can save its state.
+  if (!cfg.save_dir.empty() && !job.comm && !job.env->state().empty())
+    stats->parts = std::make_shared<detail::CheckpointParts>(cfg, cfg.save_dir);
 
   Context ctx;
   // With a communicator the program has the same ops for every world size (one rank and two
@@ -472,8 +586,15 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   // Env copy k is seeded seed + k (rl/envs/env.h): this rank's copies are the job's copies
   // rank*N .. rank*N + N - 1.
   const uint64_t seed = cfg.compile.seed + static_cast<uint64_t>(job.rank * N);
-  auto reset_fn = [env = job.env, seed, N, obs_dim](const std::vector<HostTensor>&,
-                                                    const std::vector<int64_t>&) {
+  // A resumed run restores the environments and starts from the checkpoint's observations.
+  std::optional<std::pair<HostTensor, std::string>> restart;
+  if (resume) restart.emplace(resume->obs, resume->env_state);
+  auto reset_fn = [env = job.env, seed, N, obs_dim, restart](const std::vector<HostTensor>&,
+                                                             const std::vector<int64_t>&) {
+    if (restart) {
+      env->set_state(restart->second);
+      return std::vector<HostTensor>{restart->first};
+    }
     return std::vector<HostTensor>{HostTensor::from(env->reset(seed), {N, obs_dim})};
   };
   RT reset = ctx.udf("reset", reset_fn, {}, {TensorType{DType::Float32, {N, obs_dim}}}, {})[0];
@@ -508,18 +629,25 @@ TrainResult train(const TrainConfig& cfg, std::ostream* log) {
   // ---- learning: each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp) ----
   detail::Acting acting_program{
       ctx, cfg,     i,      t,      u, steps, start,     job.discrete, mlp_sizes,     init,
-      pi,  log_std, params, acting, o, a,     st.reward, st.done,      st.terminated, st.final_obs};
+      pi,  log_std, params, acting, o, a,     st.reward, st.done,      st.terminated, st.final_obs,
+      first};
   RT loss = ppo                       ? detail::ppo_loss(acting_program)
             : cfg.algo != "reinforce" ? detail::a2c_loss(acting_program)
                                       : detail::reinforce_loss(acting_program);
   params = acting_program.params;
+  if (resume) restore_parameters(params, *resume, cfg.resume_dir);
   loss = loss.named("loss");
-  add_optimizer(ctx, cfg, params, loss, i);
+  const std::vector<optim::Optimizer::StateTensor> states =
+      add_optimizer(ctx, cfg, params, loss, i, job.U, resume ? &*resume : nullptr);
 
   add_progress(ctx, stats, ppo ? RT(loss[{i.var, u->bound - 1}]) : loss, i);
-  if (!cfg.save_dir.empty() && job.rank == 0) add_checkpoints(ctx, cfg, job, pi, log_std, i);
+  if (!cfg.save_dir.empty() && job.rank == 0)
+    add_checkpoints(ctx, cfg, job, pi, log_std, i, first);
+  if (stats->parts) add_train_checkpoints(ctx, cfg, *stats, params, states, i);
   auto kept = cfg.keep_parameters ? keep_parameters(ctx, params, i)
                                   : std::make_shared<std::vector<HostTensor>>();
+  // A resumed program's i counts from 0 again: its draws are those of the whole run's i + first.
+  if (first > 0) offset_random_draws(ctx, i, first);
   Bounds bounds{{i.bound, job.I}, {t.bound, job.T}};
   if (u) bounds.emplace_back(u->bound, job.U);
   return compile_and_run(ctx, cfg, bounds, *stats, *kept);

@@ -49,6 +49,7 @@ struct Acting {
   // Per step: the reward, whether the episode ended (terminated or truncated), whether it
   // terminated, and the episode's own last observation (before an automatic reset).
   RT reward, done, terminated, final_obs;
+  int64_t first_iteration = 0;  // the whole run's iteration at i = 0 (a resumed run's start)
 };
 
 // The index reading all of x's temporal dims at the current point, with t replaced by `entry`.

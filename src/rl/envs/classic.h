@@ -50,6 +50,17 @@ class ClassicEnv final : public BatchedEnv {
     return obs;
   }
 
+  std::string state() const override {
+    return StateWriter().word(Dyn::kName).values(state_).values(rngs_).values(steps_)
+        .values(returns_).text();
+  }
+
+  void set_state(const std::string& text) override {
+    StateReader(text, Dyn::kName).word(Dyn::kName).values(state_).values(rngs_).values(steps_)
+        .values(returns_).end();
+    started_ = true;
+  }
+
   void step_into(const std::vector<float>& actions, StepResult& out) override {
     check_step(actions, started_);
     const int64_t n = num_envs();

@@ -1,6 +1,8 @@
 #include "rl/envs/env.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 
 #include "rl/envs/classic.h"
 #include "util/error.h"
@@ -23,6 +25,124 @@ StepResult BatchedEnv::step(const std::vector<float>& actions) {
   StepResult r;
   step_into(actions, r);
   return r;
+}
+
+void BatchedEnv::set_state(const std::string&) {
+  throw UserError(cat("environment '", name(), "' cannot restore a saved state"));
+}
+
+StateWriter& StateWriter::word(const std::string& w) {
+  out_ << w << ' ';
+  return *this;
+}
+
+StateWriter& StateWriter::values(const std::vector<double>& v) {
+  out_ << v.size() << ' ' << std::hexfloat;
+  for (double x : v) out_ << x << ' ';
+  out_ << std::defaultfloat << '\n';
+  return *this;
+}
+
+StateWriter& StateWriter::values(const std::vector<int64_t>& v) {
+  out_ << v.size() << ' ';
+  for (int64_t x : v) out_ << x << ' ';
+  out_ << '\n';
+  return *this;
+}
+
+StateWriter& StateWriter::values(const std::vector<uint64_t>& v) {
+  out_ << v.size() << ' ';
+  for (uint64_t x : v) out_ << x << ' ';
+  out_ << '\n';
+  return *this;
+}
+
+StateWriter& StateWriter::values(const std::vector<std::mt19937_64>& v) {
+  out_ << v.size() << ' ';
+  for (const std::mt19937_64& g : v) out_ << g << '\n';
+  return *this;
+}
+
+std::string StateReader::token() {
+  std::string t;
+  if (!(in_ >> t)) fail("it ends early");
+  return t;
+}
+
+void StateReader::fail(const std::string& why) const {
+  throw UserError(cat("malformed saved state of environment '", env_, "': ", why));
+}
+
+StateReader& StateReader::word(const std::string& w) {
+  std::string t = token();
+  if (t != w) fail(cat("expected '", w, "', found '", t, "'"));
+  return *this;
+}
+
+namespace {
+
+// Parses all of `t` with strto* (`end` must reach its end).
+template <class T, class F>
+T parse_all(const std::string& t, F convert, bool* ok) {
+  char* end = nullptr;
+  errno = 0;
+  T v = convert(t.c_str(), &end);
+  *ok = !t.empty() && end == t.c_str() + t.size() && errno == 0;
+  return v;
+}
+
+}  // namespace
+
+void StateReader::expect_count(size_t n) {
+  bool ok = false;
+  const std::string t = token();
+  uint64_t got = parse_all<uint64_t>(
+      t, [](const char* c, char** e) { return std::strtoull(c, e, 10); }, &ok);
+  if (!ok || got != n) fail(cat("expected ", n, " values, found '", t, "'"));
+}
+
+StateReader& StateReader::values(std::vector<double>& v) {
+  expect_count(v.size());
+  for (double& x : v) {
+    bool ok = false;
+    x = parse_all<double>(token(), [](const char* c, char** e) { return std::strtod(c, e); }, &ok);
+    if (!ok) fail("a value is not a number");
+  }
+  return *this;
+}
+
+StateReader& StateReader::values(std::vector<int64_t>& v) {
+  expect_count(v.size());
+  for (int64_t& x : v) {
+    bool ok = false;
+    x = parse_all<int64_t>(
+        token(), [](const char* c, char** e) { return std::strtoll(c, e, 10); }, &ok);
+    if (!ok) fail("a value is not an integer");
+  }
+  return *this;
+}
+
+StateReader& StateReader::values(std::vector<uint64_t>& v) {
+  expect_count(v.size());
+  for (uint64_t& x : v) {
+    bool ok = false;
+    x = parse_all<uint64_t>(
+        token(), [](const char* c, char** e) { return std::strtoull(c, e, 10); }, &ok);
+    if (!ok) fail("a value is not an integer");
+  }
+  return *this;
+}
+
+StateReader& StateReader::values(std::vector<std::mt19937_64>& v) {
+  expect_count(v.size());
+  for (std::mt19937_64& g : v)
+    if (!(in_ >> g)) fail("a generator state does not parse");
+  return *this;
+}
+
+void StateReader::end() {
+  std::string t;
+  if (in_ >> t) fail(cat("unexpected '", t, "' at the end"));
 }
 
 void BatchedEnv::check_step(const std::vector<float>& actions, bool started) const {

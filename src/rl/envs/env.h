@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -70,12 +72,53 @@ class BatchedEnv {
   virtual void step_into(const std::vector<float>& actions, StepResult& out) = 0;
   virtual std::string name() const = 0;
 
+  // The whole state of every copy (physical state, generator, episode step and return) as text,
+  // what a training checkpoint keeps; set_state() restores it exactly. Environments that cannot
+  // return "" (the default; set_state then throws UserError).
+  virtual std::string state() const { return ""; }
+  // UserError naming the environment when `text` is malformed or from another environment.
+  virtual void set_state(const std::string& text);
+
  protected:
   // The UserError checks described at step(); `started` says whether reset() has run.
   void check_step(const std::vector<float>& actions, bool started) const;
 
  private:
   int64_t num_envs_;
+};
+
+// Writes and reads the text of BatchedEnv::state(): words and numbers separated by spaces,
+// doubles in hexadecimal (exact), generators in the standard library's text form.
+class StateWriter {
+ public:
+  StateWriter& word(const std::string& w);
+  StateWriter& values(const std::vector<double>& v);
+  StateWriter& values(const std::vector<int64_t>& v);
+  StateWriter& values(const std::vector<uint64_t>& v);
+  StateWriter& values(const std::vector<std::mt19937_64>& v);
+  std::string text() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+};
+
+class StateReader {
+ public:
+  StateReader(const std::string& text, std::string env) : in_(text), env_(std::move(env)) {}
+  StateReader& word(const std::string& w);  // expects w
+  // Each expects exactly v.size() values (the environment's own size).
+  StateReader& values(std::vector<double>& v);
+  StateReader& values(std::vector<int64_t>& v);
+  StateReader& values(std::vector<uint64_t>& v);
+  StateReader& values(std::vector<std::mt19937_64>& v);
+  void end();  // expects nothing more
+
+ private:
+  std::string token();
+  void expect_count(size_t n);
+  [[noreturn]] void fail(const std::string& why) const;
+  std::istringstream in_;
+  std::string env_;
 };
 
 // "CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCar-v0" or "synthetic". An unknown name

@@ -45,6 +45,17 @@ class SyntheticEnv final : public BatchedEnv {
   const Space& action_space() const override { return act_space_; }
   std::string name() const override { return "synthetic"; }
 
+  std::string state() const override {
+    return StateWriter().word("synthetic").values(rng_).values(steps_).values(returns_)
+        .values(target_).text();
+  }
+
+  void set_state(const std::string& text) override {
+    StateReader(text, "synthetic").word("synthetic").values(rng_).values(steps_).values(returns_)
+        .values(target_).end();
+    started_ = true;
+  }
+
   std::vector<float> reset(uint64_t seed) override {
     const int64_t n = num_envs();
     std::vector<float> obs(n * numel_);
