@@ -163,6 +163,13 @@ const std::vector<Option>& all_options() {
        "--memory-budget SIZE  keep tracked device memory under SIZE (e.g. 512MiB, 2GiB): tiles\n"
        "              and swaps rollouts to host memory as needed, or fails naming what does\n"
        "              not fit\n"},
+      {"--schedule-memory", true,
+       [](A& a, S f, S v) { a.cfg.compile.schedule_memory_limit = tempo::parse_bytes(v, f); },
+       "--schedule-memory SIZE  memory limit of isl's scheduling process (default: half the\n"
+       "              machine's memory); past it, compiling fails naming the program's size\n"},
+      {"--schedule-time", true,
+       [](A& a, S f, S v) { a.cfg.compile.schedule_time_limit = parse_double(f, v); },
+       "--schedule-time S  time limit of scheduling in seconds (default 300; 0: none)\n"},
       {"--swap-policy", true, [](A& a, S, S v) { a.swap_policy = v; },
        "--swap-policy P  what to swap under --memory-budget: largest (default: the largest\n"
        "              outputs read late), heuristic (the placement of the XLA-style MMapGame\n"

@@ -452,6 +452,14 @@ const std::vector<Keyword<CompileOptions>>& compile_keywords() {
                                : value.cast<int64_t>();
        }},
       keyword("memory_timeline", &O::memory_timeline),
+      {"schedule_memory_limit",
+       [](O& o, py::handle value) {
+         o.schedule_memory_limit =
+             py::isinstance<py::str>(value)
+                 ? parse_bytes(value.cast<std::string>(), "schedule_memory_limit")
+                 : value.cast<int64_t>();
+       }},
+      keyword("schedule_time_limit", &O::schedule_time_limit),
       keyword("dump", &O::dump),
       keyword("dump_dir", &O::dump_dir),
       {"swap_policy",
@@ -990,7 +998,8 @@ void bind_context(py::module_& m) {
           py::arg("bounds") = py::none(), guard(), keep_ctx,
           "Compiles the program with values for its bounds ({'T': 100} or {T: 100}) and "
           "options (deallocate, proximity, fuse, codegen, block_stores, donation, "
-          "memory_budget, memory_timeline, swap_policy, seed, verbose, profile, dump, "
+          "memory_budget, memory_timeline, schedule_memory_limit, schedule_time_limit, "
+          "swap_policy, seed, verbose, profile, dump, "
           "dump_dir, no_pass, tiles, tile_above_bytes, static_tiles). dump names compile "
           "stages whose result is written ('passes,schedule' or 'all'). swap_policy(candidates, excess) -> indices "
           "chooses what to swap under memory_budget: candidates are dicts {'rt', 'bytes'}.");

@@ -151,6 +151,11 @@ void validate(Compilation& c) {
   if (c.options.memory_budget < 0)
     throw UserError(cat("compile at ", where(c.loc),
                         ": memory_budget must be positive (bytes), got ", c.options.memory_budget));
+  if (c.options.schedule_memory_limit < 0 || !(c.options.schedule_time_limit >= 0))
+    throw UserError(cat("compile at ", where(c.loc), ": schedule_memory_limit (bytes) and ",
+                        "schedule_time_limit (seconds) must not be negative (0: the default ",
+                        "memory limit, no time limit), got ", c.options.schedule_memory_limit,
+                        " and ", c.options.schedule_time_limit));
   c.log(cat("SDG: ", g.num_ops(), " ops, ", g.num_edges(), " edges"));
   Executable::Impl& impl = *c.impl;
   impl.ctx = &c.ctx;
@@ -190,6 +195,8 @@ void schedule_program(Compilation& c) {
   so.deallocate = c.options.deallocate;
   so.fuse = c.options.fuse;
   so.solve_in_child = c.settings.schedule_in_child;
+  so.child_memory_limit = c.options.schedule_memory_limit;
+  so.time_limit_s = c.options.schedule_time_limit;
   for (const auto& [b, v] : c.bounds) so.known_bounds.emplace_back(b.name(), v);
   impl.schedule = schedule::compute_schedule(impl.graph, so);
   c.log(cat("isl statements: ", impl.schedule.num_statements,

@@ -63,6 +63,11 @@ struct CompileOptions {
   // Writes the stores' live device and host bytes after every statement of each run to this
   // CSV file, and a plot of them next to it (.svg).
   std::string memory_timeline;
+  // Bounds on isl's scheduling process: its memory in bytes (0: half the machine's physical
+  // memory) and the seconds scheduling may take (0: none). Going past either fails the compile
+  // with the program's size and what to try, instead of the machine running out of memory.
+  int64_t schedule_memory_limit = 0;
+  double schedule_time_limit = 300;
   uint64_t seed = 0;  // random number generation
   // The process group of a data-parallel job (api/distributed.h): the program's collective ops
   // (AllReduce, Broadcast) run over it. Null: one process, where collectives are identities.

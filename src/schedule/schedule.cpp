@@ -1,6 +1,8 @@
 // Polyhedral scheduling of an SDG with isl (TEMPO §5.1-5.3): compute_schedule runs the Scheduler's
 // steps (scheduler.h; each step in its own file) and falls back from fused to unfused statements
 // and from bounded to unbounded lifetimes where isl finds no schedule.
+#include <unistd.h>
+
 #include "schedule/scheduler.h"
 
 namespace tempo::schedule {
@@ -79,7 +81,13 @@ struct OwnedCtx {
 class Tries {
  public:
   Tries(const Graph& g, const ScheduleOptions& options)
-      : g_(g), options_(options), first_(g, options, isl::ctx(owned_.raw), Scheduler::CycleSearch::Careful, 0) {
+      : g_(g),
+        options_(options),
+        first_(g, options, isl::ctx(owned_.raw), Scheduler::CycleSearch::Careful, 0) {
+    if (options.time_limit_s > 0)
+      deadline_ = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(options.time_limit_s));
     guard([&] { first_.analyze(); });
   }
 
@@ -98,9 +106,13 @@ class Tries {
                    size_t bound_depth, const std::set<ir::OpId>& alone) {
     return guard([&] {
       Scheduler s(g_, options, isl::ctx(owned_.raw), search, bound_depth, alone);
-      s.analyzed_as(first_);
+      prepare(s);
       return s.run();
     });
+  }
+  void prepare(Scheduler& s) const {
+    s.analyzed_as(first_);
+    s.set_deadline(deadline_);
   }
   // isl's exceptions as Tempo's errors.
   template <typename F>
@@ -110,6 +122,7 @@ class Tries {
   const ScheduleOptions& options_;
   OwnedCtx owned_;
   Scheduler first_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
 };
 
 template <typename F>
@@ -208,7 +221,7 @@ std::optional<Tries::Groups> Tries::unschedulable(const ScheduleOptions& options
   data_only.swaps.clear();
   return guard([&] {
     Scheduler s(g_, data_only, isl::ctx(owned_.raw), search, 0, alone);
-    s.analyzed_as(first_);
+    prepare(s);
     try {
       return s.fusion_failure();
     } catch (const FuseFailed& failed) {  // a same-point cycle inside a group
@@ -218,6 +231,12 @@ std::optional<Tries::Groups> Tries::unschedulable(const ScheduleOptions& options
 }
 
 }  // namespace
+
+int64_t default_child_memory_limit() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), size = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || size <= 0) return int64_t{8} << 30;
+  return static_cast<int64_t>(pages) * size / 2;
+}
 
 Schedule compute_schedule(const Graph& g, const ScheduleOptions& options) {
   return Tries(g, options).fused_or_unfused(options);

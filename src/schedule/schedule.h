@@ -51,7 +51,16 @@ struct ScheduleOptions {
   // Run isl's scheduler in a forked child process (its ILPs' ~100 MiB stay out of this process;
   // a fault in isl is an error), in this process where no child can be started or when false.
   bool solve_in_child = true;
+  // Bounds on isl's child: the memory it may take beyond what it inherits (0: half the machine's
+  // physical memory), and the seconds every try of one compute_schedule may take together (0:
+  // none). Going past either is a UserError naming the program's size, instead of the machine
+  // swapping or an OOM kill of this process, or a wait of many minutes.
+  int64_t child_memory_limit = 0;
+  double time_limit_s = 300;
 };
+
+// The child's memory limit that child_memory_limit = 0 stands for.
+int64_t default_child_memory_limit();
 
 // Builds validity constraints from every edge (source before sink), proximity constraints,
 // a Dealloc statement per stored op output (after its producer and after the last consumer

@@ -3,6 +3,8 @@
 // isl's scheduler and the AST (solve.cpp); schedule.cpp ties them together (compute_schedule).
 #pragma once
 
+#include <sys/types.h>
+
 #include <isl/ast_build.h>
 #include <isl/ctx.h>
 #include <isl/map.h>
@@ -13,6 +15,7 @@
 #include <isl/union_set.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <limits>
 #include <map>
@@ -183,6 +186,10 @@ class Scheduler {
   void analyzed_as(const Scheduler& first);
 
   Schedule run();
+  // When every try of the program must have ended (ScheduleOptions::time_limit_s).
+  void set_deadline(std::optional<std::chrono::steady_clock::time_point> deadline) {
+    deadline_ = deadline;
+  }
   // Steps 3-5 alone: the fused groups where isl finds no schedule, nullopt where it finds one.
   std::optional<std::vector<std::vector<OpId>>> fusion_failure();
 
@@ -335,6 +342,9 @@ class Scheduler {
                       const isl::union_map& proximity);
 
   std::optional<std::string> solve_in_child(isl_ctx* raw, isl_schedule_constraints* sc);
+  std::string read_reply(int fd, pid_t pid);
+  // Past a limit: what the program's size is and what to try.
+  [[noreturn]] void limit_exceeded(const std::string& what);
   std::string child_error_;  // isl's message from the child that found no schedule
 
   void check_quota(const char* phase);
@@ -373,6 +383,7 @@ class Scheduler {
   std::map<std::string, std::vector<std::pair<OpId, int>>> dealloc_stmts_;
   std::map<std::string, std::pair<OpId, int>> swap_stmts_;  // Evict statements of their own
   int num_statements_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
   CycleSearch search_;
   // Bounded lifetimes (bound_lifetime) over at most this many leading dimensions; 0: none.
   size_t bound_depth_;

@@ -1,8 +1,14 @@
 // Scheduler steps 5 and 6: isl's scheduler, and isl's AST converted to Tempo's.
+#include <dlfcn.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "schedule/scheduler.h"
@@ -62,17 +68,61 @@ bool write_all(int fd, const std::string& data) {
   return true;
 }
 
+// In the child: where an allocation fails under its memory limit, it answers 'M' and ends.
+int reply_fd = -1;
+[[noreturn]] void out_of_memory() {
+  const char m = 'M';
+  [[maybe_unused]] ssize_t n = ::write(reply_fd, &m, 1);
+  ::_exit(0);
+}
+void* gmp_alloc(size_t n) {
+  void* p = std::malloc(n);
+  if (!p) out_of_memory();
+  return p;
+}
+void* gmp_realloc(void* p, size_t, size_t n) {
+  void* q = std::realloc(p, n);
+  if (!q) out_of_memory();
+  return q;
+}
+void gmp_free(void* p, size_t) { std::free(p); }
+
+// The child's address space: what it inherits plus `limit`. isl's integers are GMP's, whose
+// default allocator aborts when memory runs out: it gets one that answers 'M' (looked up at run
+// time, as isl loads GMP; absent, a failed allocation ends the child with a signal).
+void limit_child_memory(int64_t limit, int fd) {
+  reply_fd = fd;
+  using SetMemory = void (*)(void* (*)(size_t), void* (*)(void*, size_t, size_t),
+                             void (*)(void*, size_t));
+  if (auto set = reinterpret_cast<SetMemory>(::dlsym(RTLD_DEFAULT, "__gmp_set_memory_functions")))
+    set(gmp_alloc, gmp_realloc, gmp_free);
+  long pages = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  const rlim_t bytes = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) +
+                       static_cast<rlim_t>(limit);
+  struct rlimit r {bytes, bytes};
+  ::setrlimit(RLIMIT_AS, &r);
+}
+
+std::string mib(int64_t bytes) { return cat(bytes >> 20, " MiB"); }
+
 }  // namespace
 
 // isl's scheduler solves dense ILPs: on an RL training program (a few hundred statements) it
 // takes ~100 MiB for a fraction of a second, and the allocator keeps those pages in the process
 // for the rest of the run. A forked child solves instead and sends back isl's text of the
-// schedule ('S' + text), 'N' + isl's message where there is none, or 'Q' where the operation
-// bound was hit; the program's process keeps only the tensors' memory, and a fault inside isl
-// becomes an error instead of a crash. nullopt where no child could be started.
+// schedule ('S' + text), 'N' + isl's message where there is none, 'Q' where the operation
+// bound was hit, or 'M' where its memory limit was; the program's process keeps only the
+// tensors' memory, and a fault inside isl becomes an error instead of a crash. nullopt where no
+// child could be started.
 std::optional<std::string> Scheduler::solve_in_child(isl_ctx* raw, isl_schedule_constraints* sc) {
   int fds[2];
   if (::pipe(fds) != 0) return std::nullopt;
+  const int64_t memory =
+      opt_.child_memory_limit > 0 ? opt_.child_memory_limit : default_child_memory_limit();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
@@ -81,10 +131,13 @@ std::optional<std::string> Scheduler::solve_in_child(isl_ctx* raw, isl_schedule_
   }
   if (pid == 0) {  // the child (its own copy of sc): no destructors, exit handlers, stdio flush
     ::close(fds[0]);
+    limit_child_memory(memory, fds[1]);
     isl_schedule* s = isl_schedule_constraints_compute_schedule(sc);
     std::string reply;
     if (isl_ctx_last_error(raw) == isl_error_quota) {
       reply = "Q";
+    } else if (isl_ctx_last_error(raw) == isl_error_alloc) {
+      reply = "M";
     } else if (!s) {
       const char* m = isl_ctx_last_error_msg(raw);
       reply = std::string("N") + (m ? m : "");
@@ -95,25 +148,60 @@ std::optional<std::string> Scheduler::solve_in_child(isl_ctx* raw, isl_schedule_
     ::_exit(write_all(fds[1], reply) ? 0 : 1);
   }
   ::close(fds[1]);
-  std::string reply;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    reply.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fds[0]);
+  std::string reply = read_reply(fds[0], pid);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (!reply.empty() && reply[0] == 'M')
+    limit_exceeded(cat("ran out of its memory limit of ", mib(memory)));
   if (WIFSIGNALED(status))
     throw InternalError(cat("schedule: isl's scheduler died with signal ", WTERMSIG(status), " (",
-                            strsignal(WTERMSIG(status)), ")"));
+                            strsignal(WTERMSIG(status)), "; its memory limit is ", mib(memory),
+                            ")"));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply.empty() ||
       (reply[0] != 'S' && reply[0] != 'N' && reply[0] != 'Q'))
     throw InternalError("schedule: isl's scheduler process ended without a schedule");
   return reply;
+}
+
+// The child's whole reply; past the deadline, the child is killed and the limit reported.
+std::string Scheduler::read_reply(int fd, pid_t pid) {
+  std::string reply;
+  char buf[1 << 16];
+  for (;;) {
+    int wait_ms = -1;
+    if (deadline_) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          *deadline_ - std::chrono::steady_clock::now());
+      wait_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
+    }
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, wait_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      ::kill(pid, SIGKILL);
+      ::close(fd);
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      limit_exceeded(cat("went past its time limit of ", opt_.time_limit_s, " s"));
+    }
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    reply.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return reply;
+}
+
+void Scheduler::limit_exceeded(const std::string& what) {
+  const isl_size relations = validity_.is_null() ? 0 : isl_union_map_n_map(validity_.get());
+  throw UserError(cat(
+      "schedule: isl's scheduler ", what, " on a program of ", num_statements_,
+      " statements and ", relations, " dependence relations (", g_.num_ops(), " ops, ",
+      g_.num_edges(), " edges). Try: the optimization passes on (fusion makes fewer statements), ",
+      "proximity off, or a larger limit (CompileOptions::schedule_memory_limit / ",
+      "schedule_time_limit; tempo train --schedule-memory / --schedule-time)"));
 }
 
 void Scheduler::check_quota(const char* phase) {

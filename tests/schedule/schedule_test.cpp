@@ -387,6 +387,43 @@ TEST_P(Schedule_, OperationBoundIsAClearError) {
   }
 }
 
+// isl's child runs under a memory limit and every try under a time limit: past either, the
+// error names the program's size and what to try, and the child is gone.
+TEST_P(Schedule_, ChildMemoryAndTimeLimitsAreClearErrors) {
+  // A staircase of 60 ops, each reading the previous one a step earlier: no two fuse, and isl's
+  // problem takes more memory than the heap this process leaves free.
+  Builder b;
+  Dims it = {i_dim, t_dim};
+  OpId prev = b.op("x0", it);
+  for (int k = 1; k < 60; ++k) {
+    OpId x = b.op(cat("x", k), it);
+    b.read(x, prev, seq({i, t - 1}), t > 0);
+    b.read(x, x, seq({i - 1, t}), i > 0);
+    prev = x;
+  }
+  auto message = [&](const ScheduleOptions& opt) {
+    try {
+      compute_schedule(b.g, opt);
+      ADD_FAILURE() << "expected a UserError";
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  ScheduleOptions opt = base();
+  opt.child_memory_limit = 64 << 10;  // 64 KiB beyond what the child inherits
+  std::string msg = message(opt);
+  EXPECT_NE(msg.find("memory limit of 0 MiB"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(" statements and "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--schedule-memory"), std::string::npos) << msg;
+  opt = base();
+  opt.time_limit_s = 1e-6;
+  msg = message(opt);
+  EXPECT_NE(msg.find("time limit of 1e-06 s"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--schedule-time"), std::string::npos) << msg;
+  EXPECT_GT(default_child_memory_limit(), int64_t{0});
+}
+
 }  // namespace
 }  // namespace tempo::schedule
 
@@ -497,6 +534,29 @@ TEST(ScheduleFuse, RolloutCarryReadWholeDoesNotCloseACycle) {
     EXPECT_LT(tr.when(r.p, {n}), tr.when(r.act, {n, 0}));
     EXPECT_LT(tr.when(r.x, {n, 3}), tr.when(r.l, {n}));
     if (n > 0) EXPECT_LT(tr.when(r.upd, {n - 1}), tr.when(r.p, {n}));
+  }
+}
+
+TEST(ScheduleFuse, FutureReadAfterACarryDissolvesOnlyItsGroup) {
+  // a and b are joined by a same-point read, but b reads c[t + 1], which reads a[t]: the
+  // careful search does not follow c's carried read and fuses a with b, a group isl cannot
+  // order around c. Only that group is dissolved: the rest of the program stays fused.
+  Builder b;
+  Dims it = {t_dim};
+  OpId a = b.op("a", it), bb = b.op("b", it), c = b.op("c", it);
+  OpId d = b.op("d", it), e = b.op("e", it);
+  b.read(bb, a, seq({t}));
+  b.read(c, a, seq({t - 1}), t > 0);
+  b.read(bb, c, seq({t + 1}), t + 1 < T);
+  b.read(d, bb, seq({t}));
+  b.read(e, d, seq({t}));
+  Schedule s = check_all(b.g, 1, 5, with_fuse(true));
+  EXPECT_TRUE(s.fused);
+  EXPECT_LT(s.num_statements, compute_schedule(b.g, with_fuse(false)).num_statements);
+  Trace tr = simulate(b.g, s, {{"T", 4}});
+  for (int64_t n = 0; n + 1 < 4; ++n) {
+    EXPECT_LT(tr.when(a, {n}), tr.when(c, {n + 1}));
+    EXPECT_LT(tr.when(c, {n + 1}), tr.when(bb, {n}));
   }
 }
 
