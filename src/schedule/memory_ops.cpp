@@ -143,7 +143,7 @@ void Scheduler::build_swap(Group& grp, const Swap& sw) {
     const Edge& e = g_.edge(eid);
     isl::map m = with_range_name(to_groups(deps_[eid], e.sink, sw.op), evict).reverse();
     isl::union_map u = to_union(m);
-    validity_ = validity_.is_null() ? u : validity_.unite(u);
+    unite_into(validity_, u);
   }
 }
 
@@ -262,14 +262,14 @@ void Scheduler::bound_lifetime(const Group& grp, const std::string& dealloc, con
   before = isl::manage(isl_map_set_tuple_name(before.release(), isl_dim_out, grp.name.c_str()));
   before = before.intersect_range(grp.domain);
   isl::union_map u = to_union(before);
-  validity_ = validity_.is_null() ? u : validity_.unite(u);
+  unite_into(validity_, u);
 }
 
 void Scheduler::add_dealloc_dep(const isl::map& before_after) {
   isl::union_map u = to_union(before_after);
-  validity_ = validity_.is_null() ? u : validity_.unite(u);
+  unite_into(validity_, u);
   if (opt_.proximity || opt_.memory_proximity)
-    proximity_ = proximity_.is_null() ? u : proximity_.unite(u);
+    unite_into(proximity_, u);
 }
 
 }  // namespace tempo::schedule::detail

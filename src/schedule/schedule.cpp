@@ -145,14 +145,6 @@ Schedule Tries::fused_or_unfused(const ScheduleOptions& options) {
   // through a rollout read whole after a step-to-step carry; the careful one rarely does.
   Groups groups;
   for (auto search : {Scheduler::CycleSearch::Optimistic, Scheduler::CycleSearch::Careful}) {
-    // Where fusion makes the data dependences unschedulable, no lifetime bound helps: that is
-    // checked first, without deallocations.
-    if (options.deallocate) {
-      if (auto failed = unschedulable(options, {}, search)) {
-        groups = std::move(*failed);
-        continue;
-      }
-    }
     try {
       return bounded(options, search);
     } catch (const FuseFailed& failed) {
@@ -177,6 +169,10 @@ Schedule Tries::bounded(const ScheduleOptions& options, Scheduler::CycleSearch s
         return attempt(options, search, depth, alone);
       } catch (const BoundFailed&) {
       }
+      // Where fusion makes the data dependences unschedulable, no lifetime bound helps: checked
+      // once, without deallocations (a fraction of a full try).
+      if (depth > 1 && options.fuse)
+        if (auto failed = unschedulable(options, alone, search)) throw FuseFailed{*failed};
     }
   }
   return attempt(options, search, 0, alone);

@@ -152,6 +152,15 @@ struct FuseFailed {
 // Scheduling with bounded lifetimes failed: schedule without them.
 struct BoundFailed {};
 
+// acc = acc ∪ u in place: isl's C++ unite() copies its left side, which made accumulating
+// thousands of dependence pieces quadratic.
+inline void unite_into(isl::union_map& acc, isl::union_map u) {
+  acc = acc.is_null() ? u : isl::manage(isl_union_map_union(acc.release(), u.release()));
+}
+inline void unite_into(isl::union_set& acc, isl::union_set u) {
+  acc = acc.is_null() ? u : isl::manage(isl_union_set_union(acc.release(), u.release()));
+}
+
 class Scheduler {
   // Ops scheduled as one isl statement.
   struct Group {

@@ -28,7 +28,7 @@ void Scheduler::collect_params(const Dims& dims) {
 }
 
 void Scheduler::add_domain(const isl::set& dom) {
-  domains_ = domains_.is_null() ? isl::union_set(dom) : domains_.unite(isl::union_set(dom));
+  unite_into(domains_, isl::union_set(dom));
 }
 
 // The condition of an edge over the sink's statement space (universe when undefined).
@@ -117,19 +117,19 @@ isl::set Scheduler::known_bounds_set() {
 
 void Scheduler::add_dep(const isl::map& before_after) {
   isl::union_map u = to_union(before_after);
-  validity_ = validity_.is_null() ? u : validity_.unite(u);
+  unite_into(validity_, u);
   if (opt_.proximity) add_proximity(before_after);
 }
 
 void Scheduler::add_proximity(const isl::map& before_after) {
   isl::union_map u = to_union(before_after);
-  proximity_ = proximity_.is_null() ? u : proximity_.unite(u);
+  unite_into(proximity_, u);
   // For a window read, being close to the window's upper end is what lets acting and learning
   // interleave (NOTES-isl.md): the lexmax of each sink's read set. Point reads already are.
   isl::map reads = before_after.reverse();
   if (reads.is_single_valued()) return;
   isl::map upper = reads.lexmax().reverse();
-  proximity_ = proximity_.is_null() ? to_union(upper) : proximity_.unite(to_union(upper));
+  unite_into(proximity_, to_union(upper));
 }
 
 }  // namespace tempo::schedule::detail
