@@ -75,31 +75,41 @@ TEST(Config, BadInputIsAUserError) {
   EXPECT_NO_THROW(validate(TrainConfig::defaults("ppo")));
 }
 
-TEST(Train, EveryAlgorithmCompilesAndRuns) {
-  for (const char* algo : {"reinforce", "a2c", "ppo"}) {
-    TrainConfig c;
-    c.algo = algo;
-    c.iterations = 2;
-    c.num_envs = 2;
-    c.steps = 16;
-    std::ostringstream log;
-    TrainResult res = train(c, &log);
-    EXPECT_EQ(res.curve.size(), 2u) << algo << "\n" << log.str();
-    EXPECT_EQ(res.curve.back().env_steps, 2 * 2 * 16);
-  }
-  TrainConfig c;
-  c.env = "Pendulum-v1";
+// Each algorithm compiles and runs two short iterations, on discrete and continuous actions:
+// one test each, so that the suite runs them side by side (under no_passes. their unoptimized
+// programs take seconds each to schedule).
+struct Case {
+  std::string algo, env;
+};
+
+class EveryAlgorithm : public ::testing::TestWithParam<Case> {};
+
+TEST_P(EveryAlgorithm, CompilesAndRuns) {
+  TrainConfig c = TrainConfig::defaults(GetParam().algo);
+  c.env = GetParam().env;
   c.iterations = 2;
   c.num_envs = 2;
-  c.steps = 8;
-  EXPECT_EQ(train(c, nullptr).curve.size(), 2u);
-  c = TrainConfig::defaults("ppo");
-  c.env = "Pendulum-v1";
-  c.iterations = 2;
-  c.steps = 8;
-  EXPECT_EQ(train(c, nullptr).curve.size(), 2u);
-  // n-step REINFORCE on image observations, with one hidden layer.
-  c = TrainConfig::defaults("reinforce");
+  c.steps = 16;
+  std::ostringstream log;
+  TrainResult res = train(c, &log);
+  EXPECT_EQ(res.curve.size(), 2u) << log.str();
+  EXPECT_EQ(res.curve.back().env_steps, 2 * 2 * 16);
+}
+
+INSTANTIATE_TEST_SUITE_P(Train, EveryAlgorithm,
+                         ::testing::Values(Case{"reinforce", "CartPole-v1"},
+                                           Case{"a2c", "CartPole-v1"},
+                                           Case{"ppo", "CartPole-v1"},
+                                           Case{"a2c", "Pendulum-v1"},
+                                           Case{"ppo", "Pendulum-v1"}),
+                         [](const auto& info) {
+                           std::string env = info.param.env;
+                           return info.param.algo + "_" + env.substr(0, env.find('-'));
+                         });
+
+// n-step REINFORCE on image observations, with one hidden layer.
+TEST(Train, ImageObservationsCompileAndRun) {
+  TrainConfig c = TrainConfig::defaults("reinforce");
   c.env = "synthetic";
   c.env_options.obs_shape = {3, 8, 8};
   c.n_step = 4;
