@@ -25,6 +25,7 @@ void PointStore::clear() {
     if (v) release(*v);
   for (auto& [k, v] : map_) release(*v);
   flat_.clear();
+  flat_base_ = 0;
   map_.clear();
   blocks_.clear();
   first_point_.clear();
@@ -184,9 +185,11 @@ void PointStore::forget_host(int64_t k, const ValuePtr& v) {
 bool PointStore::erase_key(int64_t k) {
   ValuePtr removed;
   if (flat_mode_) {
-    if (k >= static_cast<int64_t>(flat_.size()) || !flat_[k]) return false;
-    removed = std::move(flat_[k]);
-    flat_[k] = nullptr;
+    const int64_t i = k - flat_base_;
+    if (i < 0 || i >= static_cast<int64_t>(flat_.size()) || !flat_[i]) return false;
+    removed = std::move(flat_[i]);
+    flat_[i] = nullptr;
+    for (; !flat_.empty() && !flat_.front(); ++flat_base_) flat_.pop_front();
   } else {
     auto it = map_.find(k);
     if (it == map_.end()) return false;

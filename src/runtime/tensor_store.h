@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -79,8 +80,9 @@ struct MemoryAccount {
 };
 
 // A point store: maps each point of an op output's temporal domain to one value. Points are
-// linearized (row-major over the run's bounds) into an int64 key; small domains use a flat vector
-// grown on demand, large ones a hash map (memory proportional to the live entries).
+// linearized (row-major over the run's bounds) into an int64 key; small domains use flat slots
+// from the first live key to the last, large ones a hash map (memory proportional to the live
+// entries).
 //
 // With blocks (TEMPO §6's block store; the executor uses them for outputs read as x[0:t+1] or
 // x[t:T] along their last dimension), the points that differ only in the last coordinate are
@@ -193,15 +195,19 @@ class PointStore {
     return true;
   }
   const ValuePtr* find(int64_t k) const {
-    if (flat_mode_) return k < static_cast<int64_t>(flat_.size()) && flat_[k] ? &flat_[k] : nullptr;
+    if (flat_mode_) {
+      const int64_t i = k - flat_base_;
+      return i >= 0 && i < static_cast<int64_t>(flat_.size()) && flat_[i] ? &flat_[i] : nullptr;
+    }
     auto it = map_.find(k);
     return it == map_.end() ? nullptr : &it->second;
   }
   ValuePtr& slot_for_write(int64_t k) {
     if (flat_mode_) {
-      if (k >= static_cast<int64_t>(flat_.size()))
-        flat_.resize(std::max<size_t>(k + 1, std::min<size_t>(2 * flat_.size(), total_)));
-      return flat_[k];
+      if (flat_.empty()) flat_base_ = k;
+      for (; k < flat_base_; --flat_base_) flat_.push_front(nullptr);
+      if (k - flat_base_ >= static_cast<int64_t>(flat_.size())) flat_.resize(k - flat_base_ + 1);
+      return flat_[k - flat_base_];
     }
     return map_[k];
   }
@@ -229,7 +235,10 @@ class PointStore {
   bool flat_mode_ = true;
   size_t size_ = 0;
   int64_t bytes_ = 0, peak_bytes_ = 0;
-  std::vector<ValuePtr> flat_;
+  // The slots of keys flat_base_ onwards: erasing the first live key drops the empty slots
+  // before the next one, so a long run's store spans its live points, not every point so far.
+  std::deque<ValuePtr> flat_;
+  int64_t flat_base_ = 0;
   std::unordered_map<int64_t, ValuePtr> map_;
 
   struct Block {

@@ -1,0 +1,73 @@
+// The process's resident memory, read now or sampled on a thread while a long run goes on: how
+// soak tests and benchmarks check that memory stays flat after warm-up.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+namespace tempo {
+
+// Resident bytes of this process (/proc/self/statm); 0 where it cannot be read.
+inline int64_t resident_bytes() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<int64_t>(resident) * ::sysconf(_SC_PAGESIZE);
+}
+
+// Samples resident_bytes() every `period` from construction until stop() (or destruction).
+class ResidentSampler {
+ public:
+  explicit ResidentSampler(std::chrono::milliseconds period = std::chrono::milliseconds(20))
+      : thread_([this, period] {
+          while (!stop_.load()) {
+            record();
+            std::this_thread::sleep_for(period);
+          }
+        }) {}
+  ~ResidentSampler() { stop(); }
+  ResidentSampler(const ResidentSampler&) = delete;
+  ResidentSampler& operator=(const ResidentSampler&) = delete;
+
+  // Stops sampling (after one last sample) and returns the samples in order.
+  const std::vector<int64_t>& stop() {
+    if (thread_.joinable()) {
+      stop_ = true;
+      thread_.join();
+      record();
+    }
+    return samples_;
+  }
+
+  // The largest sample within [from, to) of the run, as fractions of the samples (e.g. 0.2 to
+  // 0.4: after warm-up); 0 without samples there.
+  int64_t peak_between(double from, double to) const {
+    const size_t n = samples_.size();
+    const size_t a = static_cast<size_t>(from * static_cast<double>(n));
+    const size_t b = std::min(n, static_cast<size_t>(to * static_cast<double>(n)));
+    int64_t peak = 0;
+    for (size_t k = a; k < b; ++k) peak = std::max(peak, samples_[k]);
+    return peak;
+  }
+  // How much the peak of the last fifth exceeds the peak after warm-up (the second fifth): a
+  // leak's growth, about 0 where memory is flat.
+  int64_t growth_after_warmup() const { return peak_between(0.8, 1.0) - peak_between(0.2, 0.4); }
+
+ private:
+  void record() { samples_.push_back(resident_bytes()); }  // by the thread, then after join
+
+  std::atomic<bool> stop_{false};
+  std::vector<int64_t> samples_;
+  std::thread thread_;  // last: it starts once the members above exist
+};
+
+}  // namespace tempo
