@@ -78,7 +78,13 @@ int64_t floordiv_i(int64_t a, int64_t b) {
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
-int64_t floormod_i(int64_t a, int64_t b) { return b == -1 ? 0 : a - floordiv_i(a, b) * b; }
+// The remainder takes the divisor's sign; r + b cannot overflow (their signs differ).
+int64_t floormod_i(int64_t a, int64_t b) {
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
 
 // Builds an n-ary associative node: flattens same-op operands, folds constants into one operand.
 Expr nary(Op op, const std::vector<Expr>& in) {

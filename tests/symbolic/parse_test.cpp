@@ -137,6 +137,10 @@ TEST(Parse, ConstantFoldingWrapsAround) {
   EXPECT_TRUE(P("-(-9223372036854775807 - 1)").same(Expr(lowest)));
   EXPECT_TRUE(P("(-9223372036854775807 - 1) // -1").same(Expr(lowest)));
   EXPECT_TRUE(P("(-9223372036854775807 - 1) % -1").same(Expr(0)));
+  // 463 // INT64_MIN is -1, and -1 * INT64_MIN overflowed on the way to the remainder.
+  EXPECT_TRUE(P("463 % (-9223372036854775807 - 1)").same(Expr(lowest + 463)));
+  EXPECT_TRUE(P("-463 % (-9223372036854775807 - 1)").same(Expr(-463)));
+  EXPECT_TRUE(P("-463 % 9223372036854775807").same(Expr(9223372036854775807 - 463)));
   EXPECT_TRUE(P("9223372036854775807 + 1").same(Expr(lowest)));
   EXPECT_TRUE(P("4611686018427387904 * 2 * (-1)").same(Expr(lowest)));
   expect_round_trip(P("-(-9223372036854775807 - 1) * 2 % (i + 1)"));
