@@ -1,6 +1,5 @@
 // `tempo expr`: inspect symbolic expressions from the command line.
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -154,7 +153,7 @@ std::string range_str(const tempo::sym::IndexRange& r) {
   return os.str();
 }
 
-int run(const Args& a) {
+int run(const Args& a, std::ostream& os) {
   namespace sym = tempo::sym;
   const std::string& act = a.action;
   Dims dims = dims_option(a, "dims");
@@ -162,13 +161,13 @@ int run(const Args& a) {
   if (act == "simplify" || act == "condition") {
     need_positional(a, 1);
     Expr e = sym::parse(a.positional[0], dims);
-    std::cout << (act == "simplify" ? sym::simplify(e, dims) : sym::simplify_condition(e, dims)) << "\n";
+    os << (act == "simplify" ? sym::simplify(e, dims) : sym::simplify_condition(e, dims)) << "\n";
     return 0;
   }
   if (act == "equal") {
     need_positional(a, 2);
     Expr x = sym::parse(a.positional[0], dims), y = sym::parse(a.positional[1], dims);
-    std::cout << (sym::logically_equal(x, y, dims) ? "true" : "false") << "\n";
+    os << (sym::logically_equal(x, y, dims) ? "true" : "false") << "\n";
     return 0;
   }
   if (act == "invert" || act == "isl") {
@@ -182,14 +181,14 @@ int run(const Args& a) {
     Expr phi = sym::parse(a.positional[0], all);
     if (act == "invert") {
       sym::Inversion r = sym::invert_when(phi, sink, source);
-      std::cout << r.inverse << "\n";
-      if (!(r.when.is_bool_const() && r.when.value())) std::cout << "when " << r.when << "\n";
+      os << r.inverse << "\n";
+      if (!(r.when.is_bool_const() && r.when.value())) os << "when " << r.when << "\n";
       return 0;
     }
     Expr cond;
     if (auto c = a.opt("cond")) cond = sym::parse(*c, sink);
     sym::IslContext ctx;
-    std::cout << sym::edge_to_isl(ctx, "sink", sink, "source", source, phi, cond) << "\n";
+    os << sym::edge_to_isl(ctx, "sink", sink, "source", source, phi, cond) << "\n";
     return 0;
   }
   if (act == "eval") {
@@ -202,21 +201,21 @@ int run(const Args& a) {
     if (e.type() == sym::Type::Int || e.type() == sym::Type::Bool) {
       int64_t v = sym::CompiledExpr(e, layout).eval(env.data());
       if (e.type() == sym::Type::Bool)
-        std::cout << (v ? "true" : "false") << "\n";
+        os << (v ? "true" : "false") << "\n";
       else
-        std::cout << v << "\n";
+        os << v << "\n";
       return 0;
     }
     sym::CompiledSeq cs(e, layout);
     std::vector<sym::IndexRange> out(cs.size());
     cs.eval(env.data(), out.data());
     if (!e.is_seq()) {
-      std::cout << range_str(out[0]) << "\n";
+      os << range_str(out[0]) << "\n";
       return 0;
     }
-    std::cout << "[";
-    for (size_t i = 0; i < out.size(); ++i) std::cout << (i ? ", " : "") << range_str(out[i]);
-    std::cout << "]\n";
+    os << "[";
+    for (size_t i = 0; i < out.size(); ++i) os << (i ? ", " : "") << range_str(out[i]);
+    os << "]\n";
     return 0;
   }
   if (act.empty()) throw UsageError("missing action (try `tempo expr --help`)");
@@ -225,22 +224,26 @@ int run(const Args& a) {
 
 }  // namespace
 
-int run_expr_command(int argc, char** argv) {
+int expr_command(int argc, char** argv, std::ostream& out, std::ostream& err) {
   try {
     Args a = parse_args(argc, argv);
     if (a.help) {
-      std::fputs(kUsage, stdout);
+      out << kUsage;
       return 0;
     }
-    return run(a);
+    return run(a, out);
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "tempo: error: %s\n", e.what());
+    err << "tempo: error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::string msg = e.what();
     for (char& ch : msg)
       if (ch == '\n') ch = ' ';
-    std::fprintf(stderr, "tempo: error: %s\n", msg.c_str());
+    err << "tempo: error: " << msg << "\n";
     return 1;
   }
+}
+
+int run_expr_command(int argc, char** argv) {
+  return expr_command(argc, argv, std::cout, std::cerr);
 }

@@ -2,6 +2,7 @@
 # Installs every package Tempo needs. Idempotent: what is already present is skipped.
 #   bash scripts/setup.sh          Debian packages (the default build)
 #   bash scripts/setup.sh --cuda   also the CUDA LibTorch of the CUDA build (-DTEMPO_CUDA=ON)
+#   bash scripts/setup.sh --fuzz   also clang 16 and its libFuzzer/sanitizer runtimes (fuzz/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,11 @@ PACKAGES=(
   # the Polly baseline of `tempo loops bench` (clang's polyhedral optimizer, OpenMP runtime)
   clang-14 libomp-14-dev
 )
+if [ "${1:-}" = "--fuzz" ]; then
+  # The fuzz targets (-DTEMPO_FUZZ=ON): clang 16, the first clang whose std::source_location
+  # works with Debian 12's libstdc++ (clang 14's does not), and its libFuzzer, ASan and UBSan.
+  PACKAGES+=(clang-16 libclang-rt-16-dev)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -91,6 +91,12 @@ class TensorSource {
       for (const auto& [name, file] : map->members) {
         if (file.kind != Json::String)
           throw UserError(cat(what, ": weight_map entry '", name, "' is not a file name"));
+        // Shards are files of the checkpoint's directory: no path leads elsewhere.
+        const std::string& f = file.str;
+        if (f.empty() || f == "." || f == ".." ||
+            f.find_first_of(std::string("/\\\0", 3)) != std::string::npos)
+          throw UserError(cat(what, ": weight_map entry '", name, "' names '", file.str,
+                              "', which is not a file name in the checkpoint directory"));
         file_of_[name] = file.str;
       }
       sharded_ = true;
@@ -100,8 +106,37 @@ class TensorSource {
     }
   }
 
+  // UserError unless the tensor `name` is there with the Hugging Face shape `shape` (checked
+  // before memory is allocated for what the tensor goes into).
+  void check(const std::string& name, const std::vector<int64_t>& shape) {
+    std::string file;
+    find(name, shape, &file);
+  }
+
   // The tensor `name` of the Hugging Face shape `shape`, as float32; removed from the source.
   HostTensor take(const std::string& name, const std::vector<int64_t>& shape) {
+    std::string file;
+    auto it = find(name, shape, &file);
+    HostTensor t = std::move(it->second);
+    files_[file].erase(it);
+    if (t.dtype == DType::Float64) {
+      HostTensor f(DType::Float32, t.shape);
+      for (int64_t k = 0; k < t.numel(); ++k)
+        f.ptr<float>()[k] = static_cast<float>(t.ptr<double>()[k]);
+      t = std::move(f);
+    } else if (t.dtype != DType::Float32) {
+      throw UserError(cat("checkpoint ", dir_.string(), ": tensor '", name, "' in ", file,
+                          " has dtype ", ir::dtype_name(t.dtype), ", expected a float type"));
+    }
+    return t;
+  }
+
+ private:
+  using Tensors = std::map<std::string, HostTensor>;
+
+  // The tensor `name`, loading its file (named in *file) when first asked for.
+  Tensors::iterator find(const std::string& name, const std::vector<int64_t>& shape,
+                         std::string* file_out) {
     std::string file = "model.safetensors";
     if (sharded_) {
       auto it = file_of_.find(name);
@@ -122,28 +157,18 @@ class TensorSource {
     if (it == loaded->second.end())
       throw UserError(cat("checkpoint ", dir_.string(), ": no tensor '", name, "' in ", file,
                           sharded_ ? " (where model.safetensors.index.json puts it)" : ""));
-    HostTensor t = std::move(it->second);
-    loaded->second.erase(it);
-    if (t.shape != shape)
+    if (it->second.shape != shape)
       throw UserError(cat("checkpoint ", dir_.string(), ": tensor '", name, "' in ", file,
-                          " has shape ", shape_str(t.shape), ", expected ", shape_str(shape)));
-    if (t.dtype == DType::Float64) {
-      HostTensor f(DType::Float32, t.shape);
-      for (int64_t k = 0; k < t.numel(); ++k)
-        f.ptr<float>()[k] = static_cast<float>(t.ptr<double>()[k]);
-      t = std::move(f);
-    } else if (t.dtype != DType::Float32) {
-      throw UserError(cat("checkpoint ", dir_.string(), ": tensor '", name, "' in ", file,
-                          " has dtype ", ir::dtype_name(t.dtype), ", expected a float type"));
-    }
-    return t;
+                          " has shape ", shape_str(it->second.shape), ", expected ",
+                          shape_str(shape)));
+    *file_out = file;
+    return it;
   }
 
- private:
   fs::path dir_;
   bool sharded_ = false;
   std::map<std::string, std::string> file_of_;
-  std::map<std::string, std::map<std::string, HostTensor>> files_;
+  std::map<std::string, Tensors> files_;
 };
 
 // Copies the (rows, cols) float matrix m transposed into dst (cols x rows).
@@ -255,13 +280,20 @@ LlamaWeights load_llama_weights(const std::string& dir, const LlamaConfig& c) {
   LlamaWeights w;
   w.embed = src.take("model.embed_tokens.weight", {c.vocab, D});
   // Each layer's (out, in) matrix, transposed into the stacked (layers, in, out) tensor.
+  // Every layer's tensor is checked first: num_hidden_layers comes from config.json, and the
+  // stacked tensor is allocated for that many layers.
+  auto check_layers = [&](const char* part, const std::vector<int64_t>& shape) {
+    for (int64_t i = 0; i < L; ++i) src.check(layer_name(i, part), shape);
+  };
   auto stack = [&](const char* part, int64_t out, int64_t in) {
+    check_layers(part, {out, in});
     HostTensor s(DType::Float32, {L, in, out});
     for (int64_t i = 0; i < L; ++i)
       transpose_into(src.take(layer_name(i, part), {out, in}), s.ptr<float>() + i * in * out);
     return s;
   };
   auto stack_norm = [&](const char* part) {
+    check_layers(part, {D});
     HostTensor s(DType::Float32, {L, D});
     for (int64_t i = 0; i < L; ++i)
       std::memcpy(s.ptr<float>() + i * D, src.take(layer_name(i, part), {D}).data.data(),

@@ -157,13 +157,13 @@ Instance instance_from_string(const std::string& text, const std::string& where)
   w.keyword("supply");
   const int64_t steps = w.integer("the number of steps");
   if (steps <= 0 || steps > (int64_t{1} << 32)) w.fail(cat("bad number of steps ", steps));
-  inst.supply.resize(static_cast<size_t>(steps));
-  for (auto& s : inst.supply) s = w.number("a supply value");
+  // Appended value by value: the counts are the file's word, the memory only what it holds.
+  for (int64_t k = 0; k < steps; ++k) inst.supply.push_back(w.number("a supply value"));
   w.keyword("buffers");
   const int64_t n = w.integer("the number of buffers");
   if (n < 0 || n > (int64_t{1} << 32)) w.fail(cat("bad number of buffers ", n));
-  inst.buffers.resize(static_cast<size_t>(n));
-  for (Buffer& b : inst.buffers) {
+  for (int64_t k = 0; k < n; ++k) {
+    Buffer& b = inst.buffers.emplace_back();
     b.size = w.integer("a buffer size");
     b.time = w.integer("a buffer time");
     b.start = w.integer("a live-range start");

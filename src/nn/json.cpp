@@ -10,6 +10,8 @@
 
 namespace tempo::nn {
 
+Json::Json() = default;
+
 const Json* Json::get(const std::string& k) const {
   for (const auto& [key, v] : members)
     if (key == k) return &v;

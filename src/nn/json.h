@@ -19,6 +19,10 @@ struct Json {
   std::vector<Json> items;
   std::vector<std::pair<std::string, Json>> members;
 
+  // Declared here, defined in json.cpp: clang cannot decide whether pair<string, Json> is
+  // default-constructible while it checks Json's own inline default constructor.
+  Json();
+
   // The member named k of an object (the first if repeated); null when absent or not an object.
   const Json* get(const std::string& k) const;
 };

@@ -87,6 +87,13 @@ float f16_to_float(uint16_t h) {
   return f;
 }
 
+// "[2, 3]" for errors.
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t k = 0; k < shape.size(); ++k) s += cat(k ? ", " : "", shape[k]);
+  return s + "]";
+}
+
 }  // namespace
 
 std::string safetensors_encode(const NamedTensors& tensors) {
@@ -146,19 +153,23 @@ std::map<std::string, HostTensor> safetensors_decode(const std::string& bytes,
     FileDType fd;
     if (!parse_dtype(dt->str, &fd)) bad(cat("unsupported dtype ", dt->str));
     t.dtype = fd.dtype;
-    uint64_t numel = 1;
+    // The element count and byte size must fit: a wrapped product could match a small data range.
+    uint64_t numel = 1, nbytes = 0;
     for (const Json& d : shape->items) {
       if (d.kind != Json::Number || !d.is_int || d.integer < 0) bad("bad shape entry");
       t.shape.push_back(d.integer);
-      numel *= static_cast<uint64_t>(d.integer);
+      if (__builtin_mul_overflow(numel, static_cast<uint64_t>(d.integer), &numel) ||
+          numel > static_cast<uint64_t>(INT64_MAX))
+        bad(cat("shape ", shape_text(t.shape), " has too many elements"));
     }
+    if (__builtin_mul_overflow(numel, fd.size, &nbytes)) bad("shape too large for its dtype");
     for (const Json& o : offs->items)
       if (o.kind != Json::Number || !o.is_int || o.integer < 0) bad("bad data_offsets");
     uint64_t begin = offs->items[0].integer, end = offs->items[1].integer;
     if (begin > end || end > data_size)
       bad(cat("data_offsets [", begin, ", ", end, "] outside the data (", data_size, " bytes)"));
-    if (end - begin != numel * fd.size)
-      bad(cat("data_offsets cover ", end - begin, " bytes but the shape needs ", numel * fd.size));
+    if (end - begin != nbytes)
+      bad(cat("data_offsets cover ", end - begin, " bytes but the shape needs ", nbytes));
     const char* src = bytes.data() + data_start + begin;
     if (fd.half == FileDType::None) {
       t.data.assign(src, src + (end - begin));

@@ -64,12 +64,27 @@ void require(const Expr& e, Type t, Op op) {
                         ", not ", type_name(e.type())));
 }
 
+// Constant folding wraps around on overflow, as the evaluator (eval.cpp) and simplify do: an
+// expression folds to the value it evaluates to.
+int64_t wrap_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t wrap_mul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
 int64_t floordiv_i(int64_t a, int64_t b) {
+  if (b == -1) return wrap_mul(a, -1);  // INT64_MIN // -1 wraps
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
-int64_t floormod_i(int64_t a, int64_t b) { return a - floordiv_i(a, b) * b; }
+// The remainder takes the divisor's sign; r + b cannot overflow (their signs differ).
+int64_t floormod_i(int64_t a, int64_t b) {
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
 
 // Builds an n-ary associative node: flattens same-op operands, folds constants into one operand.
 Expr nary(Op op, const std::vector<Expr>& in) {
@@ -98,8 +113,8 @@ Expr nary(Op op, const std::vector<Expr>& in) {
       continue;
     }
     switch (op) {
-      case Op::Add: acc += v; break;
-      case Op::Mul: acc *= v; break;
+      case Op::Add: acc = wrap_add(acc, v); break;
+      case Op::Mul: acc = wrap_mul(acc, v); break;
       case Op::Min: acc = std::min(acc, v); break;
       case Op::Max: acc = std::max(acc, v); break;
       case Op::And: acc = acc && v; break;
@@ -257,10 +272,10 @@ Expr operator+(const Expr& a, const Expr& b) { return nary(Op::Add, {a, b}); }
 
 Expr operator-(const Expr& a) {
   require(a, Type::Int, Op::Mul);
-  if (a.is_const()) return Expr(-a.value());
+  if (a.is_const()) return Expr(wrap_mul(a.value(), -1));
   if (a.op() == Op::Mul && a.arg(0).is_const()) {
     std::vector<Expr> args = a.args();
-    args[0] = Expr(-args[0].value());
+    args[0] = Expr(wrap_mul(args[0].value(), -1));
     return nary(Op::Mul, args);
   }
   return nary(Op::Mul, {Expr(-1), a});

@@ -247,6 +247,16 @@ class Parser {
 
   Expr parse_unary() {
     size_t pos = tok_.pos;
+    // Parentheses and prefix operators recurse through here: bound the depth, so that no input
+    // exhausts the stack.
+    if (++depth_ > kMaxDepth)
+      fail_at(pos, cat("expression nested more than ", kMaxDepth, " levels deep"));
+    Expr e = parse_prefixed(pos);
+    --depth_;
+    return e;
+  }
+
+  Expr parse_prefixed(size_t pos) {
     if (tok_.kind == Tok::Minus) {
       advance();
       // The one literal whose magnitude does not fit in int64: -9223372036854775808.
@@ -307,8 +317,10 @@ class Parser {
     }
   }
 
+  static constexpr int kMaxDepth = 256;
   const std::string& text_;
   const Dims& dims_;
+  int depth_ = 0;  // parse_unary calls in progress
   size_t pos_ = 0;
   Token tok_;
 };

@@ -39,7 +39,13 @@ int64_t fdiv(int64_t a, int64_t b) {
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
-int64_t fmod(int64_t a, int64_t b) { return b == -1 ? 0 : a - fdiv(a, b) * b; }
+// The remainder takes the divisor's sign; r + b cannot overflow (their signs differ).
+int64_t fmod(int64_t a, int64_t b) {
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
 // The checks below compare magnitudes; keep constants where they cannot overflow.
 bool small(int64_t v) { return v > -(int64_t{1} << 40) && v < (int64_t{1} << 40); }
 

@@ -327,5 +327,38 @@ TEST(Checkpoint, MissingAndMisshapedTensors) {
   fs::remove_all(dir);
 }
 
+// config.json's layer count is checked against the tensors before the stacked weights are
+// allocated: a huge num_hidden_layers is an error naming the first missing layer, not an
+// allocation of that many layers.
+TEST(Checkpoint, HugeLayerCountIsAMissingTensor) {
+  LlamaConfig c = LlamaConfig::tiny();
+  fs::path dir = temp_dir("huge_layers");
+  save_llama_checkpoint(dir.string(), c, LlamaWeights::random(c, 7));
+  LlamaConfig huge = c;
+  huge.layers = int64_t{1} << 50;
+  write_text(dir / "config.json", llama_config_json(huge));
+  std::string e = error_of([&] { load_llama_checkpoint(dir.string()); });
+  EXPECT_NE(e.find(cat("no tensor 'model.layers.", c.layers, ".input_layernorm.weight'")),
+            std::string::npos)
+      << e;
+  fs::remove_all(dir);
+}
+
+// A weight_map names files of the checkpoint's directory, never a path elsewhere.
+TEST(Checkpoint, WeightMapNamesOnlyFilesOfTheDirectory) {
+  LlamaConfig c = LlamaConfig::tiny();
+  fs::path dir = temp_dir("weight_map_paths");
+  write_text(dir / "config.json", llama_config_json(c));
+  for (const char* file : {"../model.safetensors", "/etc/passwd", "..", "", "sub\\x"}) {
+    write_text(dir / "model.safetensors.index.json",
+               cat(R"({"weight_map":{"model.embed_tokens.weight":)", nn::json_quote(file), "}}"));
+    std::string e = error_of([&] { load_llama_checkpoint(dir.string()); });
+    EXPECT_NE(e.find(cat("names '", file, "', which is not a file name in the checkpoint")),
+              std::string::npos)
+        << e;
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tempo::llm

@@ -92,6 +92,11 @@ TEST(Instance, MalformedFilesAreOneLineUserErrors) {
       {replaced(kSmall, "10 2 0 2 in", "10 5 0 2 in"), "outside its live range"},
       {replaced(kSmall, "10 0 0 2 out", "10 0 0 7 out"), "outside the steps"},
       {replaced(kSmall, "10 0 0 2 out", "-4 0 0 2 out"), "sizes must be positive"},
+      // Counts far beyond what the file holds: an error where the values run out, and no memory
+      // allocated for the count.
+      {replaced(kSmall, "supply 3 1 1 1", "supply 4294967296 1 1 1"),
+       "a supply value must be a number, got 'buffers'"},
+      {replaced(kSmall, "buffers 2", "buffers 4294967296"), "the file ends where"},
   };
   for (const Case& c : cases) {
     const std::string msg = user_error_of([&] { instance_from_string(c.text, "f.txt"); });

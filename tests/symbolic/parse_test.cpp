@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "random_expr.h"
 #include "util/error.h"
 
@@ -125,6 +127,32 @@ TEST(Parse, TypeErrorsNameTheColumn) {
   EXPECT_NE(error_of("!t").find("must be boolean"), std::string::npos) << error_of("!t");
   EXPECT_NE(error_of("0:T:0").find("step must be positive"), std::string::npos);
   EXPECT_NE(error_of("[t < 1]").find("must be an integer or a slice"), std::string::npos);
+}
+
+// Inputs the symbolic_parse fuzz target found: constants fold as the evaluator computes them,
+// wrapping around on overflow (INT64_MIN // -1 trapped the processor), and deep nesting is an
+// error rather than a stack overflow.
+TEST(Parse, ConstantFoldingWrapsAround) {
+  const int64_t lowest = std::numeric_limits<int64_t>::min();
+  EXPECT_TRUE(P("-(-9223372036854775807 - 1)").same(Expr(lowest)));
+  EXPECT_TRUE(P("(-9223372036854775807 - 1) // -1").same(Expr(lowest)));
+  EXPECT_TRUE(P("(-9223372036854775807 - 1) % -1").same(Expr(0)));
+  // 463 // INT64_MIN is -1, and -1 * INT64_MIN overflowed on the way to the remainder.
+  EXPECT_TRUE(P("463 % (-9223372036854775807 - 1)").same(Expr(lowest + 463)));
+  EXPECT_TRUE(P("-463 % (-9223372036854775807 - 1)").same(Expr(-463)));
+  EXPECT_TRUE(P("-463 % 9223372036854775807").same(Expr(9223372036854775807 - 463)));
+  EXPECT_TRUE(P("9223372036854775807 + 1").same(Expr(lowest)));
+  EXPECT_TRUE(P("4611686018427387904 * 2 * (-1)").same(Expr(lowest)));
+  expect_round_trip(P("-(-9223372036854775807 - 1) * 2 % (i + 1)"));
+}
+
+TEST(Parse, DeepNestingIsAnError) {
+  const std::string parens = std::string(100000, '(') + "t" + std::string(100000, ')');
+  EXPECT_NE(error_of(parens).find("expression nested more than 256 levels deep"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(100000, '-') + "t").find("nested more than 256 levels"),
+            std::string::npos);
+  EXPECT_TRUE(P(std::string(200, '(') + "t" + std::string(200, ')')).same(t));
 }
 
 }  // namespace
