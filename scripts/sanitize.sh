@@ -27,19 +27,19 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 ci_targets=(test_symbolic test_ir test_api test_schedule test_passes test_runtime test_e2e
   test_nn test_rl test_llm test_mmap test_loops test_rewrite)
 ci_tests=(
-  '^(Expr|Eval|Parse|IslBridge)\.'                                  # symbolic
-  '^(Describe|Graph|Infer|OpKinds|ParseGraph|Types|Validate)\.'     # ir
-  '^(Domain|Ops|Placeholder|TopK|Udf|Retain|Sources)\.'             # api
-  '^ApiSchedule\.|Schedule_\.RecurrenceWithInitialBranch'          # schedule
-  '^Passes\.|^Lift\.(Suffix|Prefix)'                                # passes
+  '^(Expr|Eval|Parse|IslBridge)\.'                                    # symbolic
+  '^(Describe|Graph|Infer|OpKinds|ParseGraph|Types|Validate)\.'       # ir
+  '^(Domain|Ops|Placeholder|TopK|Udf|Retain|Sources)\.'               # api
+  '^ApiSchedule\.|Schedule_\.RecurrenceWithInitialBranch'             # schedule
+  '^Passes\.|^Lift\.(Suffix|Prefix)'                                  # passes
   '^(BackendOps|Fixture|PointStore|MemoryAccount|KernelCacheTest)\.' # runtime (generated kernels)
   '^Programs\.|^Autodiff\.(LinearRecurrenceSum|MlpMatchesAutograd)' # e2e
-  '^(Json|Safetensors|Layers|OptimTest)\.'                           # nn
-  '^(EnvsTest|Returns|Config)\.|^SavedPolicy\.SaveLoadRoundTrip'    # rl
-  '^Tokenizer\.|^Llama\.CausalDecodingMatchesFullSequence'          # llm
-  '^(MMapGame|Instance)\.'                                           # mmap
-  '^(Text|Transform|Generator)\.'                                    # loops
-  '^rewrite_graph\.'                                                 # rewrite
+  '^(Json|Safetensors|Layers|OptimTest)\.'                            # nn
+  '^(EnvsTest|Returns|Config)\.|^SavedPolicy\.SaveLoadRoundTrip'      # rl
+  '^Tokenizer\.|^Llama\.CausalDecodingMatchesFullSequence'            # llm
+  '^(MMapGame|Instance)\.'                                            # mmap
+  '^(Text|Transform|Generator)\.'                                     # loops
+  '^rewrite_graph\.'                                                  # rewrite
 )
 
 if [ "$ci" = 1 ]; then
