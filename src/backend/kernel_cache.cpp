@@ -32,9 +32,15 @@ std::string compiler() {
 // -fno-trapping-math lets selects vectorize (no program here enables floating-point traps),
 // -fopenmp-simd honours the generated `omp simd` reductions (no OpenMP runtime). The
 // code is tuned for this CPU (-march=native), so the CPU's features are part of the cache key.
+// A sanitizer build (TEMPO_SANITIZE) instruments the generated kernels as it does the rest (the
+// flags come with a leading space): the library then resolves the sanitizers' runtime from the
+// program that loads it.
+#ifndef TEMPO_KERNEL_SANITIZE_FLAGS
+#define TEMPO_KERNEL_SANITIZE_FLAGS ""
+#endif
 constexpr const char* kFlags =
     "-std=c++17 -O3 -march=native -fno-math-errno -fno-trapping-math -fopenmp-simd -fPIC "
-    "-shared";
+    "-shared" TEMPO_KERNEL_SANITIZE_FLAGS;
 
 // The CPU's model and feature flags (/proc/cpuinfo), so that a cache shared between machines
 // never hands one machine code built for another.
