@@ -235,6 +235,7 @@ int64_t default_child_memory_limit() {
 }
 
 Schedule compute_schedule(const Graph& g, const ScheduleOptions& options) {
+  if (g.num_ops() == 0) return Schedule();  // nothing to run (e.g. nothing retained)
   return Tries(g, options).fused_or_unfused(options);
 }
 

@@ -537,6 +537,15 @@ TEST(ScheduleFuse, RolloutCarryReadWholeDoesNotCloseACycle) {
   }
 }
 
+// A program with no ops left (nothing retained: dead-code elimination removed everything) has
+// an empty schedule, not isl's "no schedule" error.
+TEST(ScheduleFuse, EmptyProgramHasAnEmptySchedule) {
+  ir::Graph g;
+  Schedule s = compute_schedule(g, with_fuse(true));
+  EXPECT_EQ(s.root, nullptr);
+  EXPECT_EQ(s.str(g), "");
+}
+
 TEST(ScheduleFuse, FutureReadAfterACarryDissolvesOnlyItsGroup) {
   // a and b are joined by a same-point read, but b reads c[t + 1], which reads a[t]: the
   // careful search does not follow c's carried read and fuses a with b, a group isl cannot
