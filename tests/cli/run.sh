@@ -35,6 +35,14 @@ expect_error() {
   fi
 }
 
+# Sections (CTest runs them side by side): commands (expr, show, generate, launch, mmap, loops,
+# rewrite), train (train and eval) and resume (kill and resume); all by default.
+section="${2:-all}"
+want() { [[ "$section" == all || "$section" == "$1" ]]; }
+work="$(mktemp -d "${TMPDIR:-/tmp}/tempo-cli.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+if want commands; then
 expect_out "min(T, t + 5) - t" expr simplify "min(t+5, T) - t" --dims t:T
 expect_out "t" expr simplify "min(t, T)" --dims t:T
 expect_out "t % 15 == 0" expr condition "t%5==0 && t%3==0" --dims t:T
@@ -95,9 +103,11 @@ expect_error "temperature must be" generate --temperature -1
 expect_error "expects a number" generate --temperature hot
 source "$(dirname "$0")/generate_checkpoint.sh"
 
+fi
+
+if want train; then
 # train: where results go is checked before anything compiles (no output but the error); the
 # policy saved with --save runs again with `tempo eval`, and a trained one balances the pole.
-work="$(mktemp -d "${TMPDIR:-/tmp}/tempo-cli.XXXXXX")"
 touch "$work/file"
 expect_error "--out $work/file is a file, not a directory" train reinforce --out "$work/file"
 expect_error "--out /dev/null/run: cannot create the directory" train ppo --out /dev/null/run
@@ -139,6 +149,10 @@ fi
 again="$("$tempo" eval --load "$work/ppo" --episodes 8 --seed 5 2>&1 | sed -n 's/^mean return: //p')"
 [[ "$again" == "$mean" ]] || { echo "FAIL: eval is not deterministic ($mean, $again)"; failures=$((failures + 1)); }
 
+expect_error "does not have the same spaces" eval --load "$work/ppo" --env Pendulum-v1
+fi
+
+if want resume; then
 # Kill and resume: `tempo train --save-every 1` killed (SIGKILL) at random moments of its training
 # leaves a checkpoint that `--resume` loads and continues; the run finished that way saves the
 # policy and curve of the uninterrupted run, byte for byte.
@@ -181,8 +195,9 @@ elif ! cmp -s "$kr/straight/policy.safetensors" "$kr/run/policy.safetensors" ||
 fi
 expect_error "the checkpoint was trained with --lr" "${kargs[@]}" --lr 0.001 --resume "$kr/run"
 expect_error "no training checkpoint in $kr/none" "${kargs[@]}" --resume "$kr/none"
-expect_error "does not have the same spaces" eval --load "$work/ppo" --env Pendulum-v1
-rm -rf "$work"
+fi
+
+if want commands; then
 
 # launch: a data-parallel job on loopback (rank 0 alone prints and writes the curve); bad usage,
 # bad variables, a rank that fails, and a rendezvous nobody serves are clear errors.
@@ -294,6 +309,8 @@ fi
 expect_error "unknown model 'vgg16'" rewrite bench --model vgg16
 expect_error "--budget expects an integer" rewrite bench --budget many
 expect_error "unknown rewrite command 'tune'" rewrite tune
+
+fi
 
 if [[ $failures -ne 0 ]]; then
   echo "$failures CLI check(s) failed"
