@@ -35,8 +35,9 @@ expect_error() {
   fi
 }
 
-# Sections (CTest runs them side by side): commands (expr, show, generate, launch, mmap, loops,
-# rewrite), train (train and eval) and resume (kill and resume); all by default.
+# Sections (CTest runs them side by side): commands (expr, show, generate), checkpoints
+# (generate from Hugging Face checkpoints), train (train and eval), resume (kill and resume),
+# launch (data-parallel jobs) and policies (mmap, loops, rewrite); all by default.
 section="${2:-all}"
 want() { [[ "$section" == all || "$section" == "$1" ]]; }
 work="$(mktemp -d "${TMPDIR:-/tmp}/tempo-cli.XXXXXX")"
@@ -101,6 +102,9 @@ expect_error "longer than --tokens" generate --prompt-tokens 1,2,3 --tokens 2
 expect_error "window is longer" generate --attention window:40 --tokens 8
 expect_error "temperature must be" generate --temperature -1
 expect_error "expects a number" generate --temperature hot
+fi
+
+if want checkpoints; then
 source "$(dirname "$0")/generate_checkpoint.sh"
 
 fi
@@ -197,7 +201,7 @@ expect_error "the checkpoint was trained with --lr" "${kargs[@]}" --lr 0.001 --r
 expect_error "no training checkpoint in $kr/none" "${kargs[@]}" --resume "$kr/none"
 fi
 
-if want commands; then
+if want launch; then
 
 # launch: a data-parallel job on loopback (rank 0 alone prints and writes the curve); bad usage,
 # bad variables, a rank that fails, and a rendezvous nobody serves are clear errors.
@@ -230,6 +234,9 @@ if [[ $? -eq 0 || "$err" != *"tempo: error: distributed: rank 1 of 2: cannot rea
 fi
 rm -rf "$dist"
 
+fi
+
+if want policies; then
 # Memory placement (src/mmap): a generated instance solved; bad instance files are one-line errors.
 mmap_dir="$(mktemp -d)"
 "$tempo" mmap generate --buffers 64 --seed 3 --out "$mmap_dir/i.txt" >/dev/null ||
