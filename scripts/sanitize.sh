@@ -34,7 +34,9 @@ fi
 
 # halt_on_error: the first report ends the test. Leaks inside third-party libraries (LibTorch,
 # isl, OpenBLAS) are suppressed by lsan_suppressions.txt; ours never are.
-export ASAN_OPTIONS="print_stacktrace=1:halt_on_error=1:detect_leaks=1:check_initialization_order=1"
+# allocator_may_return_null: an allocation over a memory limit fails as in an uninstrumented
+# run (isl's scheduling child answers with its limit error) instead of aborting.
+export ASAN_OPTIONS="print_stacktrace=1:halt_on_error=1:detect_leaks=1:check_initialization_order=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$root/scripts/lsan_suppressions.txt:print_suppressions=0"
 # Instrumented kernels (compiled with the sanitizers too) are kept apart from the usual cache.
