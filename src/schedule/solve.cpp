@@ -34,7 +34,14 @@ isl::schedule Scheduler::solve(const isl::union_set& domains, const isl::union_m
   if (!proximity.is_null())
     sc = isl_schedule_constraints_set_proximity(sc, proximity.coalesce().release());
   if (opt_.solve_in_child) {
-    if (std::optional<std::string> reply = solve_in_child(raw, sc)) {
+    std::optional<std::string> reply;
+    try {
+      reply = solve_in_child(raw, sc);
+    } catch (...) {  // a limit: the constraints still belong to this process
+      isl_schedule_constraints_free(sc);
+      throw;
+    }
+    if (reply) {
       isl_schedule_constraints_free(sc);
       const char status = (*reply)[0];
       if (status == 'Q') {
