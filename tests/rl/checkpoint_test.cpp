@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -98,6 +99,10 @@ int64_t check_resume(TrainConfig cfg, int64_t every, int64_t stop) {
 class ResumeEqualsUninterrupted : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ResumeEqualsUninterrupted, CurveAndParametersBitForBit) {
+  // Resuming is the same code for every algorithm; with every pass off, PPO's program takes
+  // seconds to schedule and this test compiles it three times: A2C and REINFORCE cover it there.
+  if (std::getenv("TEMPO_NO_PASS") && std::string(GetParam()) == "ppo")
+    GTEST_SKIP() << "PPO's resume runs with the passes on";
   const int64_t at = check_resume(small(GetParam()), 2, 5);
   EXPECT_GE(at, 2);
   EXPECT_LE(at, 4);
