@@ -94,11 +94,11 @@ class Tries {
   Schedule fused_or_unfused(const ScheduleOptions& options);
 
  private:
+  using Groups = std::vector<std::vector<ir::OpId>>;  // the members of fused groups
   Schedule bounded(const ScheduleOptions& options, Scheduler::CycleSearch search,
                    const std::set<ir::OpId>& alone = {});
   std::optional<std::set<ir::OpId>> group_to_dissolve(const ScheduleOptions& options,
-                                                      std::vector<std::vector<ir::OpId>> groups);
-  using Groups = std::vector<std::vector<ir::OpId>>;
+                                                      Groups groups);
   std::optional<Groups> unschedulable(const ScheduleOptions& options,
                                       const std::set<ir::OpId>& alone,
                                       Scheduler::CycleSearch search);
@@ -184,8 +184,8 @@ Schedule Tries::bounded(const ScheduleOptions& options, Scheduler::CycleSearch s
 // binary search finds the shortest run of them whose ops alone make the data dependences
 // schedulable, and the last group of that run alone is kept where it suffices. Each try
 // schedules the program without deallocations, a fraction of a second.
-std::optional<std::set<ir::OpId>> Tries::group_to_dissolve(
-    const ScheduleOptions& options, std::vector<std::vector<ir::OpId>> groups) {
+std::optional<std::set<ir::OpId>> Tries::group_to_dissolve(const ScheduleOptions& options,
+                                                           Groups groups) {
   std::stable_sort(groups.begin(), groups.end(),
                    [](const auto& a, const auto& b) { return a.size() < b.size(); });
   auto alone_in = [&](size_t from, size_t to) {
