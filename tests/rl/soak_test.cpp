@@ -17,13 +17,13 @@ TEST(Soak, PpoResidentMemoryIsFlatAfterWarmup) {
   // Memory over a long run, not the passes: the pass-off rerun would take minutes.
   if (std::getenv("TEMPO_NO_PASS")) GTEST_SKIP() << "a soak test, run with the passes on";
   TrainConfig c = TrainConfig::defaults("ppo");
-  c.iterations = 500;
+  c.iterations = 300;
   std::ostringstream log;
   ResidentSampler rss;
   TrainResult res = train(c, &log);
   rss.stop();
-  ASSERT_EQ(res.curve.size(), 500u);
-  // A leak of 4 KiB per iteration would grow by 800 KiB over the last 400 iterations' span.
+  ASSERT_EQ(res.curve.size(), 300u);
+  // The point stores' old growth (~45 KB per iteration) put ~8 MiB between those fifths.
   EXPECT_LT(rss.growth_after_warmup(), int64_t{1} << 20)
       << "after warm-up " << rss.peak_between(0.2, 0.4) << " B, at the end "
       << rss.peak_between(0.8, 1.0) << " B";
