@@ -7,11 +7,11 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "schedule/scheduler.h"
+#include "util/resident.h"
 
 namespace tempo::schedule::detail {
 
@@ -103,13 +103,7 @@ void limit_child_memory(int64_t limit, int fd) {
                              void (*)(void*, size_t));
   if (auto set = reinterpret_cast<SetMemory>(::dlsym(RTLD_DEFAULT, "__gmp_set_memory_functions")))
     set(gmp_alloc, gmp_realloc, gmp_free);
-  long pages = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
-    std::fclose(f);
-  }
-  const rlim_t bytes = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) +
-                       static_cast<rlim_t>(limit);
+  const rlim_t bytes = static_cast<rlim_t>(memory_use().address_space + limit);
   struct rlimit r {bytes, bytes};
   ::setrlimit(RLIMIT_AS, &r);
 }

@@ -14,15 +14,21 @@
 
 namespace tempo {
 
-// Resident bytes of this process (/proc/self/statm); 0 where it cannot be read.
-inline int64_t resident_bytes() {
+// This process's address space and resident memory in bytes (/proc/self/statm); 0 where it
+// cannot be read.
+struct MemoryUse {
+  int64_t address_space = 0, resident = 0;
+};
+inline MemoryUse memory_use() {
   long pages = 0, resident = 0;
   if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) pages = resident = 0;
     std::fclose(f);
   }
-  return static_cast<int64_t>(resident) * ::sysconf(_SC_PAGESIZE);
+  const int64_t page = ::sysconf(_SC_PAGESIZE);
+  return {pages * page, resident * page};
 }
+inline int64_t resident_bytes() { return memory_use().resident; }
 
 // Samples resident_bytes() every `period` from construction until stop() (or destruction).
 class ResidentSampler {

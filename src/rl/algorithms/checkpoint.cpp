@@ -12,6 +12,7 @@
 #include "nn/json.h"
 #include "nn/safetensors.h"
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace tempo::rl {
 
@@ -28,13 +29,6 @@ std::string exact(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
-}
-
-// FNV-1a over the bytes: catches a tensors file changed after its manifest was written.
-uint64_t checksum(const std::string& bytes) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
-  return h;
 }
 
 std::string tensors_name(int64_t iterations) {
@@ -74,7 +68,8 @@ std::string manifest_json(const TrainCheckpoint& c, const std::string& tensors,
   o << "{\n  \"format\": " << nn::json_quote(kFormat) << ",\n  \"version\": " << kVersion
     << ",\n  \"iterations\": " << c.iterations << ",\n  \"tensors\": " << nn::json_quote(tensors)
     << ",\n  \"tensors_bytes\": " << bytes.size()
-    << ",\n  \"tensors_checksum\": " << nn::json_quote(std::to_string(checksum(bytes)))
+    // FNV-1a of the tensors file: catches one changed after its manifest was written.
+    << ",\n  \"tensors_checksum\": " << nn::json_quote(std::to_string(fnv1a(bytes)))
     << ",\n  \"parameters\": " << c.parameters.size()
     << ",\n  \"optimizer_states\": " << c.optimizer_states.size()
     << ",\n  \"episodes\": " << c.episodes << ",\n  \"config\": {";
@@ -227,7 +222,7 @@ TrainCheckpoint load_checkpoint(const std::string& dir) {
   const fs::path file = fs::path(dir) / name;
   const std::string bytes = read_file(file, dir);
   if (static_cast<int64_t>(bytes.size()) != r.integer(doc, "tensors_bytes") ||
-      std::to_string(checksum(bytes)) != r.string(doc, "tensors_checksum"))
+      std::to_string(fnv1a(bytes)) != r.string(doc, "tensors_checksum"))
     throw UserError(cat("corrupt training checkpoint: ", file.string(),
                         " does not have the size and checksum its manifest records"));
   read_tensors(bytes, file.string(), static_cast<size_t>(r.integer(doc, "parameters")),
