@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every package Tempo needs. Idempotent: what is already present is skipped.
-#   bash scripts/setup.sh          Debian packages (the default build)
+#   bash scripts/setup.sh          Debian packages (the default build), the tests' reference
+#                                  Python packages (requirements-peers.txt)
 #   bash scripts/setup.sh --cuda   also the CUDA LibTorch of the CUDA build (-DTEMPO_CUDA=ON)
 #   bash scripts/setup.sh --fuzz   also clang 16 and its libFuzzer/sanitizer runtimes (fuzz/)
 set -euo pipefail
@@ -46,22 +47,28 @@ else
   echo "setup: all packages present"
 fi
 
+# The reference packages the tests compare against (Gymnasium, HF tokenizers): a few MB, pinned
+# in requirements-peers.txt, into a folder of their own that only the tests put on PYTHONPATH.
+install_pinned() {  # REQUIREMENTS PREFIX
+  local stamp="$2/.installed"
+  if [ -f "$stamp" ] && cmp -s "$stamp" "$1"; then
+    echo "setup: $(basename "$1") present in $2"
+    return
+  fi
+  echo "setup: installing $(basename "$1") into $2"
+  $SUDO rm -rf "$2"
+  $SUDO env PIP_BREAK_SYSTEM_PACKAGES=1 /usr/bin/python3 -m pip install -q --no-deps \
+    --disable-pip-version-check --root-user-action=ignore --target "$2" -r "$1"
+  $SUDO cp "$1" "$stamp"
+}
+install_pinned scripts/requirements-peers.txt "$(bash scripts/peers_prefix.sh)"
+
 if [ "${1:-}" = "--cuda" ]; then
   # PyPI's torch wheel and the CUDA libraries it loads, pinned in requirements-torch.txt, into
   # one folder of their own (scripts/torch_prefix.sh prints it); about 3.8 GB.
-  prefix="$(bash scripts/torch_prefix.sh)"
-  stamp="$prefix/.installed"
-  if [ -f "$stamp" ] && cmp -s "$stamp" scripts/requirements-torch.txt; then
-    echo "setup: CUDA LibTorch present in $prefix"
-  else
-    if ! command -v nvcc > /dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-      echo "setup: the CUDA build needs the CUDA toolkit 13 (nvcc, NVRTC) in /usr/local/cuda" >&2
-      exit 1
-    fi
-    echo "setup: installing the CUDA LibTorch into $prefix"
-    $SUDO rm -rf "$prefix"
-    $SUDO env PIP_BREAK_SYSTEM_PACKAGES=1 /usr/bin/python3 -m pip install -q --no-deps \
-      --disable-pip-version-check --root-user-action=ignore --target "$prefix" -r scripts/requirements-torch.txt
-    $SUDO cp scripts/requirements-torch.txt "$stamp"
+  if ! command -v nvcc > /dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+    echo "setup: the CUDA build needs the CUDA toolkit 13 (nvcc, NVRTC) in /usr/local/cuda" >&2
+    exit 1
   fi
+  install_pinned scripts/requirements-torch.txt "$(bash scripts/torch_prefix.sh)"
 fi

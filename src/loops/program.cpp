@@ -6,6 +6,7 @@
 #include <isl/union_set.h>
 
 #include <cctype>
+#include <limits>
 #include <set>
 
 #include "symbolic/isl_bridge.h"
@@ -86,8 +87,14 @@ void Program::validate() const {
       throw UserError(cat("program ", name, ": bad or duplicate array name `", a.name, "`"));
     if (a.sizes.empty())
       throw UserError(cat("program ", name, ": array ", a.name, " has no sizes"));
-    for (int64_t n : a.sizes)
+    // The generated C declares each array as doubles: its byte size must fit in 64 bits.
+    int64_t elements = 1;
+    for (int64_t n : a.sizes) {
       if (n <= 0) throw UserError(cat("program ", name, ": array ", a.name, " has a size <= 0"));
+      if (elements > std::numeric_limits<int64_t>::max() / 8 / n)
+        throw UserError(cat("program ", name, ": array ", a.name, " is too large to allocate"));
+      elements *= n;
+    }
   }
   const sym::IslContext isl;
   isl_ctx* ctx = isl.get();

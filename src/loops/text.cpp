@@ -5,6 +5,7 @@
 #include <isl/set.h>
 
 #include <cctype>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -96,8 +97,10 @@ class Parser {
     std::vector<int64_t> sizes;
     for (std::string w; words >> w;) {
       char* end = nullptr;
+      errno = 0;
       long long v = std::strtoll(w.c_str(), &end, 10);
       if (*end || v <= 0) fail(cat("array ", name, ": size `", w, "` is not a positive integer"));
+      if (errno == ERANGE) fail(cat("array ", name, ": size `", w, "` is too large"));
       sizes.push_back(v);
     }
     if (sizes.empty()) fail(cat("array ", name, " has no sizes"));

@@ -174,7 +174,12 @@ Expr make_node(Node&& n) {
   size_t h = mix(static_cast<size_t>(n.op), static_cast<size_t>(n.value));
   h = mix(h, n.is_bound);
   if (!n.name.empty()) h = mix(h, std::hash<std::string>{}(n.name));
-  for (const Expr& a : n.args) h = mix(h, a.hash());
+  for (const Expr& a : n.args) {
+    h = mix(h, a.hash());
+    if (a.defined()) n.depth = std::max(n.depth, a.node().depth + 1);
+  }
+  if (n.depth > kMaxExprDepth)
+    throw UserError(cat("expression nested more than ", kMaxExprDepth, " levels deep"));
   n.hash = h;
   n.type = type_of(n.op);
   return Expr(std::make_shared<const Node>(std::move(n)));

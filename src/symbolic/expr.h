@@ -64,7 +64,12 @@ struct Node {
   std::vector<Expr> args;    // operands (Slice: start, stop, step; Seq: entries)
   size_t hash = 0;
   Type type = Type::Int;
+  uint32_t depth = 1;  // levels of the tree below and including this node
 };
+
+// The deepest expression tree any constructor builds: the rewriters walk trees recursively, so
+// a chain that does not flatten (`t // 2 // 2 // ...`) is refused before it can exhaust the stack.
+inline constexpr uint32_t kMaxExprDepth = 1000;
 
 class Expr {
  public:

@@ -153,6 +153,12 @@ TEST(Parse, DeepNestingIsAnError) {
   EXPECT_NE(error_of(std::string(100000, '-') + "t").find("nested more than 256 levels"),
             std::string::npos);
   EXPECT_TRUE(P(std::string(200, '(') + "t" + std::string(200, ')')).same(t));
+  // Chains that do not flatten into one sum or product build a tree as deep as they are long;
+  // the constructors refuse it at kMaxExprDepth (these crashed `tempo expr simplify`).
+  std::string floors = "t", remainders = "t";
+  for (int k = 0; k < 15000; ++k) floors += " // 2 * t", remainders += " % 2 % 3";
+  EXPECT_NE(error_of(floors).find("nested more than 1000 levels"), std::string::npos);
+  EXPECT_NE(error_of(remainders).find("nested more than 1000 levels"), std::string::npos);
 }
 
 }  // namespace
