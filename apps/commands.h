@@ -14,4 +14,5 @@ int run_loops_command(int argc, char** argv);
 int run_mmap_command(int argc, char** argv);
 int run_rewrite_command(int argc, char** argv);
 int run_show_command(int argc, char** argv);
+int run_tokenize_command(int argc, char** argv);
 int run_train_command(int argc, char** argv);

@@ -33,7 +33,8 @@ const char* kUsage =
     "  --tokenizer FILE  a byte-level BPE tokenizer.json (default DIR/tokenizer.json if present);\n"
     "                    with one, the tokens are printed as text\n"
     "  --layers N        use the first N layers only\n"
-    "  --prompt TEXT     the prompt as text, encoded by the tokenizer (beginning-of-text first)\n"
+    "  --prompt TEXT     the prompt as text, encoded by the tokenizer (with the special tokens\n"
+    "                    its post-processor adds, such as beginning-of-text)\n"
     "  --prompt-tokens L comma-separated token ids fed first (default: the tokenizer's\n"
     "                    beginning-of-text token, else 1)\n"
     "  --tokens N        positions in all, prompt included (default 32): N - P tokens are\n"
@@ -132,7 +133,7 @@ std::vector<int64_t> prompt_ids(const Args& a, const std::optional<llm::Tokenize
     flag = "--prompt";
     if (!tokenizer)
       throw UserError("--prompt needs a tokenizer: give --tokenizer FILE, or a --checkpoint directory with a tokenizer.json");
-    prompt = tokenizer->encode(a.prompt_string, tokenizer->bos() >= 0);
+    prompt = tokenizer->encode(a.prompt_string);
     if (prompt.empty()) throw UserError("--prompt: the text encodes to no tokens");
     for (int64_t id : prompt)
       if (id >= c.vocab)
@@ -152,11 +153,25 @@ std::vector<int64_t> prompt_ids(const Args& a, const std::optional<llm::Tokenize
   return prompt;
 }
 
-// Each sequence's tokens, as text with a tokenizer (prompt included).
+// A tokenizer with ids the model does not have cannot feed it: checked before anything compiles.
+void check_vocab(const llm::Tokenizer& tokenizer, const Args& a, const llm::LlamaConfig& c) {
+  if (tokenizer.vocab_size() <= c.vocab) return;
+  const std::string model =
+      a.checkpoint.empty()
+          ? cat("--config ", a.config)
+          : (std::filesystem::path(a.checkpoint) / "config.json").string();
+  throw UserError(cat("the tokenizer ", a.tokenizer_path, " has ", tokenizer.vocab_size(),
+                      " token ids but the model (", model, ") a vocabulary of ", c.vocab,
+                      ": they do not belong together"));
+}
+
+// Each sequence's tokens, as text with a tokenizer (prompt included); all decoded before any is
+// printed, so that an id the tokenizer lacks leaves no half-printed line.
 void print_sequences(const Executable& exe, const RT& out, const Args& a,
                      const std::vector<int64_t>& prompt,
                      const std::optional<llm::Tokenizer>& tokenizer) {
   const int64_t generated = a.tokens - static_cast<int64_t>(prompt.size());
+  std::ostringstream text;
   for (int64_t b = 0; b < a.batch; ++b) {
     std::vector<int64_t> ids;
     if (a.stepwise) {
@@ -165,14 +180,15 @@ void print_sequences(const Executable& exe, const RT& out, const Args& a,
       ids = prompt;
       for (int64_t s = 0; s < generated; ++s) ids.push_back(exe.get(out, {s}).ptr<int64_t>()[b]);
     }
-    std::cout << "sequence " << b << ":";
+    text << "sequence " << b << ":";
     if (tokenizer) {
-      std::cout << " " << tokenizer->decode(ids);
+      text << " " << tokenizer->decode(ids);
     } else {
-      for (int64_t id : ids) std::cout << " " << id;
+      for (int64_t id : ids) text << " " << id;
     }
-    std::cout << "\n";
+    text << "\n";
   }
+  std::cout << text.str();
 }
 
 }  // namespace
@@ -186,7 +202,10 @@ int run_generate_command(int argc, char** argv) {
       std::filesystem::exists(std::filesystem::path(a.checkpoint) / "tokenizer.json"))
     a.tokenizer_path = (std::filesystem::path(a.checkpoint) / "tokenizer.json").string();
   std::optional<llm::Tokenizer> tokenizer;
-  if (!a.tokenizer_path.empty()) tokenizer = llm::Tokenizer::load(a.tokenizer_path);
+  if (!a.tokenizer_path.empty()) {
+    tokenizer = llm::Tokenizer::load(a.tokenizer_path);
+    check_vocab(*tokenizer, a, c);
+  }
   const llm::AttentionPattern pattern = llm::AttentionPattern::parse(a.attention);
   std::string prompt_flag;
   const std::vector<int64_t> prompt = prompt_ids(a, tokenizer, c, prompt_flag);

@@ -29,6 +29,8 @@ const Command kCommands[] = {
     {"rewrite", run_rewrite_command,
      "graph substitutions: TASO's search and the RLFlow agents (tempo rewrite --help)"},
     {"show", run_show_command, "print a built-in example's SDG or schedule (tempo show --list)"},
+    {"tokenize", run_tokenize_command,
+     "encode JSON-lines text with a tokenizer.json (tempo tokenize --help)"},
     {"train", run_train_command, "train a policy with PPO, A2C or REINFORCE (tempo train --help)"},
 };
 

@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libisl-dev          # polyhedral scheduling
+  libpcre2-dev        # the tokenizer's pre-tokenization patterns (Unicode properties)
   libtorch-dev        # tensor backend (LibTorch, CPU)
   libgloo-dev         # Gloo's headers, which LibTorch's c10d process groups include (data parallel)
   # An optimized BLAS for LibTorch's matmuls: it takes over libblas.so.3 through Debian's

@@ -11,15 +11,21 @@ if [[ ! -f "$ckpt/config.json" || ! -f "$ckpt/model.safetensors" || "$saved" != 
 fi
 
 # A byte-level tokenizer with the tiny model's 96 ids: the printable ASCII bytes (0..93), the
-# space's symbol U+0120 (94) and <|begin_of_text|> (95).
+# space's symbol U+0120 (94) and <|begin_of_text|> (95), which its post-processor puts first.
 vocab=""
 for b in $(seq 33 126); do
   ch="$(printf "\\$(printf %03o "$b")")"
   [[ "$ch" == '"' || "$ch" == '\' ]] && ch="\\$ch"
   vocab+="\"$ch\":$((b - 33)),"
 done
-printf '{"added_tokens":[{"id":95,"content":"<|begin_of_text|>","special":true}],"model":{"type":"BPE","vocab":{%s"\\u0120":94},"merges":[]}}' \
-  "$vocab" >"$ckpt/tokenizer.json"
+bos='{"SpecialToken":{"id":"<|begin_of_text|>","type_id":0}}'
+template='{"type":"TemplateProcessing","single":['"$bos"',{"Sequence":{"id":"A","type_id":0}}],"special_tokens":{"<|begin_of_text|>":{"id":"<|begin_of_text|>","ids":[95],"tokens":["<|begin_of_text|>"]}}}'
+model="{\"type\":\"BPE\",\"vocab\":{$vocab\"\\u0120\":94},\"merges\":[]}"
+added='[{"id":95,"content":"<|begin_of_text|>","special":true}]'
+printf '{"added_tokens":%s,"post_processor":%s,"model":%s}' "$added" "$template" "$model" >"$ckpt/tokenizer.json"
+# Without a post-processor nothing is added; an id past the model's vocabulary is an error.
+printf '{"added_tokens":%s,"model":%s}' "$added" "$model" >"$ckpt/plain.json"
+printf '{"added_tokens":[{"id":96,"content":"<x>","special":true}],"model":%s}' "$model" >"$ckpt/big.json"
 text="$("$tempo" generate --tokens 12 --prompt "Hi there" --checkpoint "$ckpt" | head -1)"
 if [[ "$text" != "sequence 0: <|begin_of_text|>Hi there"* ]]; then
   echo "FAIL: generate --prompt with the checkpoint's tokenizer.json: '$text'"
@@ -27,6 +33,20 @@ if [[ "$text" != "sequence 0: <|begin_of_text|>Hi there"* ]]; then
 fi
 ids="$("$tempo" generate --tokens 12 --prompt-tokens 95,39,72,94 --checkpoint "$ckpt" --tokenizer "$ckpt/tokenizer.json" | head -1)"
 [[ "$ids" == "sequence 0: <|begin_of_text|>Hi "* ]] || { echo "FAIL: generate --tokenizer: '$ids'"; failures=$((failures + 1)); }
+
+# tempo tokenize: one JSON array of ids per JSON string line, and back with --decode.
+printf '"Hi there"\n"<|begin_of_text|>a b"\n' >"$ckpt/lines.jsonl"
+expect_out $'[95,39,72,94,83,71,68,81,68]\n[95,95,64,94,65]' tokenize --tokenizer "$ckpt/tokenizer.json" --json-lines "$ckpt/lines.jsonl"
+expect_out $'[39,72,94,83,71,68,81,68]' tokenize --tokenizer "$ckpt/plain.json" --json-lines <(echo '"Hi there"')
+expect_out '"<|begin_of_text|>Hi"' tokenize --tokenizer "$ckpt/plain.json" --decode --json-lines <(echo '[95,39,72]')
+expect_out '"Hi"' tokenize --tokenizer "$ckpt/plain.json" --decode --no-special --json-lines <(echo '[95,39,72]')
+expect_error "line 2 is not a JSON string" tokenize --tokenizer "$ckpt/plain.json" --json-lines <(printf '"a"\n[1]\n')
+expect_error "malformed" tokenize --tokenizer "$ckpt/plain.json" --json-lines <(echo 'Hi')
+expect_error "is not a JSON array of token ids" tokenize --tokenizer "$ckpt/plain.json" --decode --json-lines <(echo '"a"')
+expect_error "needs --json-lines" tokenize --tokenizer "$ckpt/plain.json"
+expect_error "has 97 token ids but the model (--config tiny) a vocabulary of 96" generate --tokenizer "$ckpt/big.json" --prompt hi
+text="$("$tempo" generate --tokens 12 --prompt "Hi there" --tokenizer "$ckpt/plain.json" | head -1)"
+[[ "$text" == "sequence 0: Hi there"* ]] || { echo "FAIL: generate --prompt without a post-processor: '$text'"; failures=$((failures + 1)); }
 
 printf '{"model": ' >"$ckpt/bad.json"
 mkdir -p "$ckpt/empty"
