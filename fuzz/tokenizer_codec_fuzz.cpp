@@ -1,5 +1,6 @@
 // Encoding and decoding of any bytes with a valid byte-level BPE tokenizer (every byte has a
-// symbol; a few merges and added tokens). The first input byte picks the mode:
+// symbol; a few merges and added tokens; Llama 3's pre-tokenizer and template). The first input
+// byte picks the mode:
 //   even: the rest is text (a multiple of 4: with the beginning-of-text token); every id is a
 //         token and decode(encode(text)) == text;
 //   odd:  the rest is a list of little-endian signed 16-bit ids to decode (a UserError for a
@@ -59,8 +60,18 @@ std::string tokenizer_json() {
   auto added = [](int i, const char* text) {
     return cat(R"({"id":)", i, R"(,"content":")", text, R"(","special":true})");
   };
+  const std::string pre =
+      R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":)"
+      R"("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}|)"
+      R"( ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},)"
+      R"("behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,)"
+      R"("use_regex":false}]})";
+  const std::string post =
+      R"({"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"B","type_id":0}},)"
+      R"({"Sequence":{"id":"A","type_id":0}}],"special_tokens":{"B":{"id":"B","ids":[300]}}})";
   return cat(R"({"added_tokens":[)", added(300, "<|begin_of_text|>"), ",",
-             added(301, "<|end_of_text|>"), R"(],"model":{"type":"BPE","vocab":{)", vocab,
+             added(301, "<|end_of_text|>"), R"(],"pre_tokenizer":)", pre,
+             R"(,"post_processor":)", post, R"(,"model":{"type":"BPE","vocab":{)", vocab,
              R"(},"merges":[)", merges, "]}}");
 }
 

@@ -330,9 +330,8 @@ int64_t pair_id(const Json& pp, const char* key, const Tokenizer& tk, const std:
   const Json* p = pp.get(key);
   if (!p || p->kind != Json::Array || p->items.size() != 2 || !p->items[1].is_int ||
       p->items[1].integer < 0 || p->items[1].integer >= tk.vocab_size())
-    throw UserError(cat(what, ": post_processor: \"", key,
-                        "\" is not a [token, id] in the "
-                        "vocabulary"));
+    throw UserError(
+        cat(what, ": post_processor: \"", key, "\" is not a [token, id] in the vocabulary"));
   return p->items[1].integer;
 }
 
