@@ -306,6 +306,22 @@ void read_pre_tokenizer(const Json& j, PreTokenizer& pre, const std::string& wha
   }
 }
 
+// The file's pre-tokenizer (null when it has none); normalizers, which would change the text
+// first, are not supported.
+std::shared_ptr<const PreTokenizer> read_pre_tokenization(const Json& root,
+                                                          const std::string& what) {
+  if (const Json* n = root.get("normalizer"); n && n->kind != Json::Null) {
+    const Json* list = n->get("normalizers");
+    if (!list || list->kind != Json::Array || !list->items.empty())
+      throw UserError(cat(what, ": normalizers are not supported (the normalizer must be null)"));
+  }
+  const Json* pre = root.get("pre_tokenizer");
+  if (!pre || pre->kind == Json::Null) return nullptr;
+  auto p = std::make_shared<PreTokenizer>();
+  read_pre_tokenizer(*pre, *p, what, 0);
+  return p;
+}
+
 // The ids of a TemplateProcessing's special token `name` (from its special_tokens map).
 std::vector<int64_t> template_ids(const Json& pp, const std::string& name, const Tokenizer& tk,
                                   const std::string& what) {
@@ -482,16 +498,7 @@ Tokenizer Tokenizer::parse(const std::string& json_text, const std::string& what
     fail(cat("the largest token id is ", tk.vocab_size() - 1, " but there are only ",
              tk.vocab_.size(), " tokens"));
 
-  if (const Json* n = root.get("normalizer"); n && n->kind != Json::Null) {
-    const Json* list = n->get("normalizers");
-    if (!list || list->kind != Json::Array || !list->items.empty())
-      fail("normalizers are not supported (the normalizer must be null)");
-  }
-  if (const Json* pre = root.get("pre_tokenizer"); pre && pre->kind != Json::Null) {
-    auto p = std::make_shared<PreTokenizer>();
-    read_pre_tokenizer(*pre, *p, what, 0);
-    tk.pre_ = std::move(p);
-  }
+  tk.pre_ = read_pre_tokenization(root, what);
   if (const Json* pp = root.get("post_processor"); pp && pp->kind != Json::Null)
     read_post_processor(*pp, tk, what, 0, tk.prefix_, tk.suffix_);
   if (!tk.prefix_.empty()) tk.bos_ = tk.prefix_[0];
