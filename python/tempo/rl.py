@@ -16,13 +16,17 @@ callable num_envs -> env) as `env`:
 (num_envs, *action_shape) clipped to the box. The env resets the copies whose episode ended
 and returns their new first observation; it may return a fifth value, final_obs, with the
 last observation of those episodes (A2C and PPO bootstrap truncated episodes from it).
+
+tempo.rl.make_env(name, num_envs) gives a built-in environment to step from Python.
 """
 import numpy as _np
 
 from ._tempo import rl as _rl
 
 TrainResult = _rl.TrainResult
+BuiltinEnv = _rl.BuiltinEnv
 env_names = _rl.env_names
+make_env = _rl.make_env
 
 
 def train(algo, env="CartPole-v1", log=True, **config):
