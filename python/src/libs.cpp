@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <numbers>
 
 #include "bindings.h"
 #include "driver/compile.h"
@@ -324,14 +325,16 @@ void bind_nn_modules(py::module_& nn) {
       .def_property_readonly("bias", &nn::Linear::bias);
   py::class_<nn::MLP, nn::Module, std::shared_ptr<nn::MLP>>(nn, "MLP").def(
       py::init([](Context& c, std::vector<int64_t> sizes, py::handle steps, py::handle activation,
-                  py::handle output_activation, bool bias, const std::string& init) {
-        return std::make_shared<nn::MLP>(c, std::move(sizes), to_steps(c, steps),
-                                         to_activation(activation),
-                                         to_activation(output_activation), bias, to_init(init));
+                  py::handle output_activation, bool bias, const std::string& init,
+                  double output_gain) {
+        return std::make_shared<nn::MLP>(
+            c, std::move(sizes), to_steps(c, steps), to_activation(activation),
+            to_activation(output_activation), bias, to_init(init), output_gain);
       }),
       py::arg("ctx"), py::arg("sizes"), py::arg("steps") = py::none(),
       py::arg("activation") = "tanh", py::arg("output_activation") = "identity",
-      py::arg("bias") = true, py::arg("init") = "default", guard(), self_keeps_arg);
+      py::arg("bias") = true, py::arg("init") = "default",
+      py::arg("output_gain") = std::numbers::sqrt2, guard(), self_keeps_arg);
   py::class_<nn::LayerNorm, nn::Module, std::shared_ptr<nn::LayerNorm>>(nn, "LayerNorm")
       .def(py::init([](Context& c, int64_t size, py::handle steps, double eps, bool affine) {
              return std::make_shared<nn::LayerNorm>(c, size, to_steps(c, steps), eps, affine);

@@ -203,7 +203,7 @@ RT Policy::entropy() const {
 
 Advantages advantages(Acting& a) {
   const TrainConfig& cfg = a.cfg;
-  nn::MLP vf(a.ctx, a.mlp_sizes(1), a.steps, nn::tanh, nn::identity, true, a.init);
+  nn::MLP vf(a.ctx, a.mlp_sizes(1), a.steps, nn::tanh, nn::identity, true, a.init, 1.0);
   for (const nn::Parameter& p : vf.parameters()) a.params.push_back(p);
   // With the acting parameters, written per step as CleanRL computes them while acting: the
   // vectorize pass batches them over the rollout, and under interleaving (a memory budget) they
@@ -608,7 +608,9 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
     sizes.push_back(out);
     return sizes;
   };
-  nn::MLP pi(ctx, mlp_sizes(job.act_dim), steps, nn::tanh, nn::identity, true, init);
+  // CleanRL's gains: sqrt(2) for the hidden layers, 0.01 for the logits (or mean), which start
+  // the policy near uniform (or near the zero mean).
+  nn::MLP pi(ctx, mlp_sizes(job.act_dim), steps, nn::tanh, nn::identity, true, init, 0.01);
   std::vector<nn::Parameter> params = pi.parameters();
   nn::Parameter log_std;
   if (!job.discrete) {
