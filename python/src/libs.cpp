@@ -212,6 +212,7 @@ const std::vector<Keyword<rl::TrainConfig>>& train_keywords() {
       keyword("lr", &C::lr),
       keyword("lr_decay", &C::lr_decay),
       keyword("orthogonal_init", &C::orthogonal_init),
+      keyword("truncation", &C::truncation),
       keyword("gamma", &C::gamma),
       keyword("gae_lambda", &C::gae_lambda),
       keyword("ent_coef", &C::ent_coef),
