@@ -188,6 +188,10 @@ const std::vector<Option>& all_options() {
       {"--vf-coef", true, [](A& a, S f, S v) { a.cfg.vf_coef = parse_double(f, v); }, ""},
       {"--default-init", false, [](A& a, S, S) { a.cfg.orthogonal_init = false; },
        "--default-init  PyTorch's default init instead of orthogonal weights\n"},
+      {"--truncation", true, [](A& a, S, S v) { a.cfg.truncation = v; },
+       "--truncation M  a2c and ppo at a time-limit truncation: bootstrap (default: the value\n"
+       "              of the episode's last observation) or terminate (no value after it,\n"
+       "              as CleanRL's ppo.py)\n"},
       {"--out", true, [](A& a, S, S v) { a.out = v; },
        "--out DIR     writes DIR/curve.csv and DIR/curve.svg during the run (at most once a\n"
        "              second) and at the end\n"},

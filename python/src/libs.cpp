@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <numbers>
 
 #include "bindings.h"
 #include "driver/compile.h"
@@ -211,6 +212,7 @@ const std::vector<Keyword<rl::TrainConfig>>& train_keywords() {
       keyword("lr", &C::lr),
       keyword("lr_decay", &C::lr_decay),
       keyword("orthogonal_init", &C::orthogonal_init),
+      keyword("truncation", &C::truncation),
       keyword("gamma", &C::gamma),
       keyword("gae_lambda", &C::gae_lambda),
       keyword("ent_coef", &C::ent_coef),
@@ -324,14 +326,16 @@ void bind_nn_modules(py::module_& nn) {
       .def_property_readonly("bias", &nn::Linear::bias);
   py::class_<nn::MLP, nn::Module, std::shared_ptr<nn::MLP>>(nn, "MLP").def(
       py::init([](Context& c, std::vector<int64_t> sizes, py::handle steps, py::handle activation,
-                  py::handle output_activation, bool bias, const std::string& init) {
-        return std::make_shared<nn::MLP>(c, std::move(sizes), to_steps(c, steps),
-                                         to_activation(activation),
-                                         to_activation(output_activation), bias, to_init(init));
+                  py::handle output_activation, bool bias, const std::string& init,
+                  double output_gain) {
+        return std::make_shared<nn::MLP>(
+            c, std::move(sizes), to_steps(c, steps), to_activation(activation),
+            to_activation(output_activation), bias, to_init(init), output_gain);
       }),
       py::arg("ctx"), py::arg("sizes"), py::arg("steps") = py::none(),
       py::arg("activation") = "tanh", py::arg("output_activation") = "identity",
-      py::arg("bias") = true, py::arg("init") = "default", guard(), self_keeps_arg);
+      py::arg("bias") = true, py::arg("init") = "default",
+      py::arg("output_gain") = std::numbers::sqrt2, guard(), self_keeps_arg);
   py::class_<nn::LayerNorm, nn::Module, std::shared_ptr<nn::LayerNorm>>(nn, "LayerNorm")
       .def(py::init([](Context& c, int64_t size, py::handle steps, double eps, bool affine) {
              return std::make_shared<nn::LayerNorm>(c, size, to_steps(c, steps), eps, affine);
@@ -459,6 +463,65 @@ void bind_optim(py::module_& m) {
       guard(), keep_ctx);
 }
 
+// A float32 NumPy array of shape (num_envs, *per_env) holding `v`.
+py::array_t<float> env_rows(const std::vector<float>& v, int64_t n,
+                            const std::vector<int64_t>& per_env) {
+  std::vector<py::ssize_t> shape{n};
+  for (int64_t s : per_env) shape.push_back(s);
+  py::array_t<float> a(shape);
+  std::copy(v.begin(), v.end(), a.mutable_data());
+  return a;
+}
+
+py::array_t<bool> env_flags(const std::vector<uint8_t>& v) {
+  py::array_t<bool> a({static_cast<py::ssize_t>(v.size())});
+  for (size_t k = 0; k < v.size(); ++k) a.mutable_at(k) = v[k] != 0;
+  return a;
+}
+
+// tempo.rl.make_env: a built-in environment stepped from Python (to compare it with another
+// implementation, or to drive it outside training).
+void bind_envs(py::module_& rl) {
+  py::class_<rl::BatchedEnv>(rl, "BuiltinEnv",
+                             "num_envs copies of a built-in environment, stepped in lockstep; a "
+                             "copy whose episode ends resets itself.")
+      .def_property_readonly("name", &rl::BatchedEnv::name)
+      .def_property_readonly("num_envs", &rl::BatchedEnv::num_envs)
+      .def_property_readonly("observation_shape",
+                             [](const rl::BatchedEnv& e) { return e.observation_space().shape; })
+      .def(
+          "reset",
+          [](rl::BatchedEnv& e, uint64_t seed) {
+            return env_rows(e.reset(seed), e.num_envs(), e.observation_space().shape);
+          },
+          py::arg("seed"), "Starts every copy (copy i seeded with seed + i): obs.")
+      .def(
+          "step",
+          [](rl::BatchedEnv& e, py::handle actions) {
+            HostTensor a = to_host(py::module_::import("numpy").attr("ravel")(actions),
+                                   DType::Float32);
+            rl::StepResult r = e.step(std::vector<float>(a.ptr<float>(),
+                                                         a.ptr<float>() + a.numel()));
+            const std::vector<int64_t>& shape = e.observation_space().shape;
+            py::object final_obs = py::none();
+            if (!r.final_obs.empty()) final_obs = env_rows(r.final_obs, e.num_envs(), shape);
+            return py::make_tuple(env_rows(r.obs, e.num_envs(), shape),
+                                  env_rows(r.reward, e.num_envs(), {}),
+                                  env_flags(r.terminated), env_flags(r.truncated), final_obs);
+          },
+          py::arg("actions"),
+          "(obs, reward, terminated, truncated, final_obs): final_obs is None when no episode "
+          "ended, else the last observations of those that did (other rows equal obs).")
+      .def("state", &rl::BatchedEnv::state, "The whole state as text (what a checkpoint keeps).")
+      .def("set_state", &rl::BatchedEnv::set_state, py::arg("text"),
+           "Restores a state() exactly.");
+  rl.def(
+      "make_env",
+      [](const std::string& name, int64_t num_envs) { return rl::make_env(name, num_envs); },
+      py::arg("name"), py::arg("num_envs") = 1,
+      "A built-in environment by name (env_names()).");
+}
+
 void bind_rl(py::module_& m) {
   py::module_ rl = m.def_submodule("rl", "Reinforcement learning: REINFORCE, A2C and PPO.");
   py::class_<rl::TrainResult>(rl, "TrainResult")
@@ -517,6 +580,7 @@ void bind_rl(py::module_& m) {
       "called after each iteration with the curve so far. Options are "
       "TrainConfig's fields (iterations, num_envs, steps, lr, ...).");
   rl.def("env_names", &rl::env_names, "The built-in environments.");
+  bind_envs(rl);
 }
 
 }  // namespace

@@ -100,3 +100,52 @@ def test_on_iteration_sees_the_curve_and_can_stop_training():
     with pytest.raises(Stop, match="enough"):
         tempo.rl.train("reinforce", iterations=50, num_envs=4, steps=16, log=False,
                        on_iteration=stop_at_3)
+
+
+def test_truncation_keyword_is_checked():
+    with pytest.raises(tempo.UserError, match="unknown truncation 'sometimes'"):
+        tempo.rl.train("ppo", truncation="sometimes", iterations=1, log=False)
+
+
+gym = pytest.importorskip("gymnasium")
+
+
+def test_ppo_learns_on_gymnasium_cartpole():
+    result = tempo.rl.train("ppo", env="gymnasium:CartPole-v1", iterations=40, num_envs=8,
+                            steps=64, lr=2.5e-3, log=False, seed=3)
+    curve = [r for _, r in result.curve]
+    assert len(curve) == 40
+    assert np.mean(curve[-5:]) > 1.5 * np.mean(curve[1:6]), curve
+
+
+def test_gymnasium_adapter_steps_like_gymnasium():
+    # The adapter's copies are Gymnasium's own envs: seeded with seed + i and reset when done.
+    env = tempo.rl.GymnasiumEnv([gym.make("CartPole-v1") for _ in range(2)])
+    ref = [gym.make("CartPole-v1") for _ in range(2)]
+    obs = env.reset(5)
+    for k, r in enumerate(ref):
+        assert np.array_equal(obs[k], r.reset(seed=5 + k)[0])
+    ended = 0
+    for step in range(300):
+        actions = np.array([step % 2, 1], np.int64)
+        obs, reward, term, trunc, final = env.step(actions)
+        for k, r in enumerate(ref):
+            o, rw, te, tr, _ = r.step(int(actions[k]))
+            assert np.array_equal(final[k], o) and reward[k] == rw
+            assert (term[k], trunc[k]) == (te, tr)
+            if te or tr:
+                ended += 1
+                o, _ = r.reset()
+            assert np.array_equal(obs[k], o)
+    assert ended > 5
+
+
+def test_gymnasium_instances_and_bad_spaces():
+    result = tempo.rl.train("a2c", env=gym.make("CartPole-v1", max_episode_steps=50),
+                            iterations=3, num_envs=2, steps=16, log=False)
+    assert len(result.curve) == 3
+    with pytest.raises(tempo.UserError, match="Gymnasium has no environment 'NoSuchEnv-v9'"):
+        tempo.rl.train("ppo", env="gymnasium:NoSuchEnv-v9", log=False)
+    blackjack = gym.make("Blackjack-v1")  # a Tuple observation space
+    with pytest.raises(tempo.UserError, match="observation_space is Tuple"):
+        tempo.rl.train("ppo", env=blackjack, iterations=1, log=False)

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <numbers>
 
 #include "api/distributed.h"
 #include "nn/init.h"
@@ -355,14 +356,17 @@ RT Linear::forward(const RT& x, Loc loc) const {
 }
 
 MLP::MLP(Context& ctx, std::vector<int64_t> sizes, Steps dim, Activation activation,
-         Activation output_activation, bool bias, Linear::Init init, Loc loc)
+         Activation output_activation, bool bias, Linear::Init init, double output_gain,
+         Loc loc)
     : Module(ctx, dim), act_(std::move(activation)), out_act_(std::move(output_activation)) {
   if (sizes.size() < 2)
     throw UserError(cat("MLP at ", where(loc), " needs at least an input and an output size"));
-  for (size_t k = 0; k + 1 < sizes.size(); ++k)
-    layers_.push_back(
-        add_module(std::to_string(k), std::make_shared<Linear>(ctx, sizes[k], sizes[k + 1], dim,
-                                                               bias, init, std::sqrt(2.0), loc)));
+  for (size_t k = 0; k + 1 < sizes.size(); ++k) {
+    const double gain = k + 2 == sizes.size() ? output_gain : std::numbers::sqrt2;
+    layers_.push_back(add_module(
+        std::to_string(k),
+        std::make_shared<Linear>(ctx, sizes[k], sizes[k + 1], dim, bias, init, gain, loc)));
+  }
 }
 
 RT MLP::forward(const RT& x, Loc loc) const {

@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <numbers>
 #include <optional>
 #include <string>
 #include <utility>
@@ -172,12 +173,14 @@ class Linear : public Module {
 };
 
 // Linear layers named "0", "1", ... with `activation` between them and `output_activation`
-// after the last.
+// after the last. With orthogonal init the hidden layers have gain sqrt(2) and the last one
+// `output_gain` (CleanRL's PPO: 0.01 for a policy's logits or mean, 1 for a value).
 class MLP : public Module {
  public:
   MLP(Context& ctx, std::vector<int64_t> sizes, Steps steps, Activation activation = nn::tanh,
       Activation output_activation = nn::identity, bool bias = true,
-      Linear::Init init = Linear::Init::Default, Loc loc = Loc::current());
+      Linear::Init init = Linear::Init::Default, double output_gain = std::numbers::sqrt2,
+      Loc loc = Loc::current());
   RT forward(const RT& x, Loc loc) const override;
   const std::vector<std::shared_ptr<Linear>>& layers() const { return layers_; }
 

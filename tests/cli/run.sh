@@ -119,6 +119,8 @@ expect_error "--save $work/file/policy: cannot create the directory" \
   train a2c --save "$work/file/policy"
 expect_error "--save-every needs a directory" train ppo --save-every 5
 expect_error "--save-every must be 0" train ppo --save "$work/p" --save-every -2
+expect_error "unknown truncation 'sometimes' (expected bootstrap or terminate)" \
+  train ppo --truncation sometimes
 # --dump writes a compile stage's result (here the schedule AST) after it runs; a name that is
 # not a stage's is an error that lists them.
 dump="$("$tempo" train reinforce --iterations 1 --dump schedule 2>&1 >/dev/null)"

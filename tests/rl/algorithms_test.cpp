@@ -7,11 +7,14 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "api/tempo.h"
+#include "rl/algorithms/checkpoint.h"
 #include "util/error.h"
 
 namespace tempo::rl {
@@ -61,6 +64,7 @@ TEST(Config, BadInputIsAUserError) {
   bad([](TrainConfig& c) { c.steps = 0; });
   bad([](TrainConfig& c) { c.layers = 0; });
   bad([](TrainConfig& c) { c.optimizer = "lbfgs"; });
+  bad([](TrainConfig& c) { c.truncation = "sometimes"; });
   bad([](TrainConfig& c) {
     c = TrainConfig::defaults("ppo");
     c.n_step = 8;  // PPO uses GAE
@@ -126,10 +130,13 @@ TEST(Train, ImageObservationsCompileAndRun) {
 }
 
 // PPO with CleanRL's CartPole settings: 4 epochs x 4 minibatches per rollout of 4 x 128 steps,
-// parameters as state over (iteration, update).
+// parameters as state over (iteration, update). The first 40 iterations of CleanRL's 976: its
+// learning rate is still 0.96x the initial one there, so it stays constant here (decayed to 0
+// over 40 iterations it would stall the policy, which starts uniform: gain 0.01 on its logits).
 TEST(Train, PpoLearnsCartPole) {
   TrainConfig c = TrainConfig::defaults("ppo");
   c.iterations = 40;
+  c.lr_decay = false;
   std::ostringstream log;
   TrainResult res = train(c, &log);
   ASSERT_EQ(res.curve.size(), 40u);
@@ -149,6 +156,76 @@ TEST(Train, A2cLearnsCartPole) {
   ASSERT_FALSE(res.curve.empty());
   EXPECT_LT(res.curve.front().mean_return, 40) << log.str();
   EXPECT_GT(res.final_mean_return, 60) << log.str();
+}
+
+// Every episode lasts one step and is truncated there: observation 0, reward 1 whatever the
+// action (two actions).
+class TruncatedAtOnce final : public BatchedEnv {
+ public:
+  explicit TruncatedAtOnce(int64_t n)
+      : BatchedEnv(n), obs_{{1}, false, 0, {-1.0f}, {1.0f}}, act_{{}, true, 2, {}, {}} {}
+  const Space& observation_space() const override { return obs_; }
+  const Space& action_space() const override { return act_; }
+  std::string name() const override { return "TruncatedAtOnce"; }
+  std::string state() const override { return "stateless"; }  // so that runs save checkpoints
+  std::vector<float> reset(uint64_t) override { return std::vector<float>(num_envs(), 0.0f); }
+  void step_into(const std::vector<float>& actions, StepResult& out) override {
+    check_step(actions, true);
+    const size_t n = static_cast<size_t>(num_envs());
+    out.obs.assign(n, 0.0f);
+    out.final_obs.assign(n, 0.0f);
+    out.reward.assign(n, 1.0f);
+    out.terminated.assign(n, 0);
+    out.truncated.assign(n, 1);
+    out.episode_return.assign(n, 1.0f);
+    out.episode_length.assign(n, 1);
+  }
+
+ private:
+  Space obs_, act_;
+};
+
+// PPO's value of observation 0 after training on TruncatedAtOnce with `truncation`, from the
+// value network's parameters in the run's final checkpoint (hidden 4, one hidden layer).
+double value_after_training(const std::string& truncation) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("tempo-truncation-" + std::to_string(std::random_device()()));
+  std::filesystem::create_directories(dir);
+  TrainConfig c = TrainConfig::defaults("ppo");
+  c.make_env = [](int64_t n) { return std::make_unique<TruncatedAtOnce>(n); };
+  c.env = "TruncatedAtOnce";
+  c.truncation = truncation;
+  c.gamma = 0.5;
+  c.lr = 0.02;
+  c.lr_decay = false;
+  c.iterations = 40;
+  c.num_envs = 4;
+  c.steps = 8;
+  c.hidden = 4;
+  c.layers = 1;
+  c.save_dir = dir.string();
+  train(c, nullptr);
+  const TrainCheckpoint cp = load_checkpoint(dir.string());
+  std::filesystem::remove_all(dir);
+  // The policy's 0.weight, 0.bias, 1.weight, 1.bias, then the value network's.
+  EXPECT_EQ(cp.parameters.size(), 8u);
+  if (cp.parameters.size() != 8u) return NAN;
+  const HostTensor &b0 = cp.parameters[5], &w1 = cp.parameters[6], &b1 = cp.parameters[7];
+  EXPECT_EQ(b0.numel(), 4);
+  EXPECT_EQ(w1.numel(), 4);
+  double v = b1.at(0);  // obs 0: V = w1 . tanh(b0) + b1
+  for (int64_t k = 0; k < 4; ++k) v += w1.at(k) * std::tanh(b0.at(k));
+  return v;
+}
+
+// At a truncation, "bootstrap" adds gamma V(final_obs) to the return and "terminate" nothing: with
+// reward 1 and gamma 0.5 the values of the one observation converge to 1 / (1 - gamma) = 2 and
+// to 1.
+TEST(Train, TruncationBootstrapsOrTerminates) {
+  const double bootstrapped = value_after_training("bootstrap");
+  const double terminated = value_after_training("terminate");
+  EXPECT_NEAR(bootstrapped, 2.0, 0.15);
+  EXPECT_NEAR(terminated, 1.0, 0.1);
 }
 
 }  // namespace

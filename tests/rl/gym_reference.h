@@ -12,6 +12,13 @@
 
 namespace tempo::rl::ref {
 
+// x**2 as Python computes it (the C library's pow, not x * x: they differ in the last bit now and
+// then); the volatile exponent keeps the compiler from folding it into x * x.
+inline double py_sq(double x) {
+  static volatile double two = 2.0;
+  return std::pow(x, two);
+}
+
 // The reset distribution documented in rl/envs/env.h.
 inline double uniform(std::mt19937_64& g, double lo, double hi) {
   const double u = static_cast<double>(g() >> 11) / 9007199254740992.0;  // / 2^53
@@ -45,8 +52,8 @@ class CartPole : public Model {
     const double total = mc + mp;
     const double f = action == 1.0f ? 10.0 : -10.0;
     const double c = std::cos(th_), s = std::sin(th_);
-    const double tmp = (f + mp * half_len * w_ * w_ * s) / total;
-    const double alpha = (g * s - c * tmp) / (half_len * (4.0 / 3.0 - mp * c * c / total));
+    const double tmp = (f + mp * half_len * (w_ * w_) * s) / total;
+    const double alpha = (g * s - c * tmp) / (half_len * (4.0 / 3.0 - mp * (c * c) / total));
     const double acc = tmp - mp * half_len * alpha * c / total;
     // Euler: positions use the old velocities.
     x_ += tau * v_;
@@ -75,7 +82,7 @@ class Pendulum : public Model {
     double norm = std::fmod(th_ + M_PI, 2.0 * M_PI);
     if (norm < 0) norm += 2.0 * M_PI;
     norm -= M_PI;
-    const double cost = norm * norm + 0.1 * w_ * w_ + 0.001 * u * u;
+    const double cost = py_sq(norm) + 0.1 * py_sq(w_) + 0.001 * py_sq(u);
     const double g = 10.0, m = 1.0, l = 1.0, dt = 0.05;
     double w = w_ + (3.0 * g / (2.0 * l) * std::sin(th_) + 3.0 / (m * l * l) * u) * dt;
     w = std::min(8.0, std::max(-8.0, w));
@@ -132,11 +139,11 @@ class Acrobot : public Model {
         m1 * lc1 * lc1 + m2 * (l1 * l1 + lc2 * lc2 + 2 * l1 * lc2 * std::cos(t2)) + i1 + i2;
     const double d2 = m2 * (lc2 * lc2 + l1 * lc2 * std::cos(t2)) + i2;
     const double phi2 = m2 * lc2 * g * std::cos(t1 + t2 - M_PI / 2.0);
-    const double phi1 = -m2 * l1 * lc2 * w2 * w2 * std::sin(t2) -
+    const double phi1 = -m2 * l1 * lc2 * py_sq(w2) * std::sin(t2) -
                         2 * m2 * l1 * lc2 * w2 * w1 * std::sin(t2) +
                         (m1 * lc1 + m2 * l1) * g * std::cos(t1 - M_PI / 2) + phi2;
-    const double a2 = (a + d2 / d1 * phi1 - m2 * l1 * lc2 * w1 * w1 * std::sin(t2) - phi2) /
-                      (m2 * lc2 * lc2 + i2 - d2 * d2 / d1);
+    const double a2 = (a + d2 / d1 * phi1 - m2 * l1 * lc2 * py_sq(w1) * std::sin(t2) - phi2) /
+                      (m2 * lc2 * lc2 + i2 - py_sq(d2) / d1);
     const double a1 = -(d2 * a2 + phi1) / d1;
     return {w1, w2, a1, a2};
   }

@@ -20,7 +20,7 @@ RT nstep_loss(Acting& a) {
   const TrainConfig& cfg = a.cfg;
   const Dim& t = a.t;
   const int64_t n = cfg.n_step;
-  nn::MLP vf(a.ctx, a.mlp_sizes(1), a.steps, nn::tanh, nn::identity, true, a.init);
+  nn::MLP vf(a.ctx, a.mlp_sizes(1), a.steps, nn::tanh, nn::identity, true, a.init, 1.0);
   for (const nn::Parameter& p : vf.parameters()) a.params.push_back(p);
   RT V = vf.forward_at(a.start, a.obs).squeeze(-1);  // (N) at each step
   RT G = discounted_returns(a.reward, a.done, cfg.gamma, t, n);

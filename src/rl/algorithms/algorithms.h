@@ -50,7 +50,13 @@ struct TrainConfig {
   int64_t steps = 64;  // timesteps per rollout (T)
   double lr = 2.5e-3;
   bool lr_decay = true;         // linear decay of lr to 0 over the iterations
-  bool orthogonal_init = true;  // orthogonal weights (gain 1), zero biases
+  // Orthogonal weights (gain sqrt(2); the policy's last layer 0.01, the value's 1, as CleanRL's
+  // PPO) and zero biases; false: PyTorch's default init.
+  bool orthogonal_init = true;
+  // What a time-limit truncation means to A2C's and PPO's advantages: "bootstrap" (the value of
+  // the episode's last observation stands in for the rest of the episode) or "terminate" (no
+  // value after it, as CleanRL's ppo.py, which treats truncation as termination).
+  std::string truncation = "bootstrap";
   double gamma = 0.99;
   double gae_lambda = 0.95;  // advantages of A2C and PPO (1: bootstrapped full-rollout returns)
   double ent_coef = 0.01;

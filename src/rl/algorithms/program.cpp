@@ -173,6 +173,9 @@ void validate(const TrainConfig& c) {
                         " must divide num_envs x steps = ", c.num_envs * c.steps));
   if (c.optimizer != "adam" && c.optimizer != "sgd")
     throw UserError(cat("unknown optimizer '", c.optimizer, "' (expected adam or sgd)"));
+  if (c.truncation != "bootstrap" && c.truncation != "terminate")
+    throw UserError(
+        cat("unknown truncation '", c.truncation, "' (expected bootstrap or terminate)"));
   if (c.save_every < 0)
     throw UserError(
         cat("--save-every must be 0 (at the end only) or positive, got ", c.save_every));
@@ -203,7 +206,7 @@ RT Policy::entropy() const {
 
 Advantages advantages(Acting& a) {
   const TrainConfig& cfg = a.cfg;
-  nn::MLP vf(a.ctx, a.mlp_sizes(1), a.steps, nn::tanh, nn::identity, true, a.init);
+  nn::MLP vf(a.ctx, a.mlp_sizes(1), a.steps, nn::tanh, nn::identity, true, a.init, 1.0);
   for (const nn::Parameter& p : vf.parameters()) a.params.push_back(p);
   // With the acting parameters, written per step as CleanRL computes them while acting: the
   // vectorize pass batches them over the rollout, and under interleaving (a memory budget) they
@@ -255,8 +258,8 @@ Job make_job(const TrainConfig& cfg) {
 }
 
 // What the env_step UDF returns per (i, t). done ends an episode (terminated or truncated); only
-// termination stops bootstrapping, from the episode's own last observation (final_obs) rather
-// than the reset one.
+// `terminated` stops bootstrapping, from the episode's own last observation (final_obs) rather
+// than the reset one. With TrainConfig::truncation "terminate" it holds truncations too.
 struct EnvStep {
   RT next_obs, reward, done, terminated, final_obs;  // final_obs: where values bootstrap only
 };
@@ -264,12 +267,13 @@ struct EnvStep {
 // Steps the environments with actions `a` at every (i, t), recording finished episodes and step
 // times in `stats`.
 EnvStep step_env(Context& ctx, const Job& job, const std::shared_ptr<Stats>& stats, const RT& a,
-                 const Dim& i, const Dim& t, bool bootstraps) {
+                 const Dim& i, const Dim& t, bool bootstraps, bool truncation_terminates) {
   auto result = std::make_shared<StepResult>();  // reused: no allocation per step
   const int64_t N = job.N, obs_dim = job.obs_dim, act_dim = job.act_dim;
   auto step_fn = [env = job.env, stats, result, discrete = job.discrete, N, obs_dim, act_dim,
                   aspace = job.aspace,
-                  bootstraps](const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
+                  bootstraps, truncation_terminates](const std::vector<HostTensor>& in,
+                                                     const std::vector<int64_t>& p) {
     std::vector<float> act(static_cast<size_t>(in[0].numel()));
     for (size_t k = 0; k < act.size(); ++k) {
       double v = in[0].at(static_cast<int64_t>(k));
@@ -293,7 +297,7 @@ EnvStep step_env(Context& ctx, const Job& job, const std::shared_ptr<Stats>& sta
     std::vector<float> done(static_cast<size_t>(N)), term(static_cast<size_t>(N));
     for (int64_t n = 0; n < N; ++n) {
       done[n] = (r.terminated[n] || r.truncated[n]) ? 1.0f : 0.0f;
-      term[n] = r.terminated[n] ? 1.0f : 0.0f;
+      term[n] = (r.terminated[n] || (truncation_terminates && r.truncated[n])) ? 1.0f : 0.0f;
       if (done[n] > 0) stats->returns[p[0]].push_back(r.episode_return[n]);
     }
     std::vector<HostTensor> out{HostTensor::from(r.obs, {N, obs_dim}),
@@ -608,7 +612,9 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
     sizes.push_back(out);
     return sizes;
   };
-  nn::MLP pi(ctx, mlp_sizes(job.act_dim), steps, nn::tanh, nn::identity, true, init);
+  // CleanRL's gains: sqrt(2) for the hidden layers, 0.01 for the logits (or mean), which start
+  // the policy near uniform (or near the zero mean).
+  nn::MLP pi(ctx, mlp_sizes(job.act_dim), steps, nn::tanh, nn::identity, true, init, 0.01);
   std::vector<nn::Parameter> params = pi.parameters();
   nn::Parameter log_std;
   if (!job.discrete) {
@@ -621,7 +627,8 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
   const nn::Shard shard{job.rank, job.world};
   RT a = acting.sample(job.comm ? &shard : nullptr);
   // A2C and PPO bootstrap values from the last observation of an episode that ended.
-  const EnvStep st = step_env(ctx, job, stats, a, i, t, cfg.algo != "reinforce");
+  const EnvStep st =
+      step_env(ctx, job, stats, a, i, t, cfg.algo != "reinforce", cfg.truncation == "terminate");
   o[{Expr(0), Expr(0)}] = reset;
   o[{i.var, t.var + 1}] = st.next_obs;
   o[{i.var + 1, Expr(0)}] = st.next_obs[{i.var, t.bound - 1}];

@@ -12,6 +12,15 @@ namespace {
 
 constexpr double kPi = std::numbers::pi;
 
+// x**2 as Gymnasium computes it: Python's and NumPy's scalar `**` call the C library's pow, which
+// rounds about one square in a thousand differently from x * x (a last bit that the chaotic
+// dynamics then grow). The exponent is read at run time so that the compiler cannot turn
+// pow(x, 2) into x * x.
+double py_square(double x) {
+  static volatile double two = 2.0;
+  return std::pow(x, two);
+}
+
 Space discrete_space(int64_t n) {
   return Space{{}, true, n, {}, {}};
 }
@@ -58,9 +67,12 @@ struct CartPole {
     const double x = s[0], x_dot = s[1], theta = s[2], theta_dot = s[3];
     const double force = action == 1.0f ? kForceMag : -kForceMag;
     const double costheta = std::cos(theta), sintheta = std::sin(theta);
-    const double temp = (force + kPoleMassLength * theta_dot * theta_dot * sintheta) / kTotalMass;
-    const double thetaacc = (kGravity * sintheta - costheta * temp) /
-                            (kLength * (4.0 / 3.0 - kMassPole * costheta * costheta / kTotalMass));
+    // Squares are grouped as Gymnasium's np.square(...) is: the products round as there.
+    const double temp =
+        (force + kPoleMassLength * (theta_dot * theta_dot) * sintheta) / kTotalMass;
+    const double thetaacc =
+        (kGravity * sintheta - costheta * temp) /
+        (kLength * (4.0 / 3.0 - kMassPole * (costheta * costheta) / kTotalMass));
     const double xacc = temp - kPoleMassLength * thetaacc * costheta / kTotalMass;
     s[0] = x + kTau * x_dot;
     s[1] = x_dot + kTau * xacc;
@@ -109,7 +121,8 @@ struct Pendulum {
     const double th = s[0], thdot = s[1];
     const double u = std::clamp(static_cast<double>(action), -kMaxTorque, kMaxTorque);
     const double an = py_mod(th + kPi, 2 * kPi) - kPi;
-    const double cost = an * an + 0.1 * thdot * thdot + 0.001 * u * u;
+    // As Gymnasium's angle_normalize(th)**2 + 0.1 * thdot**2 + 0.001 * (u**2), rounding alike.
+    const double cost = py_square(an) + 0.1 * py_square(thdot) + 0.001 * py_square(u);
     double newthdot = thdot + (3 * kG / (2 * kL) * std::sin(th) + 3.0 / (kM * kL * kL) * u) * kDt;
     newthdot = std::clamp(newthdot, -kMaxSpeed, kMaxSpeed);
     s[0] = th + newthdot * kDt;
@@ -165,12 +178,13 @@ struct Acrobot {
                       kM2 * (kL1 * kL1 + kLc2 * kLc2 + 2 * kL1 * kLc2 * std::cos(th2)) + kI1 + kI2;
     const double d2 = kM2 * (kLc2 * kLc2 + kL1 * kLc2 * std::cos(th2)) + kI2;
     const double phi2 = kM2 * kLc2 * kG * std::cos(th1 + th2 - kPi / 2.0);
-    const double phi1 = -kM2 * kL1 * kLc2 * dth2 * dth2 * std::sin(th2) -
+    // The squares of velocities and of d2 as Gymnasium's `**2` (py_square).
+    const double phi1 = -kM2 * kL1 * kLc2 * py_square(dth2) * std::sin(th2) -
                         2 * kM2 * kL1 * kLc2 * dth2 * dth1 * std::sin(th2) +
                         (kM1 * kLc1 + kM2 * kL1) * kG * std::cos(th1 - kPi / 2) + phi2;
     const double ddth2 =
-        (a + d2 / d1 * phi1 - kM2 * kL1 * kLc2 * dth1 * dth1 * std::sin(th2) - phi2) /
-        (kM2 * kLc2 * kLc2 + kI2 - d2 * d2 / d1);
+        (a + d2 / d1 * phi1 - kM2 * kL1 * kLc2 * py_square(dth1) * std::sin(th2) - phi2) /
+        (kM2 * kLc2 * kLc2 + kI2 - py_square(d2) / d1);
     const double ddth1 = -(d2 * ddth2 + phi1) / d1;
     d[0] = dth1;
     d[1] = dth2;
