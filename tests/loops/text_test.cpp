@@ -62,7 +62,7 @@ TEST(Text, BadInputNamesTheLine) {
   expect_error("array A 8 x\n", "f.loop:1: array A: size `x`");
   // Sizes past 64 bits, or whose product is, were capped or wrapped without a word.
   expect_error("array A 99999999999999999999\n", "f.loop:1: array A: size `99999999999999999999` is too large");
-  const std::string statement = "statement S i : 0 <= i < 8\n A[i] = 1\n";
+  const std::string statement = "statement S i : 0 <= i < 8\n A[i][i] = 1\n";
   expect_error("array A 4294967296 4294967296\n" + statement, "array A is too large to allocate");
   expect_error("array A 8\nstatement S i : 0 <= i\n A[i] = 1\n", "is not bounded");
   expect_error("loop\n", "unknown line `loop`");
