@@ -190,7 +190,9 @@ class Differentiator {
   // Ops whose inputs get gradients, each after all its processed consumers (merges first: their
   // gradients are placeholders, which breaks every cycle of the graph).
   void process_all() {
-    size_t n0 = g_.num_ops();  // ops added below are gradient ops, not walked
+    // The ops find_relevant saw: ops added since (the loss's seed gradient, and the gradient ops
+    // added below) are not walked.
+    const size_t n0 = relevant_.size();
     std::vector<OpId> todo;
     for (size_t i = 0; i < n0; ++i)
       if (relevant_[i] && !stops(static_cast<OpId>(i))) todo.push_back(static_cast<OpId>(i));
