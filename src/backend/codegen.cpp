@@ -183,9 +183,12 @@ void choose_access(const ir::Graph& body, RegionPlan::Step& step) {
     while (last > first && size(last - 1).is_const(1)) --last;
     bool matches = in.rank() <= rank;
     for (size_t k = first; matches && k < last; ++k) matches = size(k).same(shape[k]);
-    // Dimensions of size 1 in the cluster's shape can count on either side.
-    while (first > 0 && shape[first - 1].is_const(1)) --first;
-    while (last < rank && shape[last].is_const(1)) ++last;
+    // Dimensions of size 1 in the cluster's shape can count on either side, except for a value
+    // of size 1 everywhere: that stays a scalar, which per-row statements can read too.
+    if (first < last) {
+      while (first > 0 && shape[first - 1].is_const(1)) --first;
+      while (last < rank && shape[last].is_const(1)) ++last;
+    }
     spans.push_back({first, last, matches});
   }
   step.split = per_row ? rank - 1 : 0;

@@ -30,6 +30,14 @@ inline MemoryUse memory_use() {
 }
 inline int64_t resident_bytes() { return memory_use().resident; }
 
+// Whether resident memory means what the program holds: AddressSanitizer keeps freed blocks in
+// a quarantine that fills over a long run, so under it a flat program's memory grows.
+#ifdef __SANITIZE_ADDRESS__
+inline constexpr bool kResidentMemoryIsTheProgram = false;
+#else
+inline constexpr bool kResidentMemoryIsTheProgram = true;
+#endif
+
 // Samples resident_bytes() every `period` from construction until stop() (or destruction).
 class ResidentSampler {
  public:

@@ -4,6 +4,7 @@
 #include "rl/algorithms/algorithms.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -222,10 +223,24 @@ double value_after_training(const std::string& truncation) {
 // reward 1 and gamma 0.5 the values of the one observation converge to 1 / (1 - gamma) = 2 and
 // to 1.
 TEST(Train, TruncationBootstrapsOrTerminates) {
+  // A fresh kernel cache, to see every generated kernel of this small program compile.
+  const std::string cache = ::testing::TempDir() + "tempo_truncation." + std::to_string(getpid());
+  std::filesystem::remove_all(cache);
+  setenv("TEMPO_CACHE_DIR", cache.c_str(), 1);
   const double bootstrapped = value_after_training("bootstrap");
   const double terminated = value_after_training("terminate");
+  unsetenv("TEMPO_CACHE_DIR");
   EXPECT_NEAR(bootstrapped, 2.0, 0.15);
   EXPECT_NEAR(terminated, 1.0, 0.1);
+  // A source the compiler rejected stays as k<key>.<pid>.cpp (the program then falls back to
+  // LibTorch). Adam's cluster over the [4, 1] first layer and its [4] bias read the scalar bias
+  // corrections per row, and the scalars were once loaded in the column loop only.
+  std::vector<std::string> rejected;
+  if (std::filesystem::exists(cache + "/kernels"))
+    for (const auto& e : std::filesystem::directory_iterator(cache + "/kernels"))
+      if (e.path().stem().has_extension()) rejected.push_back(e.path().filename().string());
+  std::filesystem::remove_all(cache);
+  EXPECT_TRUE(rejected.empty()) << ::testing::PrintToString(rejected);
 }
 
 }  // namespace
