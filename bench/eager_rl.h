@@ -40,13 +40,15 @@ struct EagerResult {
 
 class EagerMLP : public torch::nn::Module {
  public:
-  EagerMLP(const std::vector<int64_t>& sizes, bool orthogonal) {
+  // As rl::train (CleanRL's gains): orthogonal weights of gain sqrt(2), `output_gain` for the
+  // last layer (0.01 for a policy, 1 for a value), zero biases.
+  EagerMLP(const std::vector<int64_t>& sizes, bool orthogonal, double output_gain) {
     for (size_t k = 0; k + 1 < sizes.size(); ++k) {
       torch::nn::Linear l =
           register_module(std::to_string(k), torch::nn::Linear(sizes[k], sizes[k + 1]));
-      if (orthogonal) {  // as rl::train: orthogonal weights of gain 1, zero biases
+      if (orthogonal) {
         torch::NoGradGuard g;
-        torch::nn::init::orthogonal_(l->weight, 1.0);
+        torch::nn::init::orthogonal_(l->weight, k + 2 == sizes.size() ? output_gain : M_SQRT2);
         torch::nn::init::zeros_(l->bias);
       }
       layers_.push_back(l);
@@ -123,11 +125,11 @@ inline EagerResult run_eager(const tempo::rl::TrainConfig& cfg) {
     return s;
   };
 
-  auto pi = std::make_shared<EagerMLP>(sizes(act_dim), cfg.orthogonal_init);
+  auto pi = std::make_shared<EagerMLP>(sizes(act_dim), cfg.orthogonal_init, 0.01);
   std::vector<torch::Tensor> params = pi->parameters();
   std::shared_ptr<EagerMLP> vf;
   if (use_value) {
-    vf = std::make_shared<EagerMLP>(sizes(1), cfg.orthogonal_init);
+    vf = std::make_shared<EagerMLP>(sizes(1), cfg.orthogonal_init, 1.0);
     for (const torch::Tensor& p : vf->parameters()) params.push_back(p);
   }
   torch::Tensor log_std;

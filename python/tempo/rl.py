@@ -25,7 +25,11 @@ instance (copied for the other num_envs - 1 copies) or a gymnasium.Env subclass:
     tempo.rl.train("ppo", env=gymnasium.make("CartPole-v1", max_episode_steps=200))
 
 Copy i is reset with seed + i (as Gymnasium's vector environments do) and reset again
-automatically when its episode ends.
+automatically when its episode ends. A gymnasium.vector.VectorEnv is used as it is (num_envs
+defaults to its size) when its autoreset_mode is SAME_STEP or DISABLED:
+
+    tempo.rl.train("ppo", env=gymnasium.make_vec("CartPole-v1", 8, vectorization_mode="sync",
+                   vector_kwargs={"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP}))
 
 tempo.rl.make_env(name, num_envs) gives a built-in environment to step from Python.
 """
@@ -64,6 +68,9 @@ def train(algo, env="CartPole-v1", log=True, **config):
     MASTER_PORT say where; each rank acts on its own num_envs environments, gradients are
     averaged across ranks, and rank 0 alone prints progress and saves.
     Returns a TrainResult (curve, final_mean_return, compile_seconds, run_seconds, ...)."""
+    gym = _sys.modules.get("gymnasium")
+    if gym is not None and isinstance(env, gym.vector.VectorEnv):
+        config.setdefault("num_envs", env.num_envs)
     return _rl.train(algo, _gymnasium_factory(env) or env, log, **config)
 
 
@@ -111,7 +118,8 @@ class Env:
 
 
 def _gymnasium_factory(env):
-    """A factory num_envs -> GymnasiumEnv when `env` names or is a Gymnasium environment, else
+    """A factory num_envs -> GymnasiumEnv (or GymnasiumVectorEnv) when `env` names or is a
+    Gymnasium environment, else
     None (a built-in name or a Tempo-protocol environment)."""
     if isinstance(env, str):
         if env.startswith(_GYMNASIUM_PREFIX):
@@ -131,6 +139,13 @@ def _gymnasium_factory(env):
     gym = _sys.modules.get("gymnasium")
     if gym is None:
         return None
+    if isinstance(env, gym.vector.VectorEnv):
+        def vector(n):
+            if n != env.num_envs:
+                raise UserError(f"num_envs={n} but the gymnasium.vector.VectorEnv has "
+                                f"{env.num_envs} environments (leave num_envs out to use its)")
+            return GymnasiumVectorEnv(env)
+        return _named(vector, _GYMNASIUM_PREFIX + _gym_name(env))
     if isinstance(env, gym.Env):
         name = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
         return _named(lambda n: GymnasiumEnv([env] + [_copy.deepcopy(env) for _ in range(n - 1)]),
@@ -161,7 +176,40 @@ def _import_gymnasium(what):
     return gym
 
 
-class GymnasiumEnv(Env):
+def _gym_name(env):
+    spec = getattr(env, "spec", None)
+    return spec.id if spec is not None else type(getattr(env, "unwrapped", env)).__name__
+
+
+def _gym_box(name, space, what):
+    if type(space).__name__ != "Box":
+        raise UserError(f"Gymnasium environment {name}: {what} is {type(space).__name__}; "
+                        "tempo.rl takes a Box (or a Discrete action space)")
+    return Box(space.low, space.high, space.shape)
+
+
+class _GymnasiumSpaces(Env):
+    """The spaces of one Gymnasium environment in Tempo's terms; a Discrete action space's
+    actions are 0, ..., n - 1 here and start, ..., start + n - 1 in Gymnasium."""
+
+    def _set_spaces(self, name, observation_space, action_space):
+        self._name = name
+        self.observation_space = _gym_box(name, observation_space, "observation_space")
+        self._obs_shape = self.observation_space.shape
+        self._start = 0
+        if type(action_space).__name__ == "Discrete":
+            self._start = int(action_space.start)
+            self.action_space = Discrete(int(action_space.n))
+        else:
+            self.action_space = _gym_box(name, action_space, "action_space")
+
+    def _actions(self, actions):
+        if isinstance(self.action_space, Discrete):
+            return _np.asarray(actions, _np.int64) + self._start
+        return _np.asarray(actions, _np.float32)
+
+
+class GymnasiumEnv(_GymnasiumSpaces):
     """num_envs Gymnasium environments (one per copy) behind the batched protocol: reset(seed)
     resets copy i with seed + i; a copy whose episode ends is reset at once, its last
     observation returned in final_obs. Spaces: Discrete (any start) and float Box."""
@@ -172,23 +220,7 @@ class GymnasiumEnv(Env):
             raise UserError("a Gymnasium environment needs num_envs >= 1")
         self.envs = list(envs)
         first = self.envs[0]
-        self._name = first.spec.id if first.spec is not None else type(first.unwrapped).__name__
-        self.observation_space = self._box(first.observation_space, "observation_space")
-        self._start = 0
-        space = first.action_space
-        if type(space).__name__ == "Discrete":
-            self._start = int(space.start)
-            self.action_space = Discrete(int(space.n))
-        else:
-            self.action_space = self._box(space, "action_space")
-        self._obs_shape = self.observation_space.shape
-
-    def _box(self, space, what):
-        if type(space).__name__ != "Box":
-            raise UserError(f"Gymnasium environment {self._name}: {what} is "
-                            f"{type(space).__name__}; tempo.rl takes a Box (or a Discrete action "
-                            "space)")
-        return Box(space.low, space.high, space.shape)
+        self._set_spaces(_gym_name(first), first.observation_space, first.action_space)
 
     def _obs(self, o):
         return _np.asarray(o, dtype=_np.float32).reshape(self._obs_shape)
@@ -199,16 +231,59 @@ class GymnasiumEnv(Env):
 
     def step(self, actions):
         n = self.num_envs
-        discrete = isinstance(self.action_space, Discrete)
+        actions = self._actions(actions)
         obs = _np.empty((n,) + self._obs_shape, _np.float32)
         final = _np.empty_like(obs)
         reward = _np.empty(n, _np.float32)
         terminated = _np.zeros(n, bool)
         truncated = _np.zeros(n, bool)
         for k, e in enumerate(self.envs):
-            a = int(actions[k]) + self._start if discrete else actions[k]
+            a = int(actions[k]) if isinstance(self.action_space, Discrete) else actions[k]
             o, r, term, trunc, _ = e.step(a)
             final[k] = self._obs(o)
             reward[k], terminated[k], truncated[k] = r, term, trunc
             obs[k] = self._obs(e.reset()[0]) if term or trunc else final[k]
         return obs, reward, terminated, truncated, final
+
+
+class GymnasiumVectorEnv(_GymnasiumSpaces):
+    """A gymnasium.vector.VectorEnv behind the batched protocol. Its autoreset mode decides how
+    a finished copy's last observation is found: SAME_STEP returns it in info["final_obs"];
+    DISABLED leaves the copy at its end, and it is reset here (options reset_mask). NEXT_STEP
+    spends the next step on the reset, ignoring that step's action, which the protocol cannot
+    express: a clear error that says how to create the env instead."""
+
+    def __init__(self, env):
+        super().__init__(env.num_envs)
+        import gymnasium
+        self.env = env
+        name = _gym_name(env)
+        self._mode = env.metadata.get("autoreset_mode", gymnasium.vector.AutoresetMode.NEXT_STEP)
+        modes = gymnasium.vector.AutoresetMode
+        if self._mode not in (modes.SAME_STEP, modes.DISABLED):
+            raise UserError(
+                f"Gymnasium vector environment {name} resets with autoreset_mode {self._mode}, "
+                "which spends a step on each reset; create it with autoreset_mode="
+                "gymnasium.vector.AutoresetMode.SAME_STEP (or DISABLED) to train on it")
+        self._same_step = self._mode == modes.SAME_STEP
+        self._set_spaces(name, env.single_observation_space, env.single_action_space)
+
+    def _batch(self, o):
+        return _np.asarray(o, dtype=_np.float32).reshape((self.num_envs,) + self._obs_shape)
+
+    def reset(self, seed):
+        return self._batch(self.env.reset(seed=int(seed))[0])  # copy i: seed + i
+
+    def step(self, actions):
+        o, reward, terminated, truncated, info = self.env.step(self._actions(actions))
+        obs = self._batch(o)
+        final = obs.copy()
+        done = _np.logical_or(terminated, truncated)
+        if self._same_step:
+            for k in _np.flatnonzero(info.get("_final_obs", _np.zeros(self.num_envs, bool))):
+                final[k] = _np.asarray(info["final_obs"][k], _np.float32).reshape(self._obs_shape)
+        elif done.any():
+            fresh = self._batch(self.env.reset(options={"reset_mask": done})[0])
+            obs = _np.where(done.reshape((-1,) + (1,) * len(self._obs_shape)), fresh, obs)
+        return (obs, _np.asarray(reward, _np.float32), _np.asarray(terminated, bool),
+                _np.asarray(truncated, bool), final)

@@ -149,3 +149,36 @@ def test_gymnasium_instances_and_bad_spaces():
     blackjack = gym.make("Blackjack-v1")  # a Tuple observation space
     with pytest.raises(tempo.UserError, match="observation_space is Tuple"):
         tempo.rl.train("ppo", env=blackjack, iterations=1, log=False)
+
+
+def _vector(n, mode):
+    return gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(n)],
+                                    autoreset_mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["SAME_STEP", "DISABLED"])
+def test_gymnasium_vector_env_steps_like_the_copies(mode):
+    # Either autoreset mode gives the protocol's semantics: the same observations, rewards,
+    # flags and final observations as the copies of single environments.
+    vector = tempo.rl.GymnasiumVectorEnv(_vector(3, getattr(gym.vector.AutoresetMode, mode)))
+    single = tempo.rl.GymnasiumEnv([gym.make("CartPole-v1") for _ in range(3)])
+    assert np.array_equal(vector.reset(7), single.reset(7))
+    ended = 0
+    for step in range(300):
+        actions = np.array([step % 2, 1, (step // 3) % 2], np.int64)
+        got, want = vector.step(actions), single.step(actions)
+        for g, w in zip(got, want):
+            assert np.array_equal(g, w), step
+        ended += int(np.sum(want[2] | want[3]))
+    assert ended > 5
+
+
+def test_gymnasium_vector_env_trains_and_next_step_autoreset_is_refused():
+    env = _vector(4, gym.vector.AutoresetMode.SAME_STEP)
+    result = tempo.rl.train("ppo", env=env, iterations=2, steps=16, log=False)
+    assert len(result.curve) == 2
+    with pytest.raises(tempo.UserError, match="num_envs=2 but the gymnasium.vector.VectorEnv has 4"):
+        tempo.rl.train("ppo", env=env, num_envs=2, iterations=1, log=False)
+    with pytest.raises(tempo.UserError, match="autoreset_mode=gymnasium.vector.AutoresetMode"):
+        tempo.rl.train("ppo", env=_vector(2, gym.vector.AutoresetMode.NEXT_STEP), iterations=1,
+                       log=False)
