@@ -65,6 +65,14 @@ def mountain_car_policy(obs, rng, episode):
     return int(rng.integers(3))
 
 
+def continuous_mountain_car_policy(obs, rng, episode):
+    # Even episodes push along the velocity (and reach the goal); odd ones act at random, past
+    # the +-1 clip too, until the 999-step limit.
+    if episode % 2 == 0:
+        return np.array([0.9 if obs[1] >= 0 else -0.9], np.float32)
+    return rng.uniform(-1.5, 1.5, size=(1,)).astype(np.float32)
+
+
 def pendulum_policy(obs, rng, episode):
     # Torques past the +-2 clip and with full float32 mantissas.
     return rng.uniform(-2.5, 2.5, size=(1,)).astype(np.float32)
@@ -74,6 +82,7 @@ CASES = {
     "CartPole-v1": (10000, cartpole_policy),
     "Acrobot-v1": (8000, acrobot_policy),
     "MountainCar-v0": (5000, mountain_car_policy),
+    "MountainCarContinuous-v0": (6000, continuous_mountain_car_policy),
     "Pendulum-v1": (5000, pendulum_policy),
 }
 
@@ -88,7 +97,7 @@ def numpy_trig_is_libm():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_steps_equal_gymnasium_exactly(name):
     steps, policy = CASES[name]
-    if name != "MountainCar-v0" and not numpy_trig_is_libm():  # MountainCar uses math.cos
+    if not name.startswith("MountainCar") and not numpy_trig_is_libm():  # these use math.cos
         pytest.skip("NumPy's sin/cos are not the C library's here: the last bits differ")
     assert name in tempo.rl.env_names()
     tenv = tempo.rl.make_env(name, 1)
@@ -127,6 +136,7 @@ RESET_RANGES = {
     "CartPole-v1": [(-0.05, 0.05)] * 4,
     "Acrobot-v1": [(-0.1, 0.1)] * 4,
     "MountainCar-v0": [(-0.6, -0.4), (0.0, 0.0)],
+    "MountainCarContinuous-v0": [(-0.6, -0.4), (0.0, 0.0)],
     "Pendulum-v1": [(-np.pi, np.pi), (-1.0, 1.0)],
 }
 

@@ -115,6 +115,7 @@ std::unique_ptr<BatchedEnv> make_cartpole(int64_t num_envs);
 std::unique_ptr<BatchedEnv> make_pendulum(int64_t num_envs);
 std::unique_ptr<BatchedEnv> make_acrobot(int64_t num_envs);
 std::unique_ptr<BatchedEnv> make_mountain_car(int64_t num_envs);
+std::unique_ptr<BatchedEnv> make_mountain_car_continuous(int64_t num_envs);
 std::unique_ptr<BatchedEnv> make_synthetic(int64_t num_envs, const EnvOptions& opts);
 
 }  // namespace tempo::rl::detail

@@ -268,6 +268,38 @@ struct MountainCar {
   }
 };
 
+// MountainCarContinuous-v0: the hill of MountainCar-v0 with a force in [-1, 1] (power 0.0015),
+// the goal at 0.45, reward 100 on reaching it minus 0.1 a^2 (a unclipped) every step; truncated
+// at 999 steps. Gymnasium rounds its state to float32 after each step (not after the reset) and
+// computes in float64 from it (NumPy's float32 scalars widen against Python numbers).
+struct MountainCarContinuous {
+  static constexpr const char* kName = "MountainCarContinuous-v0";
+  static constexpr int kStateDim = 2, kObsDim = 2;
+  static constexpr int64_t kMaxSteps = 999;
+  static constexpr double kMinPosition = -1.2, kMaxPosition = 0.6, kMaxSpeed = 0.07,
+                          kGoalPosition = 0.45, kPower = 0.0015;
+
+  static Space observation_space() { return MountainCar::observation_space(); }
+  static Space action_space() { return box_space({-1}, {1}); }
+
+  static void reset(std::mt19937_64& rng, double* s) { MountainCar::reset(rng, s); }
+
+  static double step(double* s, float action, bool* terminated) {
+    double position = s[0], velocity = s[1];
+    const double force = std::clamp(static_cast<double>(action), -1.0, 1.0);
+    velocity += force * kPower - 0.0025 * std::cos(3 * position);
+    velocity = std::clamp(velocity, -kMaxSpeed, kMaxSpeed);
+    position = std::clamp(position + velocity, kMinPosition, kMaxPosition);
+    if (position == kMinPosition && velocity < 0) velocity = 0;
+    *terminated = position >= kGoalPosition && velocity >= 0;
+    s[0] = static_cast<float>(position);
+    s[1] = static_cast<float>(velocity);
+    return (*terminated ? 100.0 : 0.0) - py_square(action) * 0.1;
+  }
+
+  static void observe(const double* s, float* obs) { MountainCar::observe(s, obs); }
+};
+
 }  // namespace
 
 std::unique_ptr<BatchedEnv> make_cartpole(int64_t n) {
@@ -281,6 +313,9 @@ std::unique_ptr<BatchedEnv> make_acrobot(int64_t n) {
 }
 std::unique_ptr<BatchedEnv> make_mountain_car(int64_t n) {
   return std::make_unique<ClassicEnv<MountainCar>>(n);
+}
+std::unique_ptr<BatchedEnv> make_mountain_car_continuous(int64_t n) {
+  return std::make_unique<ClassicEnv<MountainCarContinuous>>(n);
 }
 
 }  // namespace tempo::rl::detail

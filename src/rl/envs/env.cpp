@@ -167,7 +167,8 @@ void BatchedEnv::check_step(const std::vector<float>& actions, bool started) con
 }
 
 std::vector<std::string> env_names() {
-  return {"CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCar-v0", "synthetic"};
+  return {"CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0",
+          "synthetic"};
 }
 
 std::unique_ptr<BatchedEnv> make_env(const std::string& name, int64_t num_envs,
@@ -179,6 +180,7 @@ std::unique_ptr<BatchedEnv> make_env(const std::string& name, int64_t num_envs,
   if (name == "Pendulum-v1") return detail::make_pendulum(num_envs);
   if (name == "Acrobot-v1") return detail::make_acrobot(num_envs);
   if (name == "MountainCar-v0") return detail::make_mountain_car(num_envs);
+  if (name == "MountainCarContinuous-v0") return detail::make_mountain_car_continuous(num_envs);
   if (name == "synthetic") return detail::make_synthetic(num_envs, opts);
   std::string known;
   for (const std::string& n : env_names()) known += (known.empty() ? "" : ", ") + n;

@@ -121,8 +121,8 @@ class StateReader {
   std::string env_;
 };
 
-// "CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCar-v0" or "synthetic". An unknown name
-// or a bad option (num_envs < 1, non-positive sizes) throws UserError.
+// "CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0" or
+// "synthetic". An unknown name or a bad option (num_envs < 1, non-positive sizes) throws UserError.
 std::unique_ptr<BatchedEnv> make_env(const std::string& name, int64_t num_envs,
                                      const EnvOptions& opts = {});
 std::vector<std::string> env_names();
