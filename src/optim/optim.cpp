@@ -96,13 +96,28 @@ RT Optimizer::state(const nn::Parameter& p, const std::string& name, Loc loc) {
 }
 
 void Optimizer::set_state(const nn::Parameter& p, RT s, const RT& value) {
-  p.steps().advance(s, value);
+  RT gated = delay_ > 0 ? tempo::where(updating(p, loc_), value, s, loc_) : value;
+  p.steps().advance(s, gated);
   for (StateTensor& st : states_)
-    if (st.state.op() == s.op()) st.next = value;
+    if (st.state.op() == s.op()) st.next = gated;
 }
 
 RT Optimizer::step_count(const nn::Parameter& p, Loc loc) {
-  return p.ctx().symbol(p.steps().count() + (1 + steps_done_), loc).cast(DType::Float64, loc);
+  return p.ctx()
+      .symbol(p.steps().count() + (1 + steps_done_ - delay_), loc)
+      .cast(DType::Float64, loc);
+}
+
+RT Optimizer::updating(const nn::Parameter& p, Loc loc) {
+  return p.ctx().symbol(p.steps().count() + steps_done_, loc) >= static_cast<double>(delay_);
+}
+
+void Optimizer::delay(int64_t steps) {
+  if (stepped_)
+    throw UserError(cat("optimizer created at ", where(loc_), ": delay() after step()"));
+  if (steps < 0)
+    throw UserError(cat("optimizer created at ", where(loc_), ": negative delay ", steps));
+  delay_ = steps;
 }
 
 void Optimizer::resume(int64_t steps_done, std::vector<HostTensor> initial) {
@@ -145,7 +160,8 @@ void Optimizer::step(const std::vector<RT>& grads, Loc loc) {
         throw UserError(cat("learning rate ", describe(lr_.rt()), " varies in ", d.name(),
                             "; it may vary only in the steps ", p.steps().str()));
     RT gg = g.dtype() == p.dtype() ? g : g.cast(p.dtype(), loc);
-    p.set_update(next(k, p, gg, lr, loc), loc);
+    RT updated = next(k, p, gg, lr, loc);
+    p.set_update(delay_ > 0 ? tempo::where(updating(p, loc), updated, p, loc) : updated, loc);
   }
   if (initial_ && initial_->size() != states_.size())
     throw UserError(cat("optimizer created at ", where(loc_), ": the checkpoint holds ",

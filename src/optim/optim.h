@@ -73,6 +73,10 @@ class Optimizer {
   // order states() lists them) instead of zeros. Call before step(); step() throws UserError
   // when `initial` does not match the states it makes.
   void resume(int64_t steps_done, std::vector<HostTensor> initial);
+  // The first `steps` steps leave the parameters and the states as they are (a warm-up, e.g.
+  // DQN's acting before learning starts); the step count (Adam's bias corrections) counts from
+  // the first update. Call before step().
+  void delay(int64_t steps);
 
  protected:
   // The next value of p given its gradient g (both at iteration i) and the learning rate
@@ -92,6 +96,9 @@ class Optimizer {
   bool stepped_ = false;
   std::vector<StateTensor> states_;
   int64_t steps_done_ = 0;
+  int64_t delay_ = 0;
+  // Whether p is updated at its current step (after the delay; undefined without one).
+  RT updating(const nn::Parameter& p, Loc loc);
   std::optional<std::vector<HostTensor>> initial_;
 };
 

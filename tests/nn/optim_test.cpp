@@ -54,16 +54,18 @@ std::vector<torch::Tensor> torch_trajectory(Opt& opt, torch::Tensor& w,
 
 enum class GradSource { ByHand, Autodiff };
 
-// The tempo trajectory: make_opt builds the optimizer over the parameter.
+// The tempo trajectory: make_opt builds the optimizer over the parameter. With a delay
+// (Optimizer::delay), the first `delay` steps keep w and the trajectory is that much longer.
 std::vector<torch::Tensor> tempo_trajectory(
     const std::function<std::unique_ptr<optim::Optimizer>(Context&, const Dim&,
                                                           std::vector<nn::Parameter>)>& make_opt,
-    GradSource source) {
+    GradSource source, int delay = 0) {
   Context ctx;
   Dim i = ctx.dim("i", "I");
   nn::Parameter w(ctx.tensor(host(w_init())), i, "w");
   RT c = ctx.tensor(host(coeff())), tgt = ctx.tensor(host(target()));
   auto opt = make_opt(ctx, i, {w});
+  if (delay > 0) opt->delay(delay);
   if (source == GradSource::ByHand) {
     opt->step({(w - tgt) * c * 2.0});
   } else {
@@ -71,10 +73,10 @@ std::vector<torch::Tensor> tempo_trajectory(
     optim::minimize(loss, *opt);
   }
   RT out = RT(w).retain();
-  Executable exe = compile(ctx, {{i.bound, kSteps + 1}});
+  Executable exe = compile(ctx, {{i.bound, kSteps + delay + 1}});
   exe.run();
   std::vector<torch::Tensor> traj;
-  for (int k = 0; k <= kSteps; ++k) traj.push_back(eager(exe.get(out, {k})));
+  for (int k = 0; k <= kSteps + delay; ++k) traj.push_back(eager(exe.get(out, {k})));
   return traj;
 }
 
@@ -122,6 +124,21 @@ TEST_P(OptimTest, AdamMatchesTorch) {
       },
       GetParam());
   expect_same(got, want, "adam");
+}
+
+// DQN's warm-up: w stays as it is for the delay, then follows torch's trajectory from its first
+// step (the bias corrections count from the first update).
+TEST_P(OptimTest, DelayedAdamStartsAsTorchAfterTheDelay) {
+  torch::Tensor w = w_init().clone().requires_grad_(true);
+  torch::optim::Adam ref({w}, torch::optim::AdamOptions(0.1).betas({0.8, 0.95}).eps(1e-6));
+  std::vector<torch::Tensor> want = torch_trajectory(ref, w);
+  want.insert(want.begin(), 3, want[0]);
+  auto got = tempo_trajectory(
+      [](Context&, const Dim&, std::vector<nn::Parameter> ps) {
+        return std::make_unique<optim::Adam>(ps, 0.1, 0.8, 0.95, 1e-6);
+      },
+      GetParam(), 3);
+  expect_same(got, want, "delayed adam");
 }
 
 TEST_P(OptimTest, AdamWithDecayingLearningRateMatchesTorch) {

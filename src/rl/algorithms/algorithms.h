@@ -1,7 +1,9 @@
-// Policy-gradient RL algorithms (REINFORCE, A2C, PPO) written as recurrent-tensor programs
-// (TEMPO §3, Alg. 1), over an iteration dimension i and a timestep dimension t; the N
-// environments of a batched env form a leading spatial dimension. PPO adds an update dimension
-// u (epochs x minibatches): its parameters are state over (i, u).
+// RL algorithms written as recurrent-tensor programs (TEMPO §3, Alg. 1), over an iteration
+// dimension i and a timestep dimension t; the N environments of a batched env form a leading
+// spatial dimension. The policy-gradient ones (REINFORCE, A2C, PPO) learn from each rollout of
+// T steps; PPO adds an update dimension u (epochs x minibatches): its parameters are state over
+// (i, u). DQN learns once per T steps from a replay buffer: a window of the latest transitions
+// over (i, t), sampled at random.
 //
 //   rl::TrainConfig cfg = rl::TrainConfig::defaults("ppo");  cfg.env = "CartPole-v1";
 //   rl::TrainResult res = rl::train(cfg, &std::cout);
@@ -34,12 +36,14 @@ struct CurvePoint;
 CompileOptions default_train_compile();
 
 struct TrainConfig {
-  // The defaults of `algo` ("reinforce", "a2c" or "ppo"): CleanRL's for PPO on CartPole (4 envs
-  // x 128 steps, 4 epochs x 4 minibatches, lr 2.5e-4, 500k env steps); for A2C and REINFORCE,
-  // 8 envs x 64 steps and lr 2.5e-3 over 500 iterations.
+  // The defaults of `algo` ("reinforce", "a2c", "ppo" or "dqn"): CleanRL's for PPO on CartPole
+  // (4 envs x 128 steps, 4 epochs x 4 minibatches, lr 2.5e-4, 500k env steps) and for DQN (1 env,
+  // an update every 10 steps, constant lr 2.5e-4, Adam without gradient clipping, ReLU layers
+  // with PyTorch's initialization, 500k env steps; two hidden layers of 120 where CleanRL's
+  // second has 84); for A2C and REINFORCE, 8 envs x 64 steps and lr 2.5e-3 over 500 iterations.
   static TrainConfig defaults(const std::string& algo);
 
-  std::string algo = "a2c";  // "reinforce", "a2c" or "ppo"
+  std::string algo = "a2c";  // "reinforce", "a2c", "ppo" or "dqn"
   std::string env = "CartPole-v1";
   EnvOptions env_options;  // the synthetic environment's observation shape and episode length
   // Makes the environment instead of `env` (e.g. one written in Python); `env` then only names
@@ -53,9 +57,10 @@ struct TrainConfig {
   // Orthogonal weights (gain sqrt(2); the policy's last layer 0.01, the value's 1, as CleanRL's
   // PPO) and zero biases; false: PyTorch's default init.
   bool orthogonal_init = true;
-  // What a time-limit truncation means to A2C's and PPO's advantages: "bootstrap" (the value of
-  // the episode's last observation stands in for the rest of the episode) or "terminate" (no
-  // value after it, as CleanRL's ppo.py, which treats truncation as termination).
+  // What a time-limit truncation means to A2C's and PPO's advantages and DQN's TD targets:
+  // "bootstrap" (the value of the episode's last observation stands in for the rest of the
+  // episode, as CleanRL's dqn.py) or "terminate" (no value after it, as CleanRL's ppo.py, which
+  // treats truncation as termination).
   std::string truncation = "bootstrap";
   double gamma = 0.99;
   double gae_lambda = 0.95;  // advantages of A2C and PPO (1: bootstrapped full-rollout returns)
@@ -73,6 +78,19 @@ struct TrainConfig {
   // defaults("reinforce"): at 3x64x64 it takes 0.86x the time of recomputing; it keeps the
   // acting activations until the update (1.9x the tracked peak at 512 CartPole envs).
   bool per_step = false;
+  // DQN (CleanRL's dqn.py): the replay buffer holds the latest buffer_size transitions and each
+  // update (one per iteration) samples batch_size of them, with replacement; updates start once
+  // learning_starts env steps acted; the target network is the Q-network of every target_every
+  // env steps; acting is epsilon-greedy, epsilon linear from eps_start to eps_end over
+  // exploration_fraction of the run's steps. The sizes in env steps are multiples of
+  // num_envs x steps.
+  int64_t buffer_size = 10000;
+  int64_t batch_size = 128;
+  int64_t learning_starts = 10000;
+  int64_t target_every = 500;
+  double eps_start = 1.0;
+  double eps_end = 0.05;
+  double exploration_fraction = 0.5;
   int64_t hidden = 64;
   int64_t layers = 2;              // hidden layers of the policy and value networks
   std::string optimizer = "adam";  // or "sgd" (a much smaller program)

@@ -1,5 +1,5 @@
 // The shared part of the RL programs (TEMPO Alg. 1): acting, advantage estimation, and the
-// training driver around each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp).
+// training driver around each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp, dqn.cpp).
 //
 // Acting runs per (i, t): o[0, 0] = reset(), o[i, t + 1] = step(a[i, t]) and o[i + 1, 0] = the
 // last observation of iteration i, so every env call is ordered by data dependences. Learning
@@ -18,6 +18,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <numbers>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -60,6 +61,8 @@ struct Stats {
   std::ostream* log = nullptr;
   std::function<void(const std::vector<CurvePoint>&)> on_iteration;
   int64_t first = 0;  // the whole run's iteration at i = 0 (a resumed run's start)
+  // A progress line every log_every iterations and after the last (of `total`).
+  int64_t log_every = 1, total = 0;
   std::shared_ptr<detail::CheckpointParts> parts;  // null: no training checkpoints
 };
 
@@ -134,15 +137,53 @@ TrainConfig TrainConfig::defaults(const std::string& algo) {
     c.iterations = 976;  // 500k env steps
     c.lr = 2.5e-4;
   }
+  if (algo == "dqn") {
+    c.num_envs = 1;
+    c.steps = 10;         // train_frequency
+    c.iterations = 50000;  // 500k env steps
+    c.lr = 2.5e-4;
+    c.lr_decay = false;
+    c.max_grad_norm = 0;
+    c.hidden = 120;
+    c.orthogonal_init = false;
+  }
   // TEMPO Alg. 1: REINFORCE learns from its acting forward pass (no recomputation); the passes
   // batch its per-step backward passes.
   c.per_step = algo == "reinforce";
   return c;
 }
 
+namespace {
+
+void validate_dqn(const TrainConfig& c) {
+  if (!c.save_dir.empty() || !c.resume_dir.empty())
+    throw UserError("dqn cannot save or resume yet (--save, --resume): its replay buffer is not "
+                    "part of a training checkpoint");
+  if (c.compile.communicator) throw UserError("dqn does not train data-parallel");
+  const int64_t per_iteration = c.num_envs * c.steps;
+  auto whole = [&](const char* flag, int64_t v, bool zero_ok) {
+    if (v < (zero_ok ? 0 : 1) || v % per_iteration != 0)
+      throw UserError(cat(flag, " ", v, " must be a ", zero_ok ? "" : "positive ",
+                          "multiple of num_envs x steps = ", per_iteration,
+                          " (dqn learns once per iteration of that many env steps)"));
+  };
+  whole("--buffer-size", c.buffer_size, false);
+  whole("--learning-starts", c.learning_starts, true);
+  whole("--target-every", c.target_every, false);
+  if (c.batch_size < 1) throw UserError(cat("--batch-size must be positive, got ", c.batch_size));
+  auto probability = [](const char* flag, double v) {
+    if (!(v >= 0 && v <= 1)) throw UserError(cat(flag, " must lie in [0, 1], got ", v));
+  };
+  probability("--eps-start", c.eps_start);
+  probability("--eps-end", c.eps_end);
+  probability("--exploration-fraction", c.exploration_fraction);
+}
+
+}  // namespace
+
 void validate(const TrainConfig& c) {
-  if (c.algo != "reinforce" && c.algo != "a2c" && c.algo != "ppo")
-    throw UserError(cat("unknown algorithm '", c.algo, "' (expected ppo, a2c or reinforce)"));
+  if (c.algo != "reinforce" && c.algo != "a2c" && c.algo != "ppo" && c.algo != "dqn")
+    throw UserError(cat("unknown algorithm '", c.algo, "' (expected ppo, a2c, reinforce or dqn)"));
   std::vector<std::string> envs = env_names();
   if (!c.make_env && std::find(envs.begin(), envs.end(), c.env) == envs.end()) {
     std::string names;
@@ -183,6 +224,7 @@ void validate(const TrainConfig& c) {
     throw UserError("--save-every needs a directory to save in (--save DIR)");
   if (!c.resume_dir.empty() && c.compile.communicator)
     throw UserError("--resume is not supported in a data-parallel run");
+  if (c.algo == "dqn") validate_dqn(c);
 }
 
 namespace detail {
@@ -328,11 +370,14 @@ std::vector<optim::Optimizer::StateTensor> add_optimizer(Context& ctx, const Tra
     lr = first == 0 ? optim::linear_decay(ctx, cfg.lr, 0.0, i.var, i.bound)
                     : optim::linear_decay(ctx, cfg.lr, 0.0, i.var + first, Expr(cfg.iterations));
   std::unique_ptr<optim::Optimizer> opt;
+  const bool dqn = cfg.algo == "dqn";
   if (cfg.optimizer == "sgd")
     opt = std::make_unique<optim::SGD>(params, lr);
-  else
-    opt = std::make_unique<optim::Adam>(params, lr, 0.9, 0.999, 1e-5);
+  else  // PyTorch's eps in DQN, CleanRL's 1e-5 in the policy-gradient algorithms
+    opt = std::make_unique<optim::Adam>(params, lr, 0.9, 0.999, dqn ? 1e-8 : 1e-5);
   if (resume) opt->resume(first * U, resume->optimizer_states);
+  // DQN acts learning_starts steps before its first update.
+  if (dqn) opt->delay(cfg.learning_starts / (cfg.num_envs * cfg.steps));
   optim::minimize(loss, *opt, cfg.max_grad_norm);
   return opt->states();
 }
@@ -359,7 +404,7 @@ void add_progress(Context& ctx, const std::shared_ptr<Stats>& stats, const RT& l
     if (when != stats->stepped.end()) stats->stepped.erase(when);
     double secs = std::chrono::duration<double>(now - stats->start).count();
     stats->curve.push_back({env_steps, stats->last_mean});
-    if (stats->log) {
+    if (stats->log && (done % stats->log_every == 0 || done == stats->total)) {
       std::ostringstream line;
       line << "iteration " << done << "  env_steps " << env_steps << "  mean_return "
            << std::fixed << std::setprecision(2) << stats->last_mean << "  loss "
@@ -567,6 +612,8 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
   stats->steps = job.T;
   stats->log = log;
   stats->on_iteration = cfg.on_iteration;
+  stats->total = cfg.iterations;
+  stats->log_every = std::max<int64_t>(1, cfg.iterations / 1000);  // DQN's many short ones
   if (resume) restore_stats(*stats, *resume);
   // Before compiling: a run whose results cannot be kept fails now, not at its end.
   if (!cfg.save_dir.empty()) check_writable_dir(cfg.save_dir, "--save");
@@ -612,9 +659,14 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
     sizes.push_back(out);
     return sizes;
   };
+  const bool dqn = cfg.algo == "dqn";
+  if (dqn && !job.discrete)
+    throw UserError(cat("dqn needs a discrete action space; ", cfg.env,
+                        "'s actions are continuous (ppo, a2c and reinforce handle those)"));
   // CleanRL's gains: sqrt(2) for the hidden layers, 0.01 for the logits (or mean), which start
-  // the policy near uniform (or near the zero mean).
-  nn::MLP pi(ctx, mlp_sizes(job.act_dim), steps, nn::tanh, nn::identity, true, init, 0.01);
+  // the policy near uniform (or near the zero mean). DQN's Q-network: ReLU layers.
+  nn::MLP pi(ctx, mlp_sizes(job.act_dim), steps, dqn ? nn::relu : nn::tanh, nn::identity, true,
+             init, dqn ? std::numbers::sqrt2 : 0.01);
   std::vector<nn::Parameter> params = pi.parameters();
   nn::Parameter log_std;
   if (!job.discrete) {
@@ -622,10 +674,16 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
     params.push_back(log_std);
   }
   // One distribution for acting: PPO and per-step REINFORCE also read its log-probabilities.
-  const detail::Policy acting(job.discrete, pi.forward_at(start, o),
-                              job.discrete ? RT() : RT(log_std[start]));
-  const nn::Shard shard{job.rank, job.world};
-  RT a = acting.sample(job.comm ? &shard : nullptr);
+  std::optional<detail::Policy> acting;
+  RT a;
+  if (dqn) {
+    a = detail::epsilon_greedy(ctx, cfg, pi.forward_at(start, o), job.act_dim, i, t, first);
+  } else {
+    acting.emplace(job.discrete, pi.forward_at(start, o),
+                   job.discrete ? RT() : RT(log_std[start]));
+    const nn::Shard shard{job.rank, job.world};
+    a = acting->sample(job.comm ? &shard : nullptr);
+  }
   // A2C and PPO bootstrap values from the last observation of an episode that ended.
   const EnvStep st =
       step_env(ctx, job, stats, a, i, t, cfg.algo != "reinforce", cfg.truncation == "terminate");
@@ -633,12 +691,13 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
   o[{i.var, t.var + 1}] = st.next_obs;
   o[{i.var + 1, Expr(0)}] = st.next_obs[{i.var, t.bound - 1}];
 
-  // ---- learning: each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp) ----
+  // ---- learning: each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp, dqn.cpp) ----
   detail::Acting acting_program{
       ctx, cfg,     i,      t,      u, steps, start,     job.discrete, mlp_sizes,     init,
       pi,  log_std, params, acting, o, a,     st.reward, st.done,      st.terminated, st.final_obs,
       first};
   RT loss = ppo                       ? detail::ppo_loss(acting_program)
+            : dqn                     ? detail::dqn_loss(acting_program)
             : cfg.algo != "reinforce" ? detail::a2c_loss(acting_program)
                                       : detail::reinforce_loss(acting_program);
   params = acting_program.params;

@@ -1,6 +1,7 @@
 // The parts the RL programs share (internal to src/rl/algorithms/): the acting program every
 // algorithm learns from, written once in program.cpp, and one loss per algorithm in its own file
-// (reinforce.cpp, a2c.cpp, ppo.cpp), the way CleanRL gives each algorithm one readable file.
+// (reinforce.cpp, a2c.cpp, ppo.cpp, dqn.cpp), the way CleanRL gives each algorithm one readable
+// file.
 #pragma once
 
 #include <functional>
@@ -41,10 +42,10 @@ struct Acting {
   bool discrete;
   std::function<std::vector<int64_t>(int64_t out)> mlp_sizes;  // obs -> hidden... -> out
   nn::Linear::Init init;
-  nn::MLP pi;
+  nn::MLP pi;                         // DQN: the Q-network
   nn::Parameter log_std;              // continuous actions only
   std::vector<nn::Parameter> params;  // what the optimizer updates (learners add theirs)
-  std::optional<Policy> policy;       // the acting distribution
+  std::optional<Policy> policy;       // the acting distribution (none in DQN)
   RT obs, actions;                    // o[i, t], a[i, t]
   // Per step: the reward, whether the episode ended (terminated or truncated), whether it
   // terminated, and the episode's own last observation (before an automatic reset).
@@ -68,6 +69,13 @@ RT deviation(const RT& centered);
 RT reinforce_loss(Acting& a);
 RT a2c_loss(Acting& a);
 RT ppo_loss(Acting& a);
+RT dqn_loss(Acting& a);  // a.pi is the Q-network
+
+// DQN's actions from the Q-values q (N, n) at (i, t): uniform at random with probability epsilon
+// (TrainConfig's schedule over the run's steps; `first`: the run's iteration at i = 0), else
+// greedy.
+RT epsilon_greedy(Context& ctx, const TrainConfig& cfg, const RT& q, int64_t n, const Dim& i,
+                  const Dim& t, int64_t first);
 
 // GAE over the rollout with the acting parameters (A2C, PPO): the value network (its
 // parameters added to a.params), its values V0 of the rollout's observations, the advantages
