@@ -118,6 +118,16 @@ def test_ppo_learns_on_gymnasium_cartpole():
     assert np.mean(curve[-5:]) > 1.5 * np.mean(curve[1:6]), curve
 
 
+def test_dqn_learns_on_gymnasium_cartpole_and_refuses_continuous_actions():
+    result = tempo.rl.train("dqn", env="gymnasium:CartPole-v1", iterations=4000,
+                            learning_starts=1000, target_every=100, lr=1e-3, log=False)
+    assert len(result.curve) == 4000
+    assert result.curve[100][1] < 50, result.curve[100]
+    assert result.final_mean_return > 150, result.final_mean_return
+    with pytest.raises(tempo.UserError, match="dqn needs a discrete action space"):
+        tempo.rl.train("dqn", env="gymnasium:Pendulum-v1", iterations=2, log=False)
+
+
 def test_gymnasium_adapter_steps_like_gymnasium():
     # The adapter's copies are Gymnasium's own envs: seeded with seed + i and reset when done.
     env = tempo.rl.GymnasiumEnv([gym.make("CartPole-v1") for _ in range(2)])

@@ -121,6 +121,11 @@ expect_error "--save-every needs a directory" train ppo --save-every 5
 expect_error "--save-every must be 0" train ppo --save "$work/p" --save-every -2
 expect_error "unknown truncation 'sometimes' (expected bootstrap or terminate)" \
   train ppo --truncation sometimes
+expect_error "dqn needs a discrete action space; Pendulum-v1's actions are continuous" \
+  train dqn --env Pendulum-v1
+expect_error "--buffer-size 10005 must be a positive multiple of num_envs x steps = 10" \
+  train dqn --buffer-size 10005
+expect_error "dqn cannot save or resume yet" train dqn --save "$work/dqn"
 # --dump writes a compile stage's result (here the schedule AST) after it runs; a name that is
 # not a stage's is an error that lists them.
 dump="$("$tempo" train reinforce --iterations 1 --dump schedule 2>&1 >/dev/null)"

@@ -57,7 +57,7 @@ TEST(Config, BadInputIsAUserError) {
     change(c);
     EXPECT_THROW(validate(c), UserError);
   };
-  bad([](TrainConfig& c) { c.algo = "dqn"; });
+  bad([](TrainConfig& c) { c.algo = "rainbow"; });
   bad([](TrainConfig& c) { c.env = "Pong-v5"; });
   bad([](TrainConfig& c) { c.lr = -1; });
   bad([](TrainConfig& c) { c.iterations = 0; });
