@@ -2,8 +2,8 @@
 // dimension i and a timestep dimension t; the N environments of a batched env form a leading
 // spatial dimension. The policy-gradient ones (REINFORCE, A2C, PPO) learn from each rollout of
 // T steps; PPO adds an update dimension u (epochs x minibatches): its parameters are state over
-// (i, u). DQN learns once per T steps from a replay buffer: a window of the latest transitions
-// over (i, t), sampled at random.
+// (i, u). DQN and SAC learn once per T steps from a replay buffer: a window of the latest
+// transitions over (i, t), sampled at random.
 //
 //   rl::TrainConfig cfg = rl::TrainConfig::defaults("ppo");  cfg.env = "CartPole-v1";
 //   rl::TrainResult res = rl::train(cfg, &std::cout);
@@ -36,14 +36,16 @@ struct CurvePoint;
 CompileOptions default_train_compile();
 
 struct TrainConfig {
-  // The defaults of `algo` ("reinforce", "a2c", "ppo" or "dqn"): CleanRL's for PPO on CartPole
+  // The defaults of `algo` ("reinforce", "a2c", "ppo", "dqn" or "sac"): CleanRL's for PPO on CartPole
   // (4 envs x 128 steps, 4 epochs x 4 minibatches, lr 2.5e-4, 500k env steps) and for DQN (1 env,
   // an update every 10 steps, constant lr 2.5e-4, Adam without gradient clipping, ReLU layers
   // with PyTorch's initialization, 500k env steps; two hidden layers of 120 where CleanRL's
-  // second has 84); for A2C and REINFORCE, 8 envs x 64 steps and lr 2.5e-3 over 500 iterations.
+  // second has 84) and SAC on continuous actions (1 env, an update per step, batch 256, critics'
+  // and entropy lr 1e-3, actor's 3e-4, learning from step 5000, 20k env steps where CleanRL runs
+  // 1M); for A2C and REINFORCE, 8 envs x 64 steps and lr 2.5e-3 over 500 iterations.
   static TrainConfig defaults(const std::string& algo);
 
-  std::string algo = "a2c";  // "reinforce", "a2c", "ppo" or "dqn"
+  std::string algo = "a2c";  // "reinforce", "a2c", "ppo", "dqn" or "sac"
   std::string env = "CartPole-v1";
   EnvOptions env_options;  // the synthetic environment's observation shape and episode length
   // Makes the environment instead of `env` (e.g. one written in Python); `env` then only names
@@ -78,10 +80,10 @@ struct TrainConfig {
   // defaults("reinforce"): at 3x64x64 it takes 0.86x the time of recomputing; it keeps the
   // acting activations until the update (1.9x the tracked peak at 512 CartPole envs).
   bool per_step = false;
-  // DQN (CleanRL's dqn.py): the replay buffer holds the latest buffer_size transitions and each
+  // DQN (CleanRL's dqn.py) and SAC: the replay buffer holds the latest buffer_size transitions and each
   // update (one per iteration) samples batch_size of them, with replacement; updates start once
-  // learning_starts env steps acted; the target network is the Q-network of every target_every
-  // env steps; acting is epsilon-greedy, epsilon linear from eps_start to eps_end over
+  // learning_starts env steps acted (SAC acts at random until then); DQN's target network is the
+  // Q-network of every target_every env steps; DQN's acting is epsilon-greedy, epsilon linear from eps_start to eps_end over
   // exploration_fraction of the run's steps. The sizes in env steps are multiples of
   // num_envs x steps.
   int64_t buffer_size = 10000;
@@ -91,6 +93,10 @@ struct TrainConfig {
   double eps_start = 1.0;
   double eps_end = 0.05;
   double exploration_fraction = 0.5;
+  // SAC: the actor's learning rate (lr is the critics' and the entropy coefficient's) and the
+  // target networks' Polyak factor.
+  double policy_lr = 3e-4;
+  double tau = 0.005;
   int64_t hidden = 64;
   int64_t layers = 2;              // hidden layers of the policy and value networks
   std::string optimizer = "adam";  // or "sgd" (a much smaller program)

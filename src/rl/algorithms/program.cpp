@@ -147,6 +147,19 @@ TrainConfig TrainConfig::defaults(const std::string& algo) {
     c.hidden = 120;
     c.orthogonal_init = false;
   }
+  if (algo == "sac") {
+    c.num_envs = 1;
+    c.steps = 1;
+    c.iterations = 20000;
+    c.lr = 1e-3;
+    c.lr_decay = false;
+    c.max_grad_norm = 0;
+    c.hidden = 256;
+    c.orthogonal_init = false;
+    c.buffer_size = 1000000;
+    c.batch_size = 256;
+    c.learning_starts = 5000;
+  }
   // TEMPO Alg. 1: REINFORCE learns from its acting forward pass (no recomputation); the passes
   // batch its per-step backward passes.
   c.per_step = algo == "reinforce";
@@ -155,17 +168,21 @@ TrainConfig TrainConfig::defaults(const std::string& algo) {
 
 namespace {
 
-void validate_dqn(const TrainConfig& c) {
+bool off_policy(const TrainConfig& c) {
+  return c.algo == "dqn" || c.algo == "sac";
+}
+
+void validate_off_policy(const TrainConfig& c) {
   if (!c.save_dir.empty() || !c.resume_dir.empty())
-    throw UserError("dqn cannot save or resume yet (--save, --resume): its replay buffer is not "
-                    "part of a training checkpoint");
-  if (c.compile.communicator) throw UserError("dqn does not train data-parallel");
+    throw UserError(cat(c.algo, " cannot save or resume yet (--save, --resume): its replay "
+                        "buffer is not part of a training checkpoint"));
+  if (c.compile.communicator) throw UserError(cat(c.algo, " does not train data-parallel"));
   const int64_t per_iteration = c.num_envs * c.steps;
   auto whole = [&](const char* flag, int64_t v, bool zero_ok) {
     if (v < (zero_ok ? 0 : 1) || v % per_iteration != 0)
       throw UserError(cat(flag, " ", v, " must be a ", zero_ok ? "" : "positive ",
                           "multiple of num_envs x steps = ", per_iteration,
-                          " (dqn learns once per iteration of that many env steps)"));
+                          " (", c.algo, " learns once per iteration of that many env steps)"));
   };
   whole("--buffer-size", c.buffer_size, false);
   whole("--learning-starts", c.learning_starts, true);
@@ -177,13 +194,17 @@ void validate_dqn(const TrainConfig& c) {
   probability("--eps-start", c.eps_start);
   probability("--eps-end", c.eps_end);
   probability("--exploration-fraction", c.exploration_fraction);
+  probability("--tau", c.tau);
+  if (!(c.policy_lr > 0) || !std::isfinite(c.policy_lr))
+    throw UserError(cat("--policy-lr must be a positive number, got ", c.policy_lr));
 }
 
 }  // namespace
 
 void validate(const TrainConfig& c) {
-  if (c.algo != "reinforce" && c.algo != "a2c" && c.algo != "ppo" && c.algo != "dqn")
-    throw UserError(cat("unknown algorithm '", c.algo, "' (expected ppo, a2c, reinforce or dqn)"));
+  if (c.algo != "reinforce" && c.algo != "a2c" && c.algo != "ppo" && !off_policy(c))
+    throw UserError(
+        cat("unknown algorithm '", c.algo, "' (expected ppo, a2c, reinforce, dqn or sac)"));
   std::vector<std::string> envs = env_names();
   if (!c.make_env && std::find(envs.begin(), envs.end(), c.env) == envs.end()) {
     std::string names;
@@ -202,7 +223,8 @@ void validate(const TrainConfig& c) {
   positive("--layers", static_cast<double>(c.layers));
   positive("--epochs", static_cast<double>(c.epochs));
   positive("--minibatches", static_cast<double>(c.minibatches));
-  if (c.steps < 2) throw UserError(cat("--steps must be at least 2, got ", c.steps));
+  if (c.steps < 2 && !off_policy(c))  // returns need a rollout
+    throw UserError(cat("--steps must be at least 2, got ", c.steps));
   if (!(c.gamma > 0 && c.gamma <= 1))
     throw UserError(cat("gamma must be in (0, 1], got ", c.gamma));
   if (c.n_step < 0) throw UserError(cat("--n-step must be 0 (Monte-Carlo) or positive"));
@@ -224,7 +246,7 @@ void validate(const TrainConfig& c) {
     throw UserError("--save-every needs a directory to save in (--save DIR)");
   if (!c.resume_dir.empty() && c.compile.communicator)
     throw UserError("--resume is not supported in a data-parallel run");
-  if (c.algo == "dqn") validate_dqn(c);
+  if (off_policy(c)) validate_off_policy(c);
 }
 
 namespace detail {
@@ -659,17 +681,22 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
     sizes.push_back(out);
     return sizes;
   };
-  const bool dqn = cfg.algo == "dqn";
+  const bool dqn = cfg.algo == "dqn", sac = cfg.algo == "sac";
   if (dqn && !job.discrete)
     throw UserError(cat("dqn needs a discrete action space; ", cfg.env,
-                        "'s actions are continuous (ppo, a2c and reinforce handle those)"));
+                        "'s actions are continuous (ppo, a2c, reinforce and sac handle those)"));
+  if (sac && job.discrete)
+    throw UserError(cat("sac needs a continuous (box) action space; ", cfg.env,
+                        "'s actions are discrete (ppo, a2c, reinforce and dqn handle those)"));
   // CleanRL's gains: sqrt(2) for the hidden layers, 0.01 for the logits (or mean), which start
-  // the policy near uniform (or near the zero mean). DQN's Q-network: ReLU layers.
-  nn::MLP pi(ctx, mlp_sizes(job.act_dim), steps, dqn ? nn::relu : nn::tanh, nn::identity, true,
-             init, dqn ? std::numbers::sqrt2 : 0.01);
+  // the policy near uniform (or near the zero mean). DQN's Q-network and SAC's actor (mean and
+  // log-std): ReLU layers.
+  nn::MLP pi(ctx, mlp_sizes(sac ? 2 * job.act_dim : job.act_dim), steps,
+             dqn || sac ? nn::relu : nn::tanh, nn::identity, true, init,
+             dqn || sac ? std::numbers::sqrt2 : 0.01);
   std::vector<nn::Parameter> params = pi.parameters();
   nn::Parameter log_std;
-  if (!job.discrete) {
+  if (!job.discrete && !sac) {
     log_std = nn::Parameter(ctx.zeros({job.act_dim}), steps, "log_std");
     params.push_back(log_std);
   }
@@ -678,6 +705,8 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
   RT a;
   if (dqn) {
     a = detail::epsilon_greedy(ctx, cfg, pi.forward_at(start, o), job.act_dim, i, t, first);
+  } else if (sac) {
+    a = detail::sac_actions(ctx, cfg, pi.forward_at(start, o), job.aspace, i, t, first);
   } else {
     acting.emplace(job.discrete, pi.forward_at(start, o),
                    job.discrete ? RT() : RT(log_std[start]));
@@ -695,16 +724,19 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
   detail::Acting acting_program{
       ctx, cfg,     i,      t,      u, steps, start,     job.discrete, mlp_sizes,     init,
       pi,  log_std, params, acting, o, a,     st.reward, st.done,      st.terminated, st.final_obs,
-      first};
+      first, &job.aspace};
   RT loss = ppo                       ? detail::ppo_loss(acting_program)
             : dqn                     ? detail::dqn_loss(acting_program)
+            : sac                     ? detail::sac_loss(acting_program)
             : cfg.algo != "reinforce" ? detail::a2c_loss(acting_program)
                                       : detail::reinforce_loss(acting_program);
   params = acting_program.params;
   if (resume) restore_parameters(params, *resume, cfg.resume_dir);
   loss = loss.named("loss");
+  // SAC's three optimizers are its loss's own.
   const std::vector<optim::Optimizer::StateTensor> states =
-      add_optimizer(ctx, cfg, params, loss, i, job.U, resume ? &*resume : nullptr);
+      sac ? std::vector<optim::Optimizer::StateTensor>{}
+          : add_optimizer(ctx, cfg, params, loss, i, job.U, resume ? &*resume : nullptr);
 
   add_progress(ctx, stats, ppo ? RT(loss[{i.var, u->bound - 1}]) : loss, i);
   if (!cfg.save_dir.empty() && job.rank == 0)

@@ -51,6 +51,7 @@ struct Acting {
   // terminated, and the episode's own last observation (before an automatic reset).
   RT reward, done, terminated, final_obs;
   int64_t first_iteration = 0;  // the whole run's iteration at i = 0 (a resumed run's start)
+  const Space* action_space = nullptr;
 };
 
 // The index reading all of x's temporal dims at the current point, with t replaced by `entry`.
@@ -70,6 +71,22 @@ RT reinforce_loss(Acting& a);
 RT a2c_loss(Acting& a);
 RT ppo_loss(Acting& a);
 RT dqn_loss(Acting& a);  // a.pi is the Q-network
+
+// The off-policy algorithms' replay buffer (replay.cpp): a minibatch of TrainConfig::batch_size
+// transitions drawn at iteration i from the latest buffer_size, each field (B, ...).
+struct Replay {
+  RT obs, actions, reward, next_obs, terminated;
+};
+Replay replay_batch(const Acting& a);
+// The iterations a size in env steps spans (validate() checks that it divides).
+int64_t iterations_of(int64_t env_steps, const TrainConfig& cfg);
+
+RT sac_loss(Acting& a);  // a.pi is the actor; returns the critics' loss, minimized with the rest
+
+// SAC's actions from the actor's output (N, 2A) at (i, t): uniform in the action box until
+// learning starts, then a sample of the squashed Gaussian.
+RT sac_actions(Context& ctx, const TrainConfig& cfg, const RT& actor_out, const Space& space,
+               const Dim& i, const Dim& t, int64_t first);
 
 // DQN's actions from the Q-values q (N, n) at (i, t): uniform at random with probability epsilon
 // (TrainConfig's schedule over the run's steps; `first`: the run's iteration at i = 0), else
