@@ -22,7 +22,7 @@ mujoco = pytest.importorskip("mujoco")
 assert gym.__version__ == "1.2.2", gym.__version__
 assert mujoco.__version__ == "3.3.7", mujoco.__version__
 
-NAMES = ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5"]
+NAMES = ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5"]
 INTEGRATION = mujoco.mjtState.mjSTATE_INTEGRATION
 
 pytestmark = pytest.mark.skipif("HalfCheetah-v5" not in tempo.rl.env_names(),
@@ -52,8 +52,9 @@ def copy_state(tenv, genv):
 
 
 # Per environment: steps, so that episodes end both ways (HalfCheetah only by its time limit;
-# random actions make Hopper and Walker2d fall within tens of steps).
-STEPS = {"HalfCheetah-v5": 2100, "Hopper-v5": 1500, "Walker2d-v5": 1500}
+# random actions make the others fall within tens of steps, Ant within hundreds).
+STEPS = {"HalfCheetah-v5": 2100, "Hopper-v5": 1500, "Walker2d-v5": 1500, "Ant-v5": 1500,
+         "Humanoid-v5": 1000}
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -237,7 +237,8 @@ TEST(EnvsTest, SeedingIsDeterministic) {
     const int64_t per = a->action_numel();
     auto run = [&](BatchedEnv& env, uint64_t seed) {
       std::vector<float> trace = env.reset(seed);
-      for (int t = 0; t < 300; ++t) {
+      const int steps = per > 1 ? 100 : 300;  // several actions: a slower MuJoCo environment
+      for (int t = 0; t < steps; ++t) {
         std::vector<float> act(5 * per);
         for (int i = 0; i < 5 * per; ++i)
           act[i] = n_act ? scrambled(t, i, n_act) : static_cast<float>(std::sin(t * 0.3 + i));
@@ -460,17 +461,21 @@ TEST(MujocoEnvsTest, SpacesOrAClearError) {
   struct Want {
     std::string name;
     int64_t obs, act;
+    float bound;  // actions in [-bound, bound]
   };
-  for (const Want& w : std::vector<Want>{
-           {"HalfCheetah-v5", 17, 6}, {"Hopper-v5", 11, 3}, {"Walker2d-v5", 17, 6}}) {
+  for (const Want& w : std::vector<Want>{{"HalfCheetah-v5", 17, 6, 1.0f},
+                                         {"Hopper-v5", 11, 3, 1.0f},
+                                         {"Walker2d-v5", 17, 6, 1.0f},
+                                         {"Ant-v5", 105, 8, 1.0f},
+                                         {"Humanoid-v5", 348, 17, 0.4f}}) {
     auto env = make_env(w.name, 2);
     EXPECT_EQ(env->name(), w.name);
     EXPECT_EQ(env->observation_space().shape, std::vector<int64_t>{w.obs}) << w.name;
     const Space& a = env->action_space();
     EXPECT_FALSE(a.discrete);
     EXPECT_EQ(a.shape, std::vector<int64_t>{w.act}) << w.name;
-    EXPECT_EQ(a.low, std::vector<float>(w.act, -1.0f)) << w.name;
-    EXPECT_EQ(a.high, std::vector<float>(w.act, 1.0f)) << w.name;
+    EXPECT_EQ(a.low, std::vector<float>(w.act, -w.bound)) << w.name;
+    EXPECT_EQ(a.high, std::vector<float>(w.act, w.bound)) << w.name;
   }
 }
 
