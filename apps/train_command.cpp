@@ -110,7 +110,9 @@ const std::vector<Option>& all_options() {
   using S = const std::string&;
   static const std::vector<Option> options = {
       {"--env", true, [](A& a, S, S v) { a.cfg.env = v; },
-       "--env         CartPole-v1 (default), Pendulum-v1, Acrobot-v1, MountainCar-v0, synthetic\n"},
+       "--env         CartPole-v1 (default), Pendulum-v1, Acrobot-v1, MountainCar-v0,\n"
+       "              MountainCarContinuous-v0, synthetic; built with MuJoCo also\n"
+       "              HalfCheetah-v5, Hopper-v5, Walker2d-v5, Ant-v5, Humanoid-v5\n"},
       {"--obs-shape", true, [](A& a, S f, S v) { a.cfg.env_options.obs_shape = parse_shape(f, v); },
        "--obs-shape CxHxW, --episode-length L  the synthetic env (default 3x4x4, 250)\n"},
       {"--episode-length", true,

@@ -48,8 +48,9 @@ else
   echo "setup: all packages present"
 fi
 
-# The reference packages the tests compare against (Gymnasium, HF tokenizers): a few MB, pinned
-# in requirements-peers.txt, into a folder of their own that only the tests put on PYTHONPATH.
+# The reference packages the tests compare against (Gymnasium, HF tokenizers, MuJoCo, whose C
+# library the build also links): about 40 MB, pinned in requirements-peers.txt, into a folder of
+# their own that only the tests put on PYTHONPATH.
 install_pinned() {  # REQUIREMENTS PREFIX
   local stamp="$2/.installed"
   if [ -f "$stamp" ] && cmp -s "$stamp" "$1"; then

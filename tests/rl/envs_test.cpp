@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "rl/envs/env.h"
 #include "rl/gym_reference.h"
 #include "util/error.h"
@@ -232,11 +234,13 @@ TEST(EnvsTest, SeedingIsDeterministic) {
     auto a = make_env(name, 5);
     auto b = make_env(name, 5);
     const int64_t n_act = a->action_space().discrete ? a->action_space().n : 0;
+    const int64_t per = a->action_numel();
     auto run = [&](BatchedEnv& env, uint64_t seed) {
       std::vector<float> trace = env.reset(seed);
-      for (int t = 0; t < 300; ++t) {
-        std::vector<float> act(5);
-        for (int i = 0; i < 5; ++i)
+      const int steps = per > 1 ? 100 : 300;  // several actions: a slower MuJoCo environment
+      for (int t = 0; t < steps; ++t) {
+        std::vector<float> act(5 * per);
+        for (int i = 0; i < 5 * per; ++i)
           act[i] = n_act ? scrambled(t, i, n_act) : static_cast<float>(std::sin(t * 0.3 + i));
         const StepResult r = env.step(act);
         trace.insert(trace.end(), r.obs.begin(), r.obs.end());
@@ -270,25 +274,29 @@ TEST(EnvsTest, UnknownNameListsKnownNames) {
 TEST(EnvsTest, BadActionsRaiseUserErrors) {
   for (const std::string& name : env_names()) {
     auto env = make_env(name, 3);
-    EXPECT_THROW(env->step({0, 0, 0}), UserError) << name << ": step before reset";
+    const size_t per = static_cast<size_t>(env->action_numel());
+    const std::vector<float> zeros(3 * per, 0.0f);
+    EXPECT_THROW(env->step(zeros), UserError) << name << ": step before reset";
     env->reset(0);
     try {
-      env->step({0, 0});
+      env->step(std::vector<float>(2 * per, 0.0f));
       FAIL() << name << ": expected a UserError";
     } catch (const UserError& e) {
       const std::string msg = e.what();
       EXPECT_NE(msg.find(name), std::string::npos) << msg;
-      EXPECT_NE(msg.find("expected 3"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(cat("expected ", 3 * per, " ")), std::string::npos) << msg;
     }
-    EXPECT_THROW(env->step({0, 0, 0, 0}), UserError) << name;
-    EXPECT_THROW(env->step({0, NAN, 0}), UserError) << name;
+    EXPECT_THROW(env->step(std::vector<float>(3 * per + 1, 0.0f)), UserError) << name;
+    std::vector<float> with_nan = zeros;
+    with_nan[per] = NAN;
+    EXPECT_THROW(env->step(with_nan), UserError) << name;
     if (env->action_space().discrete) {
       const float n = static_cast<float>(env->action_space().n);
       EXPECT_THROW(env->step({0, n, 0}), UserError) << name;
       EXPECT_THROW(env->step({0, -1, 0}), UserError) << name;
       EXPECT_THROW(env->step({0, 0.5f, 0}), UserError) << name;
     }
-    EXPECT_NO_THROW(env->step({0, 0, 0})) << name;
+    EXPECT_NO_THROW(env->step(zeros)) << name;
   }
 }
 
@@ -436,6 +444,103 @@ TEST(EnvsTest, StepIntoReusesTheResult) {
     ASSERT_EQ(reused.final_obs, fresh.final_obs);
     ASSERT_EQ(reused.episode_length, fresh.episode_length);
   }
+}
+
+// The MuJoCo locomotion environments (their steps are compared with Gymnasium's in
+// python/tests/test_gym_mujoco.py). In a build without MuJoCo they are a clear UserError.
+bool built_with_mujoco() {
+  const std::vector<std::string> names = env_names();
+  return std::find(names.begin(), names.end(), "HalfCheetah-v5") != names.end();
+}
+
+TEST(MujocoEnvsTest, SpacesOrAClearError) {
+  if (!built_with_mujoco()) {
+    testing::expect_user_error([] { make_env("Hopper-v5", 1); }, {"Hopper-v5", "without"});
+    GTEST_SKIP() << "built without MuJoCo";
+  }
+  struct Want {
+    std::string name;
+    int64_t obs, act;
+    float bound;  // actions in [-bound, bound]
+  };
+  for (const Want& w : std::vector<Want>{{"HalfCheetah-v5", 17, 6, 1.0f},
+                                         {"Hopper-v5", 11, 3, 1.0f},
+                                         {"Walker2d-v5", 17, 6, 1.0f},
+                                         {"Ant-v5", 105, 8, 1.0f},
+                                         {"Humanoid-v5", 348, 17, 0.4f}}) {
+    auto env = make_env(w.name, 2);
+    EXPECT_EQ(env->name(), w.name);
+    EXPECT_EQ(env->observation_space().shape, std::vector<int64_t>{w.obs}) << w.name;
+    const Space& a = env->action_space();
+    EXPECT_FALSE(a.discrete);
+    EXPECT_EQ(a.shape, std::vector<int64_t>{w.act}) << w.name;
+    EXPECT_EQ(a.low, std::vector<float>(w.act, -w.bound)) << w.name;
+    EXPECT_EQ(a.high, std::vector<float>(w.act, w.bound)) << w.name;
+  }
+}
+
+TEST(MujocoEnvsTest, HalfCheetahTruncatesAt1000Steps) {
+  if (!built_with_mujoco()) GTEST_SKIP() << "built without MuJoCo";
+  auto env = make_env("HalfCheetah-v5", 2);
+  env->reset(3);
+  std::vector<float> act(12);
+  for (int t = 1; t <= 1000; ++t) {
+    for (int k = 0; k < 12; ++k) act[k] = static_cast<float>(std::sin(0.1 * t + k));
+    const StepResult r = env->step(act);
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_FALSE(r.terminated[i]) << "step " << t;
+      ASSERT_EQ(r.truncated[i] != 0, t == 1000) << "step " << t;
+    }
+    if (t < 1000) continue;
+    EXPECT_EQ(r.episode_length, (std::vector<int64_t>{1000, 1000}));
+    ASSERT_EQ(r.final_obs.size(), r.obs.size());
+    EXPECT_NE(r.final_obs, r.obs);  // obs holds the new episodes' first observations
+    for (float x : r.final_obs) EXPECT_TRUE(std::isfinite(x));
+  }
+}
+
+TEST(MujocoEnvsTest, HopperTerminatesWhenUnhealthy) {
+  if (!built_with_mujoco()) GTEST_SKIP() << "built without MuJoCo";
+  auto env = make_env("Hopper-v5", 1);
+  const std::vector<float> start = env->reset(1);
+  // Reset: qpos = (0, 1.25, 0, 0, 0, 0) + U(-0.005, 0.005); the observation drops qpos[0].
+  EXPECT_NEAR(start[0], 1.25, 0.005);
+  for (int k = 1; k < 11; ++k) EXPECT_LE(std::abs(start[k]), 0.005f) << k;
+  const std::vector<float> push = {1.0f, -1.0f, 1.0f};  // falls within a few hundred steps
+  for (int t = 1; t <= 1000; ++t) {
+    const StepResult r = env->step(push);
+    if (!r.terminated[0]) continue;
+    const float z = r.final_obs[0], angle = r.final_obs[1];
+    EXPECT_TRUE(z <= 0.7f || std::abs(angle) >= 0.2f) << "z " << z << " angle " << angle;
+    EXPECT_EQ(r.episode_length[0], t);
+    EXPECT_NEAR(r.obs[0], 1.25, 0.005);  // the automatic reset
+    return;
+  }
+  FAIL() << "Hopper did not fall in 1000 steps";
+}
+
+TEST(MujocoEnvsTest, ResetNoiseFollowsGymnasium) {
+  if (!built_with_mujoco()) GTEST_SKIP() << "built without MuJoCo";
+  // HalfCheetah's qvel noise is 0.1 * N(0, 1): observation values 8..16 of each reset.
+  auto env = make_env("HalfCheetah-v5", 400);
+  const std::vector<float> obs = env->reset(0);
+  double sum = 0, sum_sq = 0;
+  for (int i = 0; i < 400; ++i)
+    for (int k = 8; k < 17; ++k) {
+      sum += obs[i * 17 + k];
+      sum_sq += obs[i * 17 + k] * obs[i * 17 + k];
+    }
+  const double n = 400 * 9, mean = sum / n, sd = std::sqrt(sum_sq / n - mean * mean);
+  EXPECT_LT(std::abs(mean), 0.01);
+  EXPECT_NEAR(sd, 0.1, 0.005);
+}
+
+TEST(MujocoEnvsTest, MissingModelFileIsAUserError) {
+  if (!built_with_mujoco()) GTEST_SKIP() << "built without MuJoCo";
+  setenv("TEMPO_MUJOCO_ASSETS", "/nonexistent/assets", 1);
+  testing::expect_user_error([] { make_env("Walker2d-v5", 1); },
+                             {"/nonexistent/assets/walker2d_v5.xml", "TEMPO_MUJOCO_ASSETS"});
+  unsetenv("TEMPO_MUJOCO_ASSETS");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "rl/envs/env.h"
@@ -117,5 +118,12 @@ std::unique_ptr<BatchedEnv> make_acrobot(int64_t num_envs);
 std::unique_ptr<BatchedEnv> make_mountain_car(int64_t num_envs);
 std::unique_ptr<BatchedEnv> make_mountain_car_continuous(int64_t num_envs);
 std::unique_ptr<BatchedEnv> make_synthetic(int64_t num_envs, const EnvOptions& opts);
+
+// The MuJoCo locomotion environments (mujoco_locomotion.cpp). is_mujoco_env knows their names in
+// every build; mujoco_env_names() lists them only where Tempo was built with MuJoCo, and
+// make_mujoco_env throws UserError saying so elsewhere.
+bool is_mujoco_env(const std::string& name);
+std::vector<std::string> mujoco_env_names();
+std::unique_ptr<BatchedEnv> make_mujoco_env(const std::string& name, int64_t num_envs);
 
 }  // namespace tempo::rl::detail

@@ -167,8 +167,11 @@ void BatchedEnv::check_step(const std::vector<float>& actions, bool started) con
 }
 
 std::vector<std::string> env_names() {
-  return {"CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0",
-          "synthetic"};
+  std::vector<std::string> names = {"CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCar-v0",
+                                    "MountainCarContinuous-v0", "synthetic"};
+  const std::vector<std::string> mujoco = detail::mujoco_env_names();
+  names.insert(names.end(), mujoco.begin(), mujoco.end());
+  return names;
 }
 
 std::unique_ptr<BatchedEnv> make_env(const std::string& name, int64_t num_envs,
@@ -182,6 +185,7 @@ std::unique_ptr<BatchedEnv> make_env(const std::string& name, int64_t num_envs,
   if (name == "MountainCar-v0") return detail::make_mountain_car(num_envs);
   if (name == "MountainCarContinuous-v0") return detail::make_mountain_car_continuous(num_envs);
   if (name == "synthetic") return detail::make_synthetic(num_envs, opts);
+  if (detail::is_mujoco_env(name)) return detail::make_mujoco_env(name, num_envs);
   std::string known;
   for (const std::string& n : env_names()) known += (known.empty() ? "" : ", ") + n;
   throw UserError(cat("unknown environment \"", name, "\"; known environments: ", known));
