@@ -42,8 +42,11 @@ log "pip install $src (the module only)"
 run_logged "$work/pip.log" "${pip[@]}" install -v --no-index --find-links "$wheels" \
   --no-build-isolation --config-settings=build-dir="$work/skbuild" \
   --config-settings=cmake.define.TEMPO_PYTHON_ONLY_FROM="$work/prefix" "$src"
-grep -q "Python module for $work/venv/bin/python" "$work/pip.log" ||
-  { cat "$work/pip.log"; echo "FAIL: the module was not built for the environment's Python"; exit 1; }
+if ! grep -q "Python module for $work/venv/bin/python" "$work/pip.log"; then
+  cat "$work/pip.log"
+  echo "FAIL: the module was not built for the environment's Python"
+  exit 1
+fi
 
 log "import tempo"
 cd "$work"  # nothing of the source or build tree on the path
