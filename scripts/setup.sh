@@ -22,6 +22,7 @@ PACKAGES=(
   # the Python module (python/): bindings, arrays, tests; built against Debian's /usr/bin/python3
   python3-dev python3-pybind11 python3-numpy python3-pytest
   python3-pip         # installs the CUDA LibTorch (--cuda)
+  python3-venv        # python.pip_install's fresh virtual environment (Debian's python3)
   clang-format
   # the Polly baseline of `tempo loops bench` (clang's polyhedral optimizer, OpenMP runtime)
   clang-14 libomp-14-dev
@@ -64,6 +65,26 @@ install_pinned() {  # REQUIREMENTS PREFIX
   $SUDO cp "$1" "$stamp"
 }
 install_pinned scripts/requirements-peers.txt "$(bash scripts/peers_prefix.sh)"
+
+# `pip install .`'s build requirements and NumPy as wheels, for the Python that python.pip_install
+# makes its virtual environment with (scripts/pip_python.sh): the test installs them offline.
+download_wheels() {  # REQUIREMENTS DIR
+  local py stamp="$2/.downloaded"
+  py="$(bash scripts/pip_python.sh)"
+  local want
+  want="$(cat "$1"; echo "# for $("$py" -c 'import sys; print(sys.executable, sys.version)')")"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "setup: $(basename "$1") wheels present in $2"
+    return
+  fi
+  echo "setup: downloading $(basename "$1") wheels for $py into $2"
+  $SUDO rm -rf "$2"
+  $SUDO mkdir -p "$2"
+  $SUDO "$py" -m pip download -q --no-deps --only-binary :all: --disable-pip-version-check \
+    -d "$2" -r "$1"
+  echo "$want" | $SUDO tee "$stamp" > /dev/null
+}
+download_wheels scripts/requirements-pip.txt "$(bash scripts/wheels_prefix.sh)"
 
 if [ "${1:-}" = "--cuda" ]; then
   # PyPI's torch wheel and the CUDA libraries it loads, pinned in requirements-torch.txt, into
