@@ -231,6 +231,8 @@ const std::vector<Keyword<rl::TrainConfig>>& train_keywords() {
       keyword("eps_start", &C::eps_start),
       keyword("eps_end", &C::eps_end),
       keyword("exploration_fraction", &C::exploration_fraction),
+      keyword("policy_lr", &C::policy_lr),
+      keyword("tau", &C::tau),
       keyword("hidden", &C::hidden),
       keyword("layers", &C::layers),
       keyword("optimizer", &C::optimizer),

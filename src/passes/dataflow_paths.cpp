@@ -13,6 +13,28 @@ namespace tempo::passes {
 using ir::EdgeId;
 using ir::OpId;
 
+namespace {
+
+// Per sink dimension: whether edge `id` reads, along the same dimension, a point provably at most
+// the sink's coordinate (a target network's q[(i / K) * K]) or a range that provably ends at most
+// one past it.
+std::vector<bool> reads_past(const ir::Graph& g, EdgeId id) {
+  const ir::Edge& e = g.edge(id);
+  const Dims& sink = g.op(e.sink).domain;
+  const Dims& source = g.op(e.source).domain;
+  std::vector<bool> out(sink.size(), false);
+  for (size_t k = 0; k < sink.size(); ++k)
+    for (size_t j = 0; j < source.size() && j < e.phi.size(); ++j) {
+      const Expr& x = e.phi.arg(j);
+      if (source[j] == sink[k])
+        out[k] = sym::prove_nonneg(x.is_slice() ? sink[k].var + 1 - x.arg(1) : sink[k].var - x,
+                                   sink);
+    }
+  return out;
+}
+
+}  // namespace
+
 DataflowPaths::DataflowPaths(const ir::Graph& g, const std::vector<int>& group_of,
                              const std::vector<std::vector<OpId>>& members,
                              const std::vector<std::vector<EdgeId>>& consumers)
@@ -36,26 +58,6 @@ DataflowPaths::DataflowPaths(const ir::Graph& g, const std::vector<int>& group_o
   }
 }
 
-namespace {
-
-// Per sink dimension: whether edge `id` reads a range of the same dimension whose end is
-// provably at most one past the sink's coordinate.
-std::vector<bool> reads_past(const ir::Graph& g, EdgeId id) {
-  const ir::Edge& e = g.edge(id);
-  const Dims& sink = g.op(e.sink).domain;
-  const Dims& source = g.op(e.source).domain;
-  std::vector<bool> out(sink.size(), false);
-  for (size_t k = 0; k < sink.size(); ++k)
-    for (size_t j = 0; j < source.size() && j < e.phi.size(); ++j) {
-      const Expr& x = e.phi.arg(j);
-      if (source[j] == sink[k] && x.is_slice())
-        out[k] = sym::prove_nonneg(sink[k].var + 1 - x.arg(1), sink);
-    }
-  return out;
-}
-
-}  // namespace
-
 size_t DataflowPaths::dim_index(const Dim& d) const {
   for (size_t k = 0; k < dims_.size(); ++k)
     if (dims_[k] == d) return k;
@@ -65,7 +67,7 @@ size_t DataflowPaths::dim_index(const Dim& d) const {
 bool DataflowPaths::comes_back_early(const std::vector<int>& from, const std::vector<int>& to,
                                      const Dims& dims) const {
   TEMPO_ASSERT(trackable() && dims.size() <= dims_.size());
-  // NonNeg: zero or positive (a read of a window that ends at the reader's point).
+  // NonNeg: zero or positive (a read of the past whose distance is not a constant).
   enum Sign : uint8_t { Zero, Pos, Neg, Any, NonNeg };
   const size_t n = dims.size();
   // Three bits per dimension of `dims` (signs), then two bits per dimension of the program (lower
@@ -93,8 +95,10 @@ bool DataflowPaths::comes_back_early(const std::vector<int>& from, const std::ve
       Sign v = Any;
       for (size_t k = 0; k < sink.size(); ++k) {
         if (!(sink[k] == dims[d])) continue;
-        if (shifts_[e][k]) v = add(sign(s, d), *shifts_[e][k]);
-        if (reads_past_[e][k]) v = sum(sign(s, d), NonNeg);
+        if (shifts_[e][k])
+          v = add(sign(s, d), *shifts_[e][k]);
+        else if (reads_past_[e][k])
+          v = sum(sign(s, d), NonNeg);
       }
       out |= static_cast<State>(v) << (3 * d);
     }

@@ -44,9 +44,9 @@ class DataflowPaths {
   const std::vector<std::vector<ir::EdgeId>>& consumers_;
   std::vector<std::vector<std::optional<int64_t>>> shifts_;  // per edge (passes/graph_edit.h)
   std::vector<std::vector<std::optional<int64_t>>> consts_;  // per edge: constant phi entries
-  // Per edge and sink dimension: the edge reads a range of that dimension that ends at or
-  // before the sink's point (a window x[max(0, i - w):i + 1] or prefix x[0:i + 1]), so the sink
-  // is never earlier than what it reads there.
+  // Per edge and sink dimension: the edge reads a point or a range of that dimension that ends
+  // at or before the sink's point (q[(i / K) * K], a window x[max(0, i - w):i + 1], a prefix
+  // x[0:i + 1]), so the sink is never earlier than what it reads there.
   std::vector<std::vector<bool>> reads_past_;
   Dims dims_;                                 // every dimension of the program
   std::vector<std::vector<size_t>> dims_of_;  // per op: its domain's indices in dims_

@@ -3,7 +3,7 @@
 // from a target network, and a mean squared TD error.
 //
 // The replay buffer is replay.cpp's; the target network is the Q-network's parameters read at the
-// last multiple of K iterations, q[(i / K) * K].
+// last multiple of K iterations, q[i - i % K].
 #include "rl/algorithms/program.h"
 
 namespace tempo::rl::detail {
@@ -32,7 +32,7 @@ RT dqn_loss(Acting& a) {
   RT q = a.pi(batch.obs).gather(1, batch.actions.unsqueeze(1)).squeeze(1);
   // The target network: the Q-network as it was at the last multiple of K iterations (DQN runs
   // are not resumed: i counts the whole run's iterations).
-  RT next_q = a.pi.forward_at(a.i.var / K * K, batch.next_obs).max(1).detach();
+  RT next_q = a.pi.forward_at(a.i.var - a.i.var % K, batch.next_obs).max(1).detach();
   RT target = (batch.reward + cfg.gamma * (1.0 - batch.terminated) * next_q).detach();
   return (q - target).square().mean();
 }

@@ -83,7 +83,7 @@ RT sac_actions(Context& ctx, const TrainConfig& cfg, const RT& actor_out, const 
                const Dim& i, const Dim& t, int64_t first) {
   const int64_t N = cfg.num_envs, A = space.numel();
   const auto [scale, bias] = box(ctx, space);
-  RT sampled = squashed_sample(actor_out, A, scale, bias).action;
+  RT sampled = squashed_sample(actor_out, A, scale, bias).action.detach();  // data, as in CleanRL
   RT random = (ctx.rand_uniform({N, A}, {i, t}) * 2.0 - 1.0) * scale + bias;
   const double learning = static_cast<double>(iterations_of(cfg.learning_starts, cfg) * cfg.steps);
   return where(ctx.symbol((i.var + first) * cfg.steps + t.var) < learning, random, sampled);
