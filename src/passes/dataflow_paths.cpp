@@ -5,35 +5,12 @@
 #include <utility>
 
 #include "passes/graph_edit.h"
-#include "symbolic/simplify.h"
 #include "util/error.h"
 
 namespace tempo::passes {
 
 using ir::EdgeId;
 using ir::OpId;
-
-namespace {
-
-// Per sink dimension: whether edge `id` reads, along the same dimension, a point provably at most
-// the sink's coordinate (a target network's q[(i / K) * K]) or a range that provably ends at most
-// one past it.
-std::vector<bool> reads_past(const ir::Graph& g, EdgeId id) {
-  const ir::Edge& e = g.edge(id);
-  const Dims& sink = g.op(e.sink).domain;
-  const Dims& source = g.op(e.source).domain;
-  std::vector<bool> out(sink.size(), false);
-  for (size_t k = 0; k < sink.size(); ++k)
-    for (size_t j = 0; j < source.size() && j < e.phi.size(); ++j) {
-      const Expr& x = e.phi.arg(j);
-      if (source[j] == sink[k])
-        out[k] = sym::prove_nonneg(x.is_slice() ? sink[k].var + 1 - x.arg(1) : sink[k].var - x,
-                                   sink);
-    }
-  return out;
-}
-
-}  // namespace
 
 DataflowPaths::DataflowPaths(const ir::Graph& g, const std::vector<int>& group_of,
                              const std::vector<std::vector<OpId>>& members,
@@ -45,7 +22,6 @@ DataflowPaths::DataflowPaths(const ir::Graph& g, const std::vector<int>& group_o
     for (const Expr& x : g.edge(static_cast<EdgeId>(e)).phi.args())
       c.push_back(x.is_const() ? std::optional<int64_t>(x.value()) : std::nullopt);
     consts_.push_back(std::move(c));
-    reads_past_.push_back(reads_past(g, static_cast<EdgeId>(e)));
   }
   for (const ir::OpNode& op : g.ops())
     for (const Dim& d : op.domain)
@@ -67,21 +43,19 @@ size_t DataflowPaths::dim_index(const Dim& d) const {
 bool DataflowPaths::comes_back_early(const std::vector<int>& from, const std::vector<int>& to,
                                      const Dims& dims) const {
   TEMPO_ASSERT(trackable() && dims.size() <= dims_.size());
-  // NonNeg: zero or positive (a read of the past whose distance is not a constant).
-  enum Sign : uint8_t { Zero, Pos, Neg, Any, NonNeg };
+  enum Sign : uint8_t { Zero, Pos, Neg, Any };
   const size_t n = dims.size();
-  // Three bits per dimension of `dims` (signs), then two bits per dimension of the program (lower
+  // Two bits per dimension of `dims` (signs), then two bits per dimension of the program (lower
   // bounds of the current op's coordinates, 0 or 1: whether a read of the first point is ruled
   // out; finer bounds multiplied the states searched by 5 for no more fusion on the RL programs).
   using State = uint64_t;
-  auto sign = [](State s, size_t d) { return static_cast<Sign>((s >> (3 * d)) & 7); };
-  auto low = [&](State s, size_t g) { return static_cast<int64_t>((s >> (3 * n + 2 * g)) & 3); };
-  auto sum = [](Sign s, Sign ks) {
+  auto sign = [](State s, size_t d) { return static_cast<Sign>((s >> (2 * d)) & 3); };
+  auto low = [&](State s, size_t g) { return static_cast<int64_t>((s >> (2 * (n + g))) & 3); };
+  auto add = [](Sign s, int64_t k) {
+    Sign ks = k == 0 ? Zero : k > 0 ? Pos : Neg;
     if (s == Zero || ks == Zero) return s == Zero ? ks : s;
-    if (s == Any || ks == Any || s == Neg || ks == Neg) return s == ks ? s : Any;
-    return s == Pos || ks == Pos ? Pos : NonNeg;  // Pos and NonNeg
+    return s == ks ? s : Any;
   };
-  auto add = [&](Sign s, int64_t k) { return sum(s, k == 0 ? Zero : k > 0 ? Pos : Neg); };
   // The state at the sink of edge e, given the state at its source (nullopt: the edge reads no
   // point the path can be at).
   auto step = [&](State s, EdgeId e) -> std::optional<State> {
@@ -93,28 +67,21 @@ bool DataflowPaths::comes_back_early(const std::vector<int>& from, const std::ve
     State out = 0;
     for (size_t d = 0; d < n; ++d) {
       Sign v = Any;
-      for (size_t k = 0; k < sink.size(); ++k) {
-        if (!(sink[k] == dims[d])) continue;
-        if (shifts_[e][k])
-          v = add(sign(s, d), *shifts_[e][k]);
-        else if (reads_past_[e][k])
-          v = sum(sign(s, d), NonNeg);
-      }
-      out |= static_cast<State>(v) << (3 * d);
+      for (size_t k = 0; k < sink.size(); ++k)
+        if (sink[k] == dims[d] && shifts_[e][k]) v = add(sign(s, d), *shifts_[e][k]);
+      out |= static_cast<State>(v) << (2 * d);
     }
     for (size_t k = 0; k < sink.size(); ++k) {
       if (!shifts_[e][k]) continue;
       const size_t g = dims_of_[edge.sink][k];
       const int64_t lo = std::clamp<int64_t>(low(s, g) + *shifts_[e][k], 0, 1);
-      out |= static_cast<State>(lo) << (3 * n + 2 * g);
+      out |= static_cast<State>(lo) << (2 * (n + g));
     }
     return out;
   };
-  // Certainly later: the first dimension that certainly moved moved forward, and none before it
-  // can have moved back (a NonNeg one either moved forward or leaves the decision to the next).
   auto later = [&](State s) {
     for (size_t d = 0; d < n; ++d)
-      if (sign(s, d) != Zero && sign(s, d) != NonNeg) return sign(s, d) == Pos;
+      if (sign(s, d) != Zero) return sign(s, d) == Pos;
     return false;
   };
   auto in = [](const std::vector<int>& set, int grp) {

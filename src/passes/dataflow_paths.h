@@ -20,9 +20,8 @@ class DataflowPaths {
                 const std::vector<std::vector<ir::OpId>>& members,
                 const std::vector<std::vector<ir::EdgeId>>& consumers);
 
-  // Path states pack three bits per dimension of `dims` and two per dimension of the program
-  // into 64 bits.
-  bool trackable() const { return dims_.size() <= 12; }
+  // Path states pack two bits per dimension of `dims` and of the program into 64 bits.
+  bool trackable() const { return dims_.size() <= 16; }
 
   // Whether a path of reads that leaves the groups `from` at a point p (not through an edge into
   // `from`) reaches a group of `to` at a point not certainly lexicographically after p along
@@ -44,10 +43,6 @@ class DataflowPaths {
   const std::vector<std::vector<ir::EdgeId>>& consumers_;
   std::vector<std::vector<std::optional<int64_t>>> shifts_;  // per edge (passes/graph_edit.h)
   std::vector<std::vector<std::optional<int64_t>>> consts_;  // per edge: constant phi entries
-  // Per edge and sink dimension: the edge reads a point or a range of that dimension that ends
-  // at or before the sink's point (q[(i / K) * K], a window x[max(0, i - w):i + 1], a prefix
-  // x[0:i + 1]), so the sink is never earlier than what it reads there.
-  std::vector<std::vector<bool>> reads_past_;
   Dims dims_;                                 // every dimension of the program
   std::vector<std::vector<size_t>> dims_of_;  // per op: its domain's indices in dims_
 };

@@ -172,6 +172,16 @@ bool off_policy(const TrainConfig& c) {
   return c.algo == "dqn" || c.algo == "sac";
 }
 
+// DQN acts on discrete actions, SAC on continuous ones.
+void check_action_space(const TrainConfig& c, bool discrete) {
+  if (c.algo == "dqn" && !discrete)
+    throw UserError(cat("dqn needs a discrete action space; ", c.env,
+                        "'s actions are continuous (ppo, a2c, reinforce and sac handle those)"));
+  if (c.algo == "sac" && discrete)
+    throw UserError(cat("sac needs a continuous (box) action space; ", c.env,
+                        "'s actions are discrete (ppo, a2c, reinforce and dqn handle those)"));
+}
+
 void validate_off_policy(const TrainConfig& c) {
   if (!c.save_dir.empty() || !c.resume_dir.empty())
     throw UserError(cat(c.algo, " cannot save or resume yet (--save, --resume): its replay "
@@ -195,6 +205,9 @@ void validate_off_policy(const TrainConfig& c) {
   probability("--eps-end", c.eps_end);
   probability("--exploration-fraction", c.exploration_fraction);
   probability("--tau", c.tau);
+  // A built-in environment's action space is known before anything runs (validate() checked
+  // its name first).
+  if (!c.make_env) check_action_space(c, make_env(c.env, 1, c.env_options)->action_space().discrete);
   if (!(c.policy_lr > 0) || !std::isfinite(c.policy_lr))
     throw UserError(cat("--policy-lr must be a positive number, got ", c.policy_lr));
 }
@@ -682,12 +695,7 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
     return sizes;
   };
   const bool dqn = cfg.algo == "dqn", sac = cfg.algo == "sac";
-  if (dqn && !job.discrete)
-    throw UserError(cat("dqn needs a discrete action space; ", cfg.env,
-                        "'s actions are continuous (ppo, a2c, reinforce and sac handle those)"));
-  if (sac && job.discrete)
-    throw UserError(cat("sac needs a continuous (box) action space; ", cfg.env,
-                        "'s actions are discrete (ppo, a2c, reinforce and dqn handle those)"));
+  check_action_space(cfg, job.discrete);
   // CleanRL's gains: sqrt(2) for the hidden layers, 0.01 for the logits (or mean), which start
   // the policy near uniform (or near the zero mean). DQN's Q-network and SAC's actor (mean and
   // log-std): ReLU layers.

@@ -65,13 +65,7 @@ class ClassicEnv final : public BatchedEnv {
   void step_into(const std::vector<float>& actions, StepResult& out) override {
     check_step(actions, started_);
     const int64_t n = num_envs();
-    out.obs.resize(n * Dyn::kObsDim);
-    out.reward.resize(n);
-    out.terminated.resize(n);
-    out.truncated.resize(n);
-    out.episode_return.resize(n);
-    out.episode_length.resize(n);
-    out.final_obs.clear();
+    out.prepare(n, Dyn::kObsDim);
     bool any_done = false;
     for (int64_t i = 0; i < n; ++i) {
       double* s = &state_[i * Dyn::kStateDim];

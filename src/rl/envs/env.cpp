@@ -15,6 +15,16 @@ int64_t Space::numel() const {
   return n;
 }
 
+void StepResult::prepare(int64_t num_envs, int64_t obs_numel) {
+  obs.resize(static_cast<size_t>(num_envs * obs_numel));
+  reward.resize(static_cast<size_t>(num_envs));
+  terminated.assign(static_cast<size_t>(num_envs), 0);
+  truncated.resize(static_cast<size_t>(num_envs));
+  episode_return.resize(static_cast<size_t>(num_envs));
+  episode_length.resize(static_cast<size_t>(num_envs));
+  final_obs.clear();
+}
+
 BatchedEnv::BatchedEnv(int64_t num_envs) : num_envs_(num_envs) {
   if (num_envs < 1) throw UserError(cat("an environment needs num_envs >= 1, got ", num_envs));
 }

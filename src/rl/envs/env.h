@@ -40,6 +40,10 @@ struct StepResult {
   // For envs whose episode ended in this step (terminated or truncated), else 0.
   std::vector<float> episode_return;
   std::vector<int64_t> episode_length;
+
+  // Sizes every field for a step of num_envs copies (no episode ended yet: final_obs empty,
+  // terminated 0), reusing the buffers.
+  void prepare(int64_t num_envs, int64_t obs_numel);
 };
 
 // Options; only the "synthetic" environment reads them (the classic ones have fixed constants).

@@ -384,13 +384,7 @@ class LocomotionEnv final : public BatchedEnv {
 void LocomotionEnv::step_into(const std::vector<float>& actions, StepResult& out) {
   check_step(actions, started_);
   const int64_t n = num_envs(), nu = model_->nu;
-  out.obs.resize(n * obs_dim_);
-  out.reward.resize(n);
-  out.terminated.resize(n);
-  out.truncated.resize(n);
-  out.episode_return.resize(n);
-  out.episode_length.resize(n);
-  out.final_obs.clear();
+  out.prepare(n, obs_dim_);
   bool any_done = false;
   for (int64_t i = 0; i < n; ++i) {
     bool terminated = false;

@@ -72,13 +72,7 @@ class SyntheticEnv final : public BatchedEnv {
   void step_into(const std::vector<float>& actions, StepResult& out) override {
     check_step(actions, started_);
     const int64_t n = num_envs();
-    out.obs.resize(n * numel_);
-    out.reward.resize(n);
-    out.terminated.assign(n, 0);
-    out.truncated.resize(n);
-    out.episode_return.resize(n);
-    out.episode_length.resize(n);
-    out.final_obs.clear();
+    out.prepare(n, numel_);
     bool any_done = false;
     for (int64_t i = 0; i < n; ++i) {
       const float r = static_cast<int64_t>(actions[i]) == target_[i] ? 1.0f : 0.0f;
