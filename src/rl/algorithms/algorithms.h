@@ -36,13 +36,14 @@ struct CurvePoint;
 CompileOptions default_train_compile();
 
 struct TrainConfig {
-  // The defaults of `algo` ("reinforce", "a2c", "ppo", "dqn" or "sac"): CleanRL's for PPO on CartPole
-  // (4 envs x 128 steps, 4 epochs x 4 minibatches, lr 2.5e-4, 500k env steps) and for DQN (1 env,
-  // an update every 10 steps, constant lr 2.5e-4, Adam without gradient clipping, ReLU layers
-  // with PyTorch's initialization, 500k env steps; two hidden layers of 120 where CleanRL's
-  // second has 84) and SAC on continuous actions (1 env, an update per step, batch 256, critics'
-  // and entropy lr 1e-3, actor's 3e-4, learning from step 5000, 20k env steps where CleanRL runs
-  // 1M); for A2C and REINFORCE, 8 envs x 64 steps and lr 2.5e-3 over 500 iterations.
+  // The defaults of `algo` ("reinforce", "a2c", "ppo", "dqn" or "sac"): CleanRL's for PPO on
+  // CartPole (4 envs x 128 steps, 4 epochs x 4 minibatches, lr 2.5e-4, 500k env steps), for DQN
+  // (1 env, an update every 10 steps, constant lr 2.5e-4, Adam without gradient clipping, ReLU
+  // layers with PyTorch's initialization, 500k env steps; two hidden layers of 120 where
+  // CleanRL's second has 84) and for SAC on continuous actions (1 env, an update per step, batch
+  // 256, critics' and entropy lr 1e-3, actor's 3e-4, learning from step 5000, 20k env steps where
+  // CleanRL runs 1M); for A2C and REINFORCE, 8 envs x 64 steps and lr 2.5e-3 over 500
+  // iterations.
   static TrainConfig defaults(const std::string& algo);
 
   std::string algo = "a2c";  // "reinforce", "a2c", "ppo", "dqn" or "sac"
@@ -80,12 +81,12 @@ struct TrainConfig {
   // defaults("reinforce"): at 3x64x64 it takes 0.86x the time of recomputing; it keeps the
   // acting activations until the update (1.9x the tracked peak at 512 CartPole envs).
   bool per_step = false;
-  // DQN (CleanRL's dqn.py) and SAC: the replay buffer holds the latest buffer_size transitions and each
-  // update (one per iteration) samples batch_size of them, with replacement; updates start once
-  // learning_starts env steps acted (SAC acts at random until then); DQN's target network is the
-  // Q-network of every target_every env steps; DQN's acting is epsilon-greedy, epsilon linear from eps_start to eps_end over
-  // exploration_fraction of the run's steps. The sizes in env steps are multiples of
-  // num_envs x steps.
+  // DQN (CleanRL's dqn.py) and SAC: the replay buffer holds the latest buffer_size transitions
+  // and each update (one per iteration) samples batch_size of them, with replacement; updates
+  // start once learning_starts env steps acted (SAC acts at random until then). DQN's target
+  // network is the Q-network of every target_every env steps; DQN acts epsilon-greedily, epsilon
+  // linear from eps_start to eps_end over exploration_fraction of the run's steps. The sizes in
+  // env steps are multiples of num_envs x steps.
   int64_t buffer_size = 10000;
   int64_t batch_size = 128;
   int64_t learning_starts = 10000;

@@ -1,5 +1,5 @@
 // The shared part of the RL programs (TEMPO Alg. 1): acting, advantage estimation, and the
-// training driver around each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp, dqn.cpp).
+// training driver around each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp, dqn.cpp, sac.cpp).
 //
 // Acting runs per (i, t): o[0, 0] = reset(), o[i, t + 1] = step(a[i, t]) and o[i + 1, 0] = the
 // last observation of iteration i, so every env call is ordered by data dependences. Learning
@@ -207,7 +207,11 @@ void validate_off_policy(const TrainConfig& c) {
   probability("--tau", c.tau);
   // A built-in environment's action space is known before anything runs (validate() checked
   // its name first).
-  if (!c.make_env) check_action_space(c, make_env(c.env, 1, c.env_options)->action_space().discrete);
+  if (!c.make_env)
+    check_action_space(c, make_env(c.env, 1, c.env_options)->action_space().discrete);
+  if (c.algo == "sac" && c.optimizer != "adam")
+    throw UserError(cat("sac trains with Adam (its three optimizers), not --optimizer ",
+                        c.optimizer));
   if (!(c.policy_lr > 0) || !std::isfinite(c.policy_lr))
     throw UserError(cat("--policy-lr must be a positive number, got ", c.policy_lr));
 }
@@ -728,7 +732,7 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
   o[{i.var, t.var + 1}] = st.next_obs;
   o[{i.var + 1, Expr(0)}] = st.next_obs[{i.var, t.bound - 1}];
 
-  // ---- learning: each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp, dqn.cpp) ----
+  // ---- learning: each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp, dqn.cpp, sac.cpp) ----
   detail::Acting acting_program{
       ctx, cfg,     i,      t,      u, steps, start,     job.discrete, mlp_sizes,     init,
       pi,  log_std, params, acting, o, a,     st.reward, st.done,      st.terminated, st.final_obs,
