@@ -416,7 +416,7 @@ std::vector<optim::Optimizer::StateTensor> add_optimizer(Context& ctx, const Tra
     opt = std::make_unique<optim::Adam>(params, lr, 0.9, 0.999, dqn ? 1e-8 : 1e-5);
   if (resume) opt->resume(first * U, resume->optimizer_states);
   // DQN acts learning_starts steps before its first update.
-  if (dqn) opt->delay(cfg.learning_starts / (cfg.num_envs * cfg.steps));
+  if (dqn) opt->delay(detail::iterations_of(cfg.learning_starts, cfg));
   optim::minimize(loss, *opt, cfg.max_grad_norm);
   return opt->states();
 }

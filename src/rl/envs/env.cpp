@@ -25,6 +25,17 @@ void StepResult::prepare(int64_t num_envs, int64_t obs_numel) {
   final_obs.clear();
 }
 
+bool StepResult::record(int64_t i, double step_reward, bool is_terminated, bool is_truncated,
+                        double episode_so_far, int64_t steps_so_far) {
+  const bool done = is_terminated || is_truncated;
+  reward[i] = static_cast<float>(step_reward);
+  terminated[i] = is_terminated;
+  truncated[i] = is_truncated;
+  episode_return[i] = done ? static_cast<float>(episode_so_far) : 0.0f;
+  episode_length[i] = done ? steps_so_far : 0;
+  return done;
+}
+
 BatchedEnv::BatchedEnv(int64_t num_envs) : num_envs_(num_envs) {
   if (num_envs < 1) throw UserError(cat("an environment needs num_envs >= 1, got ", num_envs));
 }

@@ -44,6 +44,10 @@ struct StepResult {
   // Sizes every field for a step of num_envs copies (no episode ended yet: final_obs empty,
   // terminated 0), reusing the buffers.
   void prepare(int64_t num_envs, int64_t obs_numel);
+  // Records copy i's step: its reward and flags, and the episode's return and length if it
+  // ended. Returns whether it ended.
+  bool record(int64_t i, double step_reward, bool is_terminated, bool is_truncated,
+              double episode_so_far, int64_t steps_so_far);
 };
 
 // Options; only the "synthetic" environment reads them (the classic ones have fixed constants).

@@ -392,14 +392,8 @@ void LocomotionEnv::step_into(const std::vector<float>& actions, StepResult& out
     ++steps_[i];
     returns_[i] += r;
     const bool truncated = steps_[i] >= kMaxSteps;
-    out.reward[i] = static_cast<float>(r);
-    out.terminated[i] = terminated;
-    out.truncated[i] = truncated;
     observe(data_[i].get(), &out.obs[i * obs_dim_]);
-    const bool done = terminated || truncated;
-    any_done |= done;
-    out.episode_return[i] = done ? static_cast<float>(returns_[i]) : 0.0f;
-    out.episode_length[i] = done ? steps_[i] : 0;
+    any_done |= out.record(i, r, terminated, truncated, returns_[i], steps_[i]);
   }
   if (!any_done) return;
   out.final_obs = out.obs;
