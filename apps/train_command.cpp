@@ -1,4 +1,4 @@
-// `tempo train <ppo|a2c|reinforce|dqn|sac> --env NAME ...`: trains a policy on a classic-control
+// `tempo train <ppo|a2c|reinforce|dqn|sac|td3> --env NAME ...`: trains a policy on a classic-control
 // environment with a recurrent-tensor RL program, writes its learning curve as it goes and
 // saves the trained policy (--save DIR; `tempo eval --load DIR` runs it).
 #include <cerrno>
@@ -37,7 +37,7 @@ using tempo::cli::parse_int;
 
 // The usage's first lines; each option's own lines follow (Option::help).
 const char* kUsageHead =
-    "usage: tempo train <ppo|a2c|reinforce|dqn|sac> [--env NAME] [--seed S] [--iterations I]\n"
+    "usage: tempo train <ppo|a2c|reinforce|dqn|sac|td3> [--env NAME] [--seed S] [--iterations I]\n"
     "                   [--num-envs N] [--steps T] [--lr X] [--out DIR] [--save DIR]\n"
     "                   [--save-every K] [--resume DIR] [--verbose]\n";
 
@@ -119,31 +119,45 @@ const std::vector<Option>& all_options() {
        [](A& a, S f, S v) { a.cfg.env_options.episode_length = parse_int(f, v); }, ""},
       {"--iterations", true, [](A& a, S f, S v) { a.cfg.iterations = parse_int(f, v); },
        "--iterations  rollouts (default: ppo 976, a2c and reinforce 500, dqn 50000,\n"
-       "              sac 20000)\n"},
+       "              sac and td3 20000)\n"},
       {"--num-envs", true, [](A& a, S f, S v) { a.cfg.num_envs = parse_int(f, v); },
-       "--num-envs    environments stepped together (default: ppo 4, dqn and sac 1, others 8)\n"},
+       "--num-envs    environments stepped together (default: ppo 4, dqn, sac and td3 1,\n"
+       "              others 8)\n"},
       {"--steps", true, [](A& a, S f, S v) { a.cfg.steps = parse_int(f, v); },
-       "--steps       timesteps per rollout (default: ppo 128, dqn 10, sac 1, others 64)\n"},
+       "--steps       timesteps per rollout (default: ppo 128, dqn 10, sac and td3 1,\n"
+       "              others 64)\n"},
       {"--lr", true, [](A& a, S f, S v) { a.cfg.lr = parse_double(f, v); },
        "--lr          Adam learning rate (default: ppo and dqn 2.5e-4, sac's critics 1e-3,\n"
-       "              others 2.5e-3), decayed linearly to 0 (dqn, sac: constant);\n"
+       "              td3's 3e-4, others 2.5e-3), decayed linearly to 0 (dqn, sac, td3:\n"
+       "              constant);\n"
        "              --constant-lr keeps it constant\n"},
       {"--policy-lr", true, [](A& a, S f, S v) { a.cfg.policy_lr = parse_double(f, v); },
-       "--policy-lr, --tau  sac: the actor's learning rate and the targets' Polyak factor\n"
-       "              (3e-4, 0.005)\n"},
+       "--policy-lr, --tau  sac, td3: the actor's learning rate and the targets' Polyak\n"
+       "              factor (3e-4, 0.005)\n"},
       {"--tau", true, [](A& a, S f, S v) { a.cfg.tau = parse_double(f, v); }, ""},
+      {"--exploration-noise", true,
+       [](A& a, S f, S v) { a.cfg.exploration_noise = parse_double(f, v); },
+       "--exploration-noise, --policy-noise, --noise-clip  td3: the acting noise's and the\n"
+       "              target actions' noise's std in action half-widths, the latter\n"
+       "              clipped to +-noise-clip (0.1, 0.2, 0.5)\n"},
+      {"--policy-noise", true, [](A& a, S f, S v) { a.cfg.policy_noise = parse_double(f, v); },
+       ""},
+      {"--noise-clip", true, [](A& a, S f, S v) { a.cfg.noise_clip = parse_double(f, v); }, ""},
+      {"--policy-frequency", true,
+       [](A& a, S f, S v) { a.cfg.policy_every = parse_int(f, v); },
+       "--policy-frequency K  td3: the actor and targets update every K-th step (2)\n"},
       {"--constant-lr", false, [](A& a, S, S) { a.cfg.lr_decay = false; }, ""},
       {"--epochs", true, [](A& a, S f, S v) { a.cfg.epochs = parse_int(f, v); },
        "--epochs, --minibatches  PPO updates per rollout (default 4 x 4)\n"},
       {"--minibatches", true, [](A& a, S f, S v) { a.cfg.minibatches = parse_int(f, v); }, ""},
       {"--buffer-size", true, [](A& a, S f, S v) { a.cfg.buffer_size = parse_int(f, v); },
-       "--buffer-size, --batch-size  dqn and sac: replay buffer transitions and minibatch\n"
-       "              (dqn 10000, 128; sac 1000000, 256)\n"},
+       "--buffer-size, --batch-size  dqn, sac, td3: replay buffer transitions and\n"
+       "              minibatch (dqn 10000, 128; sac, td3 1000000, 256)\n"},
       {"--batch-size", true, [](A& a, S f, S v) { a.cfg.batch_size = parse_int(f, v); }, ""},
       {"--learning-starts", true,
        [](A& a, S f, S v) { a.cfg.learning_starts = parse_int(f, v); },
        "--learning-starts, --target-every  env steps before the first update (dqn 10000,\n"
-       "              sac 5000) and between dqn's target network copies (500)\n"},
+       "              sac, td3 5000) and between dqn's target network copies (500)\n"},
       {"--target-every", true, [](A& a, S f, S v) { a.cfg.target_every = parse_int(f, v); }, ""},
       {"--eps-start", true, [](A& a, S f, S v) { a.cfg.eps_start = parse_double(f, v); },
        "--eps-start, --eps-end, --exploration-fraction  dqn: epsilon linear from start to\n"
@@ -276,7 +290,7 @@ std::optional<Args> parse_command_line(int argc, char** argv) {
   }
   if (algo.empty())
     throw UserError(
-        "missing algorithm (ppo, a2c, reinforce, dqn or sac); see `tempo train --help`");
+        "missing algorithm (ppo, a2c, reinforce, dqn, sac or td3); see `tempo train --help`");
   Args args{tempo::rl::TrainConfig::defaults(algo), ""};
   for (const auto& [opt, value] : given) opt->set(args, opt->flag, value);
   return args;
@@ -365,7 +379,7 @@ int run_train_command(int argc, char** argv) {
   if (world > 1) print << " on each of " << world << " ranks";
   if (cfg.algo == "ppo")
     print << ", " << cfg.epochs << " epochs x " << cfg.minibatches << " minibatches";
-  if (cfg.algo == "dqn" || cfg.algo == "sac")
+  if (cfg.algo == "dqn" || cfg.algo == "sac" || cfg.algo == "td3")
     print << ", buffer " << cfg.buffer_size << ", batch " << cfg.batch_size << ", learning from "
           << cfg.learning_starts << " steps";
   print << ", lr " << cfg.lr << ", seed " << cfg.compile.seed << std::endl;

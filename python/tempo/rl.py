@@ -50,13 +50,14 @@ _GYMNASIUM_PREFIX = "gymnasium:"
 
 
 def train(algo, env="CartPole-v1", log=True, **config):
-    """Trains a policy with "reinforce", "a2c", "ppo", "dqn" or "sac" on `env`: a built-in
+    """Trains a policy with "reinforce", "a2c", "ppo", "dqn", "sac" or "td3" on `env`: a built-in
     environment's name (tempo.rl.env_names()), a Python environment (a class or factory taking num_envs) or
     a Gymnasium environment (an id, a gymnasium.Env instance or class; see the module's doc).
     `config` sets the fields of the algorithm's defaults: iterations, num_envs, steps, lr,
     lr_decay, gamma, gae_lambda, ent_coef, vf_coef, max_grad_norm, clip, epochs, minibatches,
-    n_step, hidden, layers, DQN's and SAC's buffer_size, batch_size and learning_starts,
-    DQN's target_every, eps_start, eps_end and exploration_fraction, SAC's policy_lr and tau,
+    n_step, hidden, layers, DQN's, SAC's and TD3's buffer_size, batch_size and learning_starts,
+    DQN's target_every, eps_start, eps_end and exploration_fraction, SAC's and TD3's policy_lr
+    and tau, TD3's exploration_noise, policy_noise, noise_clip and policy_every,
     truncation ("bootstrap": A2C, PPO and DQN
     bootstrap a truncated episode from its last observation's value, the default;
     "terminate": no value after it, as CleanRL's ppo.py), seed, memory_budget, save_dir (the policy is saved there at the end

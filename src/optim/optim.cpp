@@ -96,28 +96,36 @@ RT Optimizer::state(const nn::Parameter& p, const std::string& name, Loc loc) {
 }
 
 void Optimizer::set_state(const nn::Parameter& p, RT s, const RT& value) {
-  RT gated = delay_ > 0 ? tempo::where(updating(p, loc_), value, s, loc_) : value;
-  p.steps().advance(s, gated);
+  RT next_value = gated() ? tempo::where(updating(p, loc_), value, s, loc_) : value;
+  p.steps().advance(s, next_value);
   for (StateTensor& st : states_)
-    if (st.state.op() == s.op()) st.next = gated;
+    if (st.state.op() == s.op()) st.next = next_value;
 }
 
 RT Optimizer::step_count(const nn::Parameter& p, Loc loc) {
-  return p.ctx()
-      .symbol(p.steps().count() + (1 + steps_done_ - delay_), loc)
-      .cast(DType::Float64, loc);
+  // Steps after the delay, this one included, over the steps between two updates.
+  const Expr after = p.steps().count() + (1 + steps_done_ - delay_);
+  return p.ctx().symbol(every_ > 1 ? after / every_ : after, loc).cast(DType::Float64, loc);
 }
 
-RT Optimizer::updating(const nn::Parameter& p, Loc loc) {
-  return p.ctx().symbol(p.steps().count() + steps_done_, loc) >= static_cast<double>(delay_);
+RT Optimizer::updating(const nn::Parameter& p, Loc loc) const {
+  Context& ctx = p.ctx();
+  const Expr step = p.steps().count() + steps_done_;
+  RT started = ctx.symbol(step, loc) >= static_cast<double>(delay_);
+  if (every_ == 1) return started;
+  return started && ctx.symbol((step + (1 - delay_)) % every_, loc) == 0.0;
 }
 
-void Optimizer::delay(int64_t steps) {
+void Optimizer::delay(int64_t steps, int64_t every) {
   if (stepped_)
     throw UserError(cat("optimizer created at ", where(loc_), ": delay() after step()"));
   if (steps < 0)
     throw UserError(cat("optimizer created at ", where(loc_), ": negative delay ", steps));
+  if (every < 1)
+    throw UserError(cat("optimizer created at ", where(loc_), ": updates every ", every,
+                        " steps (must be at least 1)"));
   delay_ = steps;
+  every_ = every;
 }
 
 void Optimizer::resume(int64_t steps_done, std::vector<HostTensor> initial) {
@@ -161,7 +169,7 @@ void Optimizer::step(const std::vector<RT>& grads, Loc loc) {
                             "; it may vary only in the steps ", p.steps().str()));
     RT gg = g.dtype() == p.dtype() ? g : g.cast(p.dtype(), loc);
     RT updated = next(k, p, gg, lr, loc);
-    p.set_update(delay_ > 0 ? tempo::where(updating(p, loc), updated, p, loc) : updated, loc);
+    p.set_update(gated() ? tempo::where(updating(p, loc), updated, p, loc) : updated, loc);
   }
   if (initial_ && initial_->size() != states_.size())
     throw UserError(cat("optimizer created at ", where(loc_), ": the checkpoint holds ",

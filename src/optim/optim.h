@@ -74,9 +74,13 @@ class Optimizer {
   // when `initial` does not match the states it makes.
   void resume(int64_t steps_done, std::vector<HostTensor> initial);
   // The first `steps` steps leave the parameters and the states as they are (a warm-up, e.g.
-  // DQN's acting before learning starts); the step count (Adam's bias corrections) counts from
-  // the first update. Call before step().
-  void delay(int64_t steps);
+  // DQN's acting before learning starts); after them, every `every`-th step updates (the
+  // every-th, 2 every-th, ...: TD3's delayed policy updates) and the others leave them too. The
+  // step count (Adam's bias corrections) counts the updates. Call before step().
+  void delay(int64_t steps, int64_t every = 1);
+  // A bool scalar RT over p's steps: whether step() updates p at its current step (e.g. to
+  // update a target network along with it).
+  RT updating(const nn::Parameter& p, Loc loc = Loc::current()) const;
 
  protected:
   // The next value of p given its gradient g (both at iteration i) and the learning rate
@@ -96,9 +100,8 @@ class Optimizer {
   bool stepped_ = false;
   std::vector<StateTensor> states_;
   int64_t steps_done_ = 0;
-  int64_t delay_ = 0;
-  // Whether p is updated at its current step (after the delay; undefined without one).
-  RT updating(const nn::Parameter& p, Loc loc);
+  int64_t delay_ = 0, every_ = 1;
+  bool gated() const { return delay_ > 0 || every_ > 1; }
   std::optional<std::vector<HostTensor>> initial_;
 };
 

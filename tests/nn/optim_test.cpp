@@ -54,18 +54,19 @@ std::vector<torch::Tensor> torch_trajectory(Opt& opt, torch::Tensor& w,
 
 enum class GradSource { ByHand, Autodiff };
 
-// The tempo trajectory: make_opt builds the optimizer over the parameter. With a delay
-// (Optimizer::delay), the first `delay` steps keep w and the trajectory is that much longer.
+// The tempo trajectory: make_opt builds the optimizer over the parameter. With a delay and
+// updates every `every` steps (Optimizer::delay), the trajectory is delay + kSteps * every steps
+// long.
 std::vector<torch::Tensor> tempo_trajectory(
     const std::function<std::unique_ptr<optim::Optimizer>(Context&, const Dim&,
                                                           std::vector<nn::Parameter>)>& make_opt,
-    GradSource source, int delay = 0) {
+    GradSource source, int delay = 0, int every = 1) {
   Context ctx;
   Dim i = ctx.dim("i", "I");
   nn::Parameter w(ctx.tensor(host(w_init())), i, "w");
   RT c = ctx.tensor(host(coeff())), tgt = ctx.tensor(host(target()));
   auto opt = make_opt(ctx, i, {w});
-  if (delay > 0) opt->delay(delay);
+  if (delay > 0 || every > 1) opt->delay(delay, every);
   if (source == GradSource::ByHand) {
     opt->step({(w - tgt) * c * 2.0});
   } else {
@@ -73,10 +74,11 @@ std::vector<torch::Tensor> tempo_trajectory(
     optim::minimize(loss, *opt);
   }
   RT out = RT(w).retain();
-  Executable exe = compile(ctx, {{i.bound, kSteps + delay + 1}});
+  const int steps = delay + kSteps * every;
+  Executable exe = compile(ctx, {{i.bound, steps + 1}});
   exe.run();
   std::vector<torch::Tensor> traj;
-  for (int k = 0; k <= kSteps + delay; ++k) traj.push_back(eager(exe.get(out, {k})));
+  for (int k = 0; k <= steps; ++k) traj.push_back(eager(exe.get(out, {k})));
   return traj;
 }
 
@@ -139,6 +141,24 @@ TEST_P(OptimTest, DelayedAdamStartsAsTorchAfterTheDelay) {
       },
       GetParam(), 3);
   expect_same(got, want, "delayed adam");
+}
+
+// TD3's delayed policy updates: after the warm-up, every third step updates, and the bias
+// corrections count the updates.
+TEST_P(OptimTest, AdamEveryThirdStepIsTorchsTrajectorySpreadOut) {
+  torch::Tensor w = w_init().clone().requires_grad_(true);
+  torch::optim::Adam ref({w}, torch::optim::AdamOptions(0.1).betas({0.8, 0.95}).eps(1e-6));
+  const std::vector<torch::Tensor> steps = torch_trajectory(ref, w);
+  constexpr int kDelay = 2, kEvery = 3;
+  std::vector<torch::Tensor> want;
+  for (int n = 0; n <= kDelay + kSteps * kEvery; ++n)
+    want.push_back(steps[n < kDelay ? 0 : (n - kDelay) / kEvery]);
+  auto got = tempo_trajectory(
+      [](Context&, const Dim&, std::vector<nn::Parameter> ps) {
+        return std::make_unique<optim::Adam>(ps, 0.1, 0.8, 0.95, 1e-6);
+      },
+      GetParam(), kDelay, kEvery);
+  expect_same(got, want, "adam every third step");
 }
 
 TEST_P(OptimTest, AdamWithDecayingLearningRateMatchesTorch) {

@@ -36,17 +36,18 @@ struct CurvePoint;
 CompileOptions default_train_compile();
 
 struct TrainConfig {
-  // The defaults of `algo` ("reinforce", "a2c", "ppo", "dqn" or "sac"): CleanRL's for PPO on
+  // The defaults of `algo` ("reinforce", "a2c", "ppo", "dqn", "sac" or "td3"): CleanRL's for PPO on
   // CartPole (4 envs x 128 steps, 4 epochs x 4 minibatches, lr 2.5e-4, 500k env steps), for DQN
   // (1 env, an update every 10 steps, constant lr 2.5e-4, Adam without gradient clipping, ReLU
   // layers with PyTorch's initialization, 500k env steps; two hidden layers of 120 where
   // CleanRL's second has 84) and for SAC on continuous actions (1 env, an update per step, batch
   // 256, critics' and entropy lr 1e-3, actor's 3e-4, learning from step 5000, 20k env steps where
-  // CleanRL runs 1M); for A2C and REINFORCE, 8 envs x 64 steps and lr 2.5e-3 over 500
-  // iterations.
+  // CleanRL runs 1M), for TD3 (as SAC, with lr 3e-4 for the critics and the actor, the actor
+  // updated every second step; learning from step 5000 where CleanRL starts at 25k of 1M); for
+  // A2C and REINFORCE, 8 envs x 64 steps and lr 2.5e-3 over 500 iterations.
   static TrainConfig defaults(const std::string& algo);
 
-  std::string algo = "a2c";  // "reinforce", "a2c", "ppo", "dqn" or "sac"
+  std::string algo = "a2c";  // "reinforce", "a2c", "ppo", "dqn", "sac" or "td3"
   std::string env = "CartPole-v1";
   EnvOptions env_options;  // the synthetic environment's observation shape and episode length
   // Makes the environment instead of `env` (e.g. one written in Python); `env` then only names
@@ -81,9 +82,9 @@ struct TrainConfig {
   // defaults("reinforce"): at 3x64x64 it takes 0.86x the time of recomputing; it keeps the
   // acting activations until the update (1.9x the tracked peak at 512 CartPole envs).
   bool per_step = false;
-  // DQN (CleanRL's dqn.py) and SAC: the replay buffer holds the latest buffer_size transitions
+  // DQN (CleanRL's dqn.py), SAC and TD3: the replay buffer holds the latest buffer_size transitions
   // and each update (one per iteration) samples batch_size of them, with replacement; updates
-  // start once learning_starts env steps acted (SAC acts at random until then). DQN's target
+  // start once learning_starts env steps acted (SAC and TD3 act at random until then). DQN's target
   // network is the Q-network of every target_every env steps; DQN acts epsilon-greedily, epsilon
   // linear from eps_start to eps_end over exploration_fraction of the run's steps. The sizes in
   // env steps are multiples of num_envs x steps.
@@ -94,10 +95,17 @@ struct TrainConfig {
   double eps_start = 1.0;
   double eps_end = 0.05;
   double exploration_fraction = 0.5;
-  // SAC: the actor's learning rate (lr is the critics' and the entropy coefficient's) and the
-  // target networks' Polyak factor.
+  // SAC and TD3: the actor's learning rate (lr is the critics' and SAC's entropy
+  // coefficient's) and the target networks' Polyak factor.
   double policy_lr = 3e-4;
   double tau = 0.005;
+  // TD3: the exploration noise's and the target actions' noise's standard deviations, in units
+  // of the action box's half-width, the latter clipped to +-noise_clip; the actor and the
+  // targets update every policy_every-th step (CleanRL's policy_frequency).
+  double exploration_noise = 0.1;
+  double policy_noise = 0.2;
+  double noise_clip = 0.5;
+  int64_t policy_every = 2;
   int64_t hidden = 64;
   int64_t layers = 2;              // hidden layers of the policy and value networks
   std::string optimizer = "adam";  // or "sgd" (a much smaller program)

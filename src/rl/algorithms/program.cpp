@@ -1,5 +1,6 @@
 // The shared part of the RL programs (TEMPO Alg. 1): acting, advantage estimation, and the
-// training driver around each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp, dqn.cpp, sac.cpp).
+// training driver around each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp, dqn.cpp, sac.cpp,
+// td3.cpp).
 //
 // Acting runs per (i, t): o[0, 0] = reset(), o[i, t + 1] = step(a[i, t]) and o[i + 1, 0] = the
 // last observation of iteration i, so every env call is ordered by data dependences. Learning
@@ -147,7 +148,7 @@ TrainConfig TrainConfig::defaults(const std::string& algo) {
     c.hidden = 120;
     c.orthogonal_init = false;
   }
-  if (algo == "sac") {
+  if (algo == "sac" || algo == "td3") {
     c.num_envs = 1;
     c.steps = 1;
     c.iterations = 20000;
@@ -160,6 +161,7 @@ TrainConfig TrainConfig::defaults(const std::string& algo) {
     c.batch_size = 256;
     c.learning_starts = 5000;
   }
+  if (algo == "td3") c.lr = 3e-4;
   // TEMPO Alg. 1: REINFORCE learns from its acting forward pass (no recomputation); the passes
   // batch its per-step backward passes.
   c.per_step = algo == "reinforce";
@@ -169,16 +171,17 @@ TrainConfig TrainConfig::defaults(const std::string& algo) {
 namespace {
 
 bool off_policy(const TrainConfig& c) {
-  return c.algo == "dqn" || c.algo == "sac";
+  return c.algo == "dqn" || c.algo == "sac" || c.algo == "td3";
 }
 
-// DQN acts on discrete actions, SAC on continuous ones.
+// DQN acts on discrete actions, SAC and TD3 on continuous ones.
 void check_action_space(const TrainConfig& c, bool discrete) {
   if (c.algo == "dqn" && !discrete)
     throw UserError(cat("dqn needs a discrete action space; ", c.env,
-                        "'s actions are continuous (ppo, a2c, reinforce and sac handle those)"));
-  if (c.algo == "sac" && discrete)
-    throw UserError(cat("sac needs a continuous (box) action space; ", c.env,
+                        "'s actions are continuous (ppo, a2c, reinforce, sac and td3 handle "
+                        "those)"));
+  if ((c.algo == "sac" || c.algo == "td3") && discrete)
+    throw UserError(cat(c.algo, " needs a continuous (box) action space; ", c.env,
                         "'s actions are discrete (ppo, a2c, reinforce and dqn handle those)"));
 }
 
@@ -209,11 +212,20 @@ void validate_off_policy(const TrainConfig& c) {
   // its name first).
   if (!c.make_env)
     check_action_space(c, make_env(c.env, 1, c.env_options)->action_space().discrete);
-  if (c.algo == "sac" && c.optimizer != "adam")
-    throw UserError(cat("sac trains with Adam (its three optimizers), not --optimizer ",
+  if (c.algo != "dqn" && c.optimizer != "adam")
+    throw UserError(cat(c.algo, " trains with Adam (an optimizer per network), not --optimizer ",
                         c.optimizer));
-  if (!(c.policy_lr > 0) || !std::isfinite(c.policy_lr))
-    throw UserError(cat("--policy-lr must be a positive number, got ", c.policy_lr));
+  auto positive = [](const char* flag, double v) {
+    if (!(v > 0) || !std::isfinite(v))
+      throw UserError(cat(flag, " must be a positive number, got ", v));
+  };
+  positive("--policy-lr", c.policy_lr);
+  for (auto [flag, v] : {std::pair{"--exploration-noise", c.exploration_noise},
+                         {"--policy-noise", c.policy_noise}, {"--noise-clip", c.noise_clip}})
+    if (!(v >= 0) || !std::isfinite(v))
+      throw UserError(cat(flag, " must be a number >= 0, got ", v));
+  if (c.policy_every < 1)
+    throw UserError(cat("--policy-frequency must be positive, got ", c.policy_every));
 }
 
 }  // namespace
@@ -221,7 +233,7 @@ void validate_off_policy(const TrainConfig& c) {
 void validate(const TrainConfig& c) {
   if (c.algo != "reinforce" && c.algo != "a2c" && c.algo != "ppo" && !off_policy(c))
     throw UserError(
-        cat("unknown algorithm '", c.algo, "' (expected ppo, a2c, reinforce, dqn or sac)"));
+        cat("unknown algorithm '", c.algo, "' (expected ppo, a2c, reinforce, dqn, sac or td3)"));
   std::vector<std::string> envs = env_names();
   if (!c.make_env && std::find(envs.begin(), envs.end(), c.env) == envs.end()) {
     std::string names;
@@ -698,17 +710,18 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
     sizes.push_back(out);
     return sizes;
   };
-  const bool dqn = cfg.algo == "dqn", sac = cfg.algo == "sac";
+  const bool dqn = cfg.algo == "dqn", sac = cfg.algo == "sac", td3 = cfg.algo == "td3";
   check_action_space(cfg, job.discrete);
   // CleanRL's gains: sqrt(2) for the hidden layers, 0.01 for the logits (or mean), which start
-  // the policy near uniform (or near the zero mean). DQN's Q-network and SAC's actor (mean and
-  // log-std): ReLU layers.
+  // the policy near uniform (or near the zero mean). DQN's Q-network and SAC's (mean and
+  // log-std) and TD3's actors: ReLU layers.
+  const bool relu = dqn || sac || td3;
   nn::MLP pi(ctx, mlp_sizes(sac ? 2 * job.act_dim : job.act_dim), steps,
-             dqn || sac ? nn::relu : nn::tanh, nn::identity, true, init,
-             dqn || sac ? std::numbers::sqrt2 : 0.01);
+             relu ? nn::relu : nn::tanh, nn::identity, true, init,
+             relu ? std::numbers::sqrt2 : 0.01);
   std::vector<nn::Parameter> params = pi.parameters();
   nn::Parameter log_std;
-  if (!job.discrete && !sac) {
+  if (!job.discrete && !sac && !td3) {
     log_std = nn::Parameter(ctx.zeros({job.act_dim}), steps, "log_std");
     params.push_back(log_std);
   }
@@ -719,6 +732,8 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
     a = detail::epsilon_greedy(ctx, cfg, pi.forward_at(start, o), job.act_dim, i, t, first);
   } else if (sac) {
     a = detail::sac_actions(ctx, cfg, pi.forward_at(start, o), job.aspace, i, t, first);
+  } else if (td3) {
+    a = detail::td3_actions(ctx, cfg, pi.forward_at(start, o), job.aspace, i, t, first);
   } else {
     acting.emplace(job.discrete, pi.forward_at(start, o),
                    job.discrete ? RT() : RT(log_std[start]));
@@ -732,7 +747,7 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
   o[{i.var, t.var + 1}] = st.next_obs;
   o[{i.var + 1, Expr(0)}] = st.next_obs[{i.var, t.bound - 1}];
 
-  // ---- learning: each algorithm's loss (reinforce.cpp, a2c.cpp, ppo.cpp, dqn.cpp, sac.cpp) ----
+  // ---- learning: each algorithm's loss (reinforce.cpp ... sac.cpp, td3.cpp) ----
   detail::Acting acting_program{
       ctx, cfg,     i,      t,      u, steps, start,     job.discrete, mlp_sizes,     init,
       pi,  log_std, params, acting, o, a,     st.reward, st.done,      st.terminated, st.final_obs,
@@ -740,14 +755,15 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
   RT loss = ppo                       ? detail::ppo_loss(acting_program)
             : dqn                     ? detail::dqn_loss(acting_program)
             : sac                     ? detail::sac_loss(acting_program)
+            : td3                     ? detail::td3_loss(acting_program)
             : cfg.algo != "reinforce" ? detail::a2c_loss(acting_program)
                                       : detail::reinforce_loss(acting_program);
   params = acting_program.params;
   if (resume) restore_parameters(params, *resume, cfg.resume_dir);
   loss = loss.named("loss");
-  // SAC's three optimizers are its loss's own.
+  // SAC's and TD3's optimizers are their losses' own.
   const std::vector<optim::Optimizer::StateTensor> states =
-      sac ? std::vector<optim::Optimizer::StateTensor>{}
+      sac || td3 ? std::vector<optim::Optimizer::StateTensor>{}
           : add_optimizer(ctx, cfg, params, loss, i, job.U, resume ? &*resume : nullptr);
 
   add_progress(ctx, stats, ppo ? RT(loss[{i.var, u->bound - 1}]) : loss, i);

@@ -1,6 +1,6 @@
 // The parts the RL programs share (internal to src/rl/algorithms/): the acting program every
 // algorithm learns from, written once in program.cpp, and one loss per algorithm in its own file
-// (reinforce.cpp, a2c.cpp, ppo.cpp, dqn.cpp), the way CleanRL gives each algorithm one readable
+// (reinforce.cpp, a2c.cpp, ppo.cpp, dqn.cpp, sac.cpp, td3.cpp), the way CleanRL gives each algorithm one readable
 // file.
 #pragma once
 
@@ -81,11 +81,54 @@ Replay replay_batch(const Acting& a);
 // The iterations a size in env steps spans (validate() checks that it divides).
 int64_t iterations_of(int64_t env_steps, const TrainConfig& cfg);
 
-RT sac_loss(Acting& a);  // a.pi is the actor; returns the critics' loss, minimized with the rest
+// SAC's and TD3's shared pieces (twin_q.cpp).
+// The action box: half-widths, centres and bounds, (A) each.
+struct ActionBox {
+  ActionBox(Context& ctx, const Space& space);
+  RT clip(const RT& a) const;  // into [low, high]
+  int64_t A;
+  RT scale, bias, low, high;
+};
+// Uniform actions in the box until learning starts, then policy_actions (N, A) at (i, t).
+RT random_until_learning(Context& ctx, const TrainConfig& cfg, const ActionBox& box,
+                         const RT& policy_actions, const Dim& i, const Dim& t, int64_t first);
+// A ReLU MLP's forward pass with the given weights and biases, in nn::Linear's layout.
+RT mlp_with(const std::vector<RT>& weights_and_biases, RT x);
+// A network's Polyak-averaged copy: states over the parameters' steps that start as the
+// network's initial values; advance() defines them after the network's update (at the steps
+// where `when` holds, if given).
+struct Target {
+  explicit Target(const nn::MLP& net);
+  void advance(double tau, const RT& when = RT()) const;
+  std::vector<nn::Parameter> params;
+  std::vector<RT> values;
+};
+// Two Q-networks over cat(observation, action) and their targets.
+struct TwinQ {
+  explicit TwinQ(const Acting& a);
+  // Both networks' mean squared error to target at (obs, actions).
+  RT loss(const RT& obs, const RT& actions, const RT& target) const;
+  // The smaller of the targets' values (B).
+  RT target_min(const RT& obs, const RT& actions) const;
+  std::vector<nn::Parameter> parameters() const;
+  nn::MLP q1, q2;
+  Target target1, target2;
+};
+// Adam minimizing `loss` over `params`, updating after `delay` iterations, then every `every`-th;
+// returns whether it updates at the current iteration (Optimizer::updating).
+RT minimize_after(const RT& loss, const std::vector<nn::Parameter>& params, double lr,
+                  int64_t delay, int64_t every = 1);
 
+RT sac_loss(Acting& a);  // a.pi is the actor; returns the critics' loss, minimized with the rest
 // SAC's actions from the actor's output (N, 2A) at (i, t): uniform in the action box until
 // learning starts, then a sample of the squashed Gaussian.
 RT sac_actions(Context& ctx, const TrainConfig& cfg, const RT& actor_out, const Space& space,
+               const Dim& i, const Dim& t, int64_t first);
+
+RT td3_loss(Acting& a);  // a.pi is the actor; returns the critics' loss, minimized with the rest
+// TD3's actions from the actor's output (N, A) at (i, t): uniform in the action box until
+// learning starts, then the deterministic action plus Gaussian exploration noise, clipped.
+RT td3_actions(Context& ctx, const TrainConfig& cfg, const RT& actor_out, const Space& space,
                const Dim& i, const Dim& t, int64_t first);
 
 // DQN's actions from the Q-values q (N, n) at (i, t): uniform at random with probability epsilon

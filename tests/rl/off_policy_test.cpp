@@ -1,6 +1,6 @@
 // The off-policy algorithms as recurrent-tensor programs: DQN learns CartPole, its replay
-// buffer's window store gives the values the point store gives, fusion is exact; SAC runs on
-// continuous actions; bad configurations are UserErrors.
+// buffer's window store gives the values the point store gives, fusion is exact; SAC and TD3 run
+// on continuous actions; bad configurations are UserErrors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -100,6 +100,35 @@ TEST(Sac, RunsOnContinuousActionsAndRefusesDiscreteOnes) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("continuous"), std::string::npos) << e.what();
   }
+}
+
+// TD3 on Pendulum: the critics update every step, the actor and the three targets every second
+// one, in one compiled program. Discrete actions and bad noise settings are errors naming them.
+TEST(Td3, RunsOnContinuousActionsAndRefusesBadSettings) {
+  TrainConfig c = TrainConfig::defaults("td3");
+  c.env = "Pendulum-v1";
+  c.iterations = 300;
+  c.learning_starts = 100;
+  c.hidden = 32;
+  c.batch_size = 32;
+  std::ostringstream log;
+  TrainResult res = train(c, &log);
+  ASSERT_EQ(res.curve.size(), 300u) << log.str();
+  EXPECT_TRUE(std::isfinite(res.final_mean_return)) << log.str();
+  auto refused = [&](auto change, const std::string& named) {
+    TrainConfig bad = c;
+    change(bad);
+    try {
+      train(bad, nullptr);
+      ADD_FAILURE() << "trained with a bad setting: " << named;
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  };
+  refused([](TrainConfig& b) { b.env = "CartPole-v1"; }, "continuous");
+  refused([](TrainConfig& b) { b.policy_every = 0; }, "--policy-frequency");
+  refused([](TrainConfig& b) { b.policy_noise = -0.2; }, "--policy-noise");
+  refused([](TrainConfig& b) { b.optimizer = "sgd"; }, "Adam");
 }
 
 TEST(Dqn, BadConfigurationIsAUserError) {
