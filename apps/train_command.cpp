@@ -1,4 +1,4 @@
-// `tempo train <ppo|a2c|reinforce|dqn|sac|td3> --env NAME ...`: trains a policy on a classic-control
+// `tempo train <ppo|a2c|reinforce|dqn|sac|td3> --env NAME ...`: trains a policy on an
 // environment with a recurrent-tensor RL program, writes its learning curve as it goes and
 // saves the trained policy (--save DIR; `tempo eval --load DIR` runs it).
 #include <cerrno>

@@ -128,6 +128,16 @@ def test_dqn_learns_on_gymnasium_cartpole_and_refuses_continuous_actions():
         tempo.rl.train("dqn", env="gymnasium:Pendulum-v1", iterations=2, log=False)
 
 
+def test_td3_runs_on_gymnasium_pendulum_with_its_keywords():
+    result = tempo.rl.train("td3", env="gymnasium:Pendulum-v1", iterations=300,
+                            learning_starts=100, hidden=32, batch_size=32, policy_every=3,
+                            exploration_noise=0.2, log=False)
+    assert len(result.curve) == 300
+    assert np.isfinite(result.final_mean_return)
+    with pytest.raises(tempo.UserError, match="td3 needs a continuous"):
+        tempo.rl.train("td3", env="gymnasium:CartPole-v1", iterations=2, log=False)
+
+
 def test_gymnasium_adapter_steps_like_gymnasium():
     # The adapter's copies are Gymnasium's own envs: seeded with seed + i and reset when done.
     env = tempo.rl.GymnasiumEnv([gym.make("CartPole-v1") for _ in range(2)])

@@ -126,6 +126,9 @@ expect_error "dqn needs a discrete action space; Pendulum-v1's actions are conti
 expect_error "--buffer-size 10005 must be a positive multiple of num_envs x steps = 10" \
   train dqn --buffer-size 10005
 expect_error "dqn cannot save or resume yet" train dqn --save "$work/dqn"
+expect_error "td3 needs a continuous (box) action space; CartPole-v1's actions are discrete" \
+  train td3 --env CartPole-v1
+expect_error "--noise-clip must be a number >= 0, got -1" train td3 --env Pendulum-v1 --noise-clip -1
 # --dump writes a compile stage's result (here the schedule AST) after it runs; a name that is
 # not a stage's is an error that lists them.
 dump="$("$tempo" train reinforce --iterations 1 --dump schedule 2>&1 >/dev/null)"

@@ -1,7 +1,7 @@
 // The parts the RL programs share (internal to src/rl/algorithms/): the acting program every
 // algorithm learns from, written once in program.cpp, and one loss per algorithm in its own file
-// (reinforce.cpp, a2c.cpp, ppo.cpp, dqn.cpp, sac.cpp, td3.cpp), the way CleanRL gives each algorithm one readable
-// file.
+// (reinforce.cpp, a2c.cpp, ppo.cpp, dqn.cpp, sac.cpp, td3.cpp), the way CleanRL gives each
+// algorithm one readable file.
 #pragma once
 
 #include <functional>
