@@ -9,8 +9,9 @@
 // tensor stores, and whether the three token streams agree; the tracked peak against T. Then
 // Tempo's tile-size sweep for causal attention (TEMPO Fig. 18), the batched prefill against
 // feeding the prompt token by token, and compile time against the number of layers.
-// Usage: bench_decode [--quick | --long | --gpu]   (--long: window:512 and causal at batch 16 and
-// at T = 2048 and 8192 only; --gpu: the Llama-3.2-1B shape with random weights, Tempo and the
+// Usage: bench_decode [--quick | --long | --traffic | --gpu]   (--long: window:512 and causal at
+// batch 16 and at T = 2048 and 8192 only; --traffic: the D768 model's time and memory traffic
+// per token against the machine's copy bandwidth; --gpu: the Llama-3.2-1B shape with random weights, Tempo and the
 // grown cache both on $TEMPO_DEVICE, causal and window:512, batch 1 and 16, T up to 16384, the
 // grown cache up to 4096)
 #include <torch/cuda.h>
@@ -20,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -141,8 +143,11 @@ Run eager(const LlamaConfig& c, const LlamaWeights& hw, const torch::Tensor& fir
   return r;
 }
 
+// With `profiled`, Tempo's decoding compiles once more with CompileOptions::profile and runs
+// once: the executable is left there for its report and traffic.
 Run tempo_decode(const LlamaConfig& c, const LlamaWeights& w, const torch::Tensor& first, int64_t T,
-                 const AttentionPattern& p, int64_t tile) {
+                 const AttentionPattern& p, int64_t tile,
+                 std::optional<Executable>* profiled = nullptr) {
   Context ctx;
   Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
   HostTensor prompt(DType::Int64, {1, first.size(0)});
@@ -170,7 +175,68 @@ Run tempo_decode(const LlamaConfig& c, const LlamaWeights& w, const torch::Tenso
     HostTensor h = exe.get(tokens, {s});
     for (int64_t b = 0; b < first.size(0); ++b) best.tokens[s][b] = h.ptr<int64_t>()[b];
   }
+  if (profiled) {
+    o.profile = true;
+    profiled->emplace(compile(ctx, {{t.bound, T}, {l.bound, c.layers}}, o));
+    (*profiled)->run();
+  }
   return best;
+}
+
+// STREAM's copy kernel on arrays far larger than the caches: the memory bandwidth one thread
+// reaches, in GB/s of bytes read plus written (best of 5).
+double copy_bandwidth_gbs() {
+  torch::Tensor a = torch::ones({int64_t{64} << 20}), b = torch::empty_like(a);  // 256 MiB each
+  double best = 0;
+  for (int k = 0; k < 5; ++k) {
+    auto t0 = Clock::now();
+    b.copy_(a);
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = k == 0 ? s : std::min(best, s);
+  }
+  return 2.0 * static_cast<double>(a.nbytes()) / best / 1e9;
+}
+
+// Decoding the D768 model (6 layers, 12 heads / 4 KV, FFN 2048, vocab 4096, untied head:
+// 176 MB of F32 weights) at batch 1, 4 and 16: Tempo's and the grown cache's ms per token,
+// against the floor of reading the weights once per token at the copy bandwidth; Tempo's
+// launches and bytes moved per token (its kernels' inputs and outputs), and where they go.
+void traffic() {
+  LlamaConfig c = LlamaConfig::tiny();
+  c.vocab = 4096, c.dim = 768, c.layers = 6, c.heads = 12, c.kv_heads = 4, c.ffn_hidden = 2048;
+  c.tied_embeddings = false;
+  const LlamaWeights w = LlamaWeights::random(c, 1);
+  double weight_mb = 0;
+  for (const HostTensor* h : {&w.embed, &w.attn_norm, &w.ffn_norm, &w.wq, &w.wk, &w.wv, &w.wo,
+                              &w.w_gate, &w.w_up, &w.w_down, &w.final_norm, &w.head})
+    weight_mb += static_cast<double>(h->data.size()) / 1e6;
+  const double gbs = copy_bandwidth_gbs();
+  const double floor_ms = weight_mb / gbs;  // MB / (GB/s) = ms
+  const int64_t T = 128;
+  std::printf("## Memory traffic per token, D768 model (%.1f MB of F32 weights), T = %lld, "
+              "causal, 1 thread\n\ncopy bandwidth: %.2f GB/s, so reading the weights once takes "
+              "%.2f ms\n\n| batch | Tempo ms/token | grown cache ms/token | Tempo/grown | floor "
+              "ms | Tempo/floor | Tempo launches/token | Tempo MB read + written per token | "
+              "/ weights |\n|---|---|---|---|---|---|---|---|---|\n",
+              weight_mb, static_cast<long long>(T), gbs, floor_ms);
+  std::string report;
+  for (int64_t B : {int64_t{1}, int64_t{4}, int64_t{16}}) {
+    torch::manual_seed(0);
+    torch::Tensor first = torch::randint(c.vocab, {B}, torch::kInt64);
+    std::optional<Executable> profiled;
+    const Run tp = tempo_decode(c, w, first, T, AttentionPattern::causal(), 0, &profiled);
+    const Run grown = eager(c, w, first, T, AttentionPattern::causal(), false);
+    const Executable::Traffic tr = profiled->profile_traffic();
+    const double mb = static_cast<double>(tr.in_bytes + tr.out_bytes) / 1e6 / T;
+    std::printf("| %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f | %.1f | %.2f |\n",
+                static_cast<long long>(B), tp.ms_per_token, grown.ms_per_token,
+                tp.ms_per_token / grown.ms_per_token, floor_ms, tp.ms_per_token / floor_ms,
+                static_cast<double>(tr.launches) / T, mb, mb / weight_mb);
+    std::fflush(stdout);
+    if (B == 1) report = profiled->profile_report(16);
+  }
+  std::cout << "\nBatch 1, Tempo's profile (one run of " << T << " tokens, with timing):\n\n```\n"
+            << report << "```\n";
 }
 
 // Best of 2 runs of a compiled program: ms and the peak MiB of LibTorch CPU memory in use.
@@ -223,6 +289,10 @@ int main(int argc, char** argv) {
   const bool gpu = argc > 1 && std::strcmp(argv[1], "--gpu") == 0;
   backend::set_num_threads(1);
   backend::install_caching_cpu_allocator();
+  if (argc > 1 && std::strcmp(argv[1], "--traffic") == 0) {
+    traffic();
+    return 0;
+  }
   if (gpu) {  // the shape of TEMPO's decoding figures, on the device
     const LlamaConfig g = LlamaConfig::llama_3_2_1b();
     const LlamaWeights gw = LlamaWeights::random(g, 1);

@@ -437,6 +437,16 @@ int64_t Executable::ops_executed() const {
   return impl_->executor->ops_executed();
 }
 
+Executable::Traffic Executable::profile_traffic() const {
+  Traffic sum;
+  for (const runtime::Executor::OpTiming& t : impl_->executor->op_timings()) {
+    sum.launches += t.launches;
+    sum.in_bytes += t.in_bytes;
+    sum.out_bytes += t.out_bytes;
+  }
+  return sum;
+}
+
 std::string Executable::profile_report(size_t top_ops) const {
   const runtime::Executor& ex = *impl_->executor;
   const auto& timings = ex.op_timings();
@@ -450,12 +460,15 @@ std::string Executable::profile_report(size_t top_ops) const {
     sum.read_ns += t.read_ns;
     sum.kernel_ns += t.kernel_ns;
     sum.write_ns += t.write_ns;
+    sum.in_bytes += t.in_bytes;
+    sum.out_bytes += t.out_bytes;
     if (t.launches) by_time.emplace_back(t.read_ns + t.kernel_ns + t.write_ns, op);
   }
   std::sort(by_time.rbegin(), by_time.rend());
   const double run_ms = static_cast<double>(ex.profiled_run_ns()) / 1e6;
   auto ms = [](int64_t ns) { return static_cast<double>(ns) / 1e6; };
   auto share = [&](int64_t ns) { return run_ms > 0 ? 100.0 * ms(ns) / run_ms : 0.0; };
+  auto mb = [](int64_t bytes) { return static_cast<double>(bytes) / 1e6; };
   const int64_t rest = ex.profiled_run_ns() - sum.read_ns - sum.kernel_ns - sum.write_ns;
   std::ostringstream out;
   out << std::fixed << std::setprecision(1) << "profile: " << run_ms << " ms, " << sum.launches
@@ -471,12 +484,16 @@ std::string Executable::profile_report(size_t top_ops) const {
       << (sum.launches ? static_cast<double>(ex.profiled_run_ns() - sum.kernel_ns) / 1e3 /
                              static_cast<double>(sum.launches)
                        : 0.0)
-      << " us\n  top ops:        ms      %  launches  us/launch\n";
+      << " us\n" << std::setprecision(1) << "  traffic  " << mb(sum.in_bytes) << " MB read, "
+      << mb(sum.out_bytes)
+      << " MB written: the launches' inputs and outputs, the least their kernels move\n"
+      << "  top ops:        ms      %  launches  us/launch  MB in+out\n";
   for (size_t k = 0; k < std::min(top_ops, by_time.size()); ++k) {
     const OpTiming& t = timings[by_time[k].second];
     out << std::setprecision(1) << "  " << std::setw(14) << ms(by_time[k].first) << std::setw(7)
         << share(by_time[k].first) << std::setw(10) << t.launches << std::setw(11)
-        << std::setprecision(2) << static_cast<double>(by_time[k].first) / 1e3 / t.launches << "  "
+        << std::setprecision(2) << static_cast<double>(by_time[k].first) / 1e3 / t.launches
+        << std::setw(11) << std::setprecision(1) << mb(t.in_bytes + t.out_bytes) << "  "
         << impl_->graph.op(by_time[k].second).describe() << "\n";
   }
   return out.str();

@@ -114,6 +114,12 @@ class Executable {
   // With CompileOptions::profile: the runs' wall time split into kernels, input reads, output
   // stores and the executor's own work, and the ops that took longest. Empty otherwise.
   std::string profile_report(size_t top_ops = 12) const;
+  // With CompileOptions::profile: the runs' launches and the bytes of their inputs and outputs
+  // (the least memory traffic of their kernels).
+  struct Traffic {
+    int64_t launches = 0, in_bytes = 0, out_bytes = 0;
+  };
+  Traffic profile_traffic() const;
   Impl& impl() { return *impl_; }  // the driver's view (driver/executable_impl.h)
 
  private:

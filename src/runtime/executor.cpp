@@ -659,10 +659,17 @@ void Executor::launch_impl(Launcher& l) {
   // reference and write into their buffers (donation; their deallocation then frees nothing).
   for (InputRead& in : l.inputs)
     if (in.take) in.store->erase_if_present(in.coords.data());
-  if constexpr (kProfile) t1 = Clock::now();
+  int64_t in_bytes = 0;
+  if constexpr (kProfile) {
+    for (size_t i = 0; i < ni; ++i) in_bytes += l.in_values[i]->nbytes();
+    t1 = Clock::now();
+  }
   l.kernel->run(l.in_values.data(), ni, env, l.out_values.data());
+  if constexpr (kProfile) {
+    t2 = Clock::now();
+    count_traffic(l, in_bytes);
+  }
   for (size_t i = 0; i < ni; ++i) l.in_values[i].reset();
-  if constexpr (kProfile) t2 = Clock::now();
   for (size_t k = 0; k < l.outputs.size(); ++k) {
     if (!l.out_values[k])
       internal_error(cat("the kernel of ", graph_.op(l.op).describe(), " produced no output ", k));
@@ -675,6 +682,25 @@ void Executor::launch_impl(Launcher& l) {
     timing.kernel_ns += ns(t1, t2);
     timing.write_ns += ns(t2, Clock::now());
   }
+}
+
+void Executor::count_traffic(const Launcher& l, int64_t in_bytes) {
+  // An output in the storage of an input the kernel still holds is a view of it (an input the
+  // kernel wrote in place was moved out); an op whose outputs are all views moves nothing.
+  int64_t out_bytes = 0;
+  bool moved = false;
+  for (const ValuePtr& out : l.out_values) {
+    if (!out) continue;
+    bool view = false;
+    for (const ValuePtr& in : l.in_values) view = view || (in && in->storage() == out->storage());
+    if (view) continue;
+    out_bytes += out->nbytes();
+    moved = true;
+  }
+  if (!moved) return;
+  OpTiming& timing = op_timings_[l.op];
+  timing.in_bytes += in_bytes;
+  timing.out_bytes += out_bytes;
 }
 
 void Executor::free_or_move(MemoryOp& d) {

@@ -76,10 +76,12 @@ class Executor {
 
   // Per-op timings of the runs since profiling was switched on (TEMPO §6's launch cost): where
   // a launch's time goes, split into reading its inputs (stacking slices), the kernel, and
-  // storing its outputs. Costs two clock reads per phase and launch; off by default.
+  // storing its outputs, and the bytes of its inputs and outputs (the least memory traffic its
+  // kernel can have). Costs two clock reads per phase and launch; off by default.
   struct OpTiming {
     int64_t launches = 0;
     int64_t read_ns = 0, kernel_ns = 0, write_ns = 0;
+    int64_t in_bytes = 0, out_bytes = 0;
   };
   void set_profiling(bool on);
   const std::vector<OpTiming>& op_timings() const { return op_timings_; }  // by op id
@@ -95,6 +97,7 @@ class Executor {
   void launch(Launcher& l);
   template <bool kProfile>
   void launch_impl(Launcher& l);
+  void count_traffic(const Launcher& l, int64_t in_bytes);  // after l's kernel ran
   void free_or_move(MemoryOp& d);
   void observe(schedule::StmtKind kind, ir::OpId op);
 
