@@ -97,8 +97,8 @@ def sb3_child(algo, env_id, steps, learning_starts, seed):
         def _on_step(self):
             for info in self.locals["infos"]:
                 if "episode" in info:
-                    print(f"global_step={self.num_timesteps}, episodic_return={info['episode']['r']}",
-                          flush=True)
+                    r = info["episode"]["r"]
+                    print(f"global_step={self.num_timesteps}, episodic_return={r}", flush=True)
             return True
 
     envs = make_vec_env(env_id, n_envs=4 if algo == "ppo" else 1, seed=seed)
