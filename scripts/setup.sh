@@ -65,6 +65,9 @@ install_pinned() {  # REQUIREMENTS PREFIX
   $SUDO cp "$1" "$stamp"
 }
 install_pinned scripts/requirements-peers.txt "$(bash scripts/peers_prefix.sh)"
+# The peers of bench/rl_peers.py (CleanRL, Stable-Baselines3, EnvPool; ~850 MB installed, most
+# of it EnvPool's assets) are pinned in requirements-bench.txt and requirements-bench-gym.txt and
+# installed by bench/rl_peers.sh itself, not here.
 
 # `pip install .`'s build requirements and NumPy as wheels, for the Python that python.pip_install
 # makes its virtual environment with (scripts/pip_python.sh): the test installs them offline.
