@@ -40,8 +40,9 @@ const char* kUsage =
     "      its greedy episode passed through), with geometric means, on all\n"
     "      threads and on one; then trains once more without memoization to show what it\n"
     "      saves (unless --no-memo-check); --agent FILE: plays that agent instead of training\n"
-    "      one (no memoization check); --quick: 3 runs, beam width 1 and depth 2, and the agent\n"
-    "      shipped in data/loops_agent.safetensors (--train: a smaller training instead)\n"
+    "      one (no memoization check); --quick: 3 runs, beam width 1 and depth 1 (candidates\n"
+    "      run once, killed past 4x the original's time), and the agent shipped in\n"
+    "      data/loops_agent.safetensors (--train or any training option: a smaller training)\n"
     "  tempo loops train [--quick] [--no-memo] [--out FILE] [training options]\n"
     "      trains the agent and prints its training curve and memoization figures, and saves\n"
     "      it to FILE (safetensors): pre-training (run-time regression), imitation of\n"
@@ -90,7 +91,7 @@ RunOptions run_options(const Args& a) {
 BeamOptions beam_options(const Args& a) {
   BeamOptions b;
   b.width = get_int(a, "--width", a.has("--quick") ? 1 : 2, 1);
-  b.depth = get_int(a, "--depth", a.has("--quick") ? 2 : 3, 0);
+  b.depth = get_int(a, "--depth", a.has("--quick") ? 1 : 3, 0);
   if (a.has("--quick")) {
     // One run per candidate, none past 4 runs of the original: the beam's pick is timed again.
     b.candidate_reps = 1;
