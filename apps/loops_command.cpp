@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <cstdio>
 #include <string>
@@ -31,14 +32,17 @@ const char* kUsage =
     "parallelization, unrolling) checked by dependence analysis, compiled to C with OpenMP and\n"
     "timed (the minimum of several runs; checksums compared with the unoptimized program).\n\n"
     "  tempo loops bench [--quick] [--threads N] [--width W] [--depth D] [--only NAME]\n"
-    "                    [--no-memo-check] [training options]\n"
+    "                    [--agent FILE | --train] [--no-memo-check] [training options]\n"
     "      trains the Pearl agent on generated programs (never on the benchmarks), then times\n"
     "      every benchmark unoptimized and prints the speedups of isl's scheduler (also with\n"
     "      its permutable bands tiled by 32), the beam search (width W, default 2; depth D,\n"
     "      default 3), Polly (clang-14), Pearl (greedy) and Pearl+sel (the fastest schedule\n"
     "      its greedy episode passed through), with geometric means, on all\n"
     "      threads and on one; then trains once more without memoization to show what it\n"
-    "      saves (unless --no-memo-check); --quick: smaller searches and training, 3 runs\n"
+    "      saves (unless --no-memo-check); --agent FILE: plays that agent instead of training\n"
+    "      one (no memoization check); --quick: 3 runs, beam width 1 and depth 1 (candidates\n"
+    "      run once, killed past 4x the original's time), and the agent shipped in\n"
+    "      data/loops_agent.safetensors (--train or any training option: a smaller training)\n"
     "  tempo loops train [--quick] [--no-memo] [--out FILE] [training options]\n"
     "      trains the agent and prints its training curve and memoization figures, and saves\n"
     "      it to FILE (safetensors): pre-training (run-time regression), imitation of\n"
@@ -87,7 +91,12 @@ RunOptions run_options(const Args& a) {
 BeamOptions beam_options(const Args& a) {
   BeamOptions b;
   b.width = get_int(a, "--width", a.has("--quick") ? 1 : 2, 1);
-  b.depth = get_int(a, "--depth", a.has("--quick") ? 2 : 3, 0);
+  b.depth = get_int(a, "--depth", a.has("--quick") ? 1 : 3, 0);
+  if (a.has("--quick")) {
+    // One run per candidate, none past 4 runs of the original: the beam's pick is timed again.
+    b.candidate_reps = 1;
+    b.max_slowdown = 4;
+  }
   return b;
 }
 
@@ -163,6 +172,32 @@ void print_training(const PearlTraining& t, int programs) {
   std::fflush(stdout);
 }
 
+// The agent that `tempo loops bench --quick` plays instead of training one (its training is
+// what takes minutes); `tempo loops train --quick --out data/loops_agent.safetensors` rebuilds it.
+std::string shipped_agent() {
+#ifdef TEMPO_SOURCE_DIR
+  return cat(TEMPO_SOURCE_DIR, "/data/loops_agent.safetensors");
+#else
+  return "data/loops_agent.safetensors";
+#endif
+}
+
+// The agent file bench plays (--agent, or the shipped one with --quick); empty: train one.
+std::string bench_agent_file(const Args& a) {
+  if (a.has("--agent") && a.has("--train")) throw UserError("--agent and --train exclude each other");
+  if (a.has("--agent")) return a.get("--agent", "");
+  bool train = a.has("--train");
+  for (const char* k : {"--programs", "--iterations", "--entropy", "--final-reward",
+                        "--uniform-start", "--no-imitation", "--reuse-timings"})
+    train |= a.has(k);  // training options ask for a training
+  if (!a.has("--quick") || train) return "";
+  const std::string file = shipped_agent();
+  if (!std::filesystem::exists(file))
+    throw UserError(cat("--quick plays the agent in ", file, ", which does not exist: rebuild it with "
+                        "`tempo loops train --quick --out ", file, "`, or pass --agent FILE or --train"));
+  return file;
+}
+
 int bench(const Args& a) {
   if (!a.positional.empty()) throw UserError(cat("unexpected argument '", a.positional[0], "'"));
   std::vector<std::string> names = benchmark_names();
@@ -174,9 +209,24 @@ int bench(const Args& a) {
   BeamOptions bo = beam_options(a);
   PearlOptions po = pearl_options(a);
   po.memoize = true;
-  const std::vector<Program> train = training_programs(a);
-  const PearlTraining t = train_pearl(train, po);
-  print_training(t, static_cast<int>(train.size()));
+  const std::string agent_file = bench_agent_file(a);
+  std::vector<Program> train;
+  PearlTraining t;
+  if (agent_file.empty()) {
+    train = training_programs(a);
+    t = train_pearl(train, po);
+    print_training(t, static_cast<int>(train.size()));
+  } else {
+    t.network = std::make_shared<PearlNetwork>(PearlNetwork::load(agent_file, po));
+    std::printf("Pearl: the agent in %s (trained before; played live on each benchmark)\n",
+                agent_file.c_str());
+  }
+  if (a.has("--quick"))
+    std::printf("quick: %s, %d repetitions, beam width %d and depth %d (candidates run once, "
+                "killed past %.0fx the original's time)%s\n",
+                agent_file.empty() ? "a shorter training" : cat("agent from ", agent_file).c_str(),
+                ro.reps, bo.width, bo.depth, bo.max_slowdown,
+                agent_file.empty() ? "" : ", no memoization check");
 
   const char* kColumns[] = {"isl", "isl+tile", "beam", "polly", "pearl", "pearl+sel"};
   constexpr int kN = 6;
@@ -264,7 +314,7 @@ int bench(const Args& a) {
   if (!polly_available())
     std::printf("polly: skipped, clang-14 with Polly and OpenMP is not installed\n");
   if (mismatch) std::printf("!: checksum differs from the unoptimized program's\n");
-  if (!a.has("--no-memo-check")) {
+  if (agent_file.empty() && !a.has("--no-memo-check")) {
     std::printf("\nthe same training without memoization (legality and timings recomputed, every "
                 "schedule compiled):\n");
     po.memoize = false;
@@ -379,9 +429,10 @@ int run_loops_command(int argc, char** argv) {
   return cli::run_subcommand(
       argc, argv, "loops", kUsage,
       {{"bench",
-        {"--threads", "--width", "--depth", "--only", "--programs", "--iterations", "--entropy"},
+        {"--threads", "--width", "--depth", "--only", "--programs", "--iterations", "--entropy",
+         "--agent"},
         {"--quick", "--final-reward", "--uniform-start", "--no-imitation", "--reuse-timings",
-         "--no-memo-check"},
+         "--no-memo-check", "--train"},
         bench},
        {"train",
         {"--programs", "--iterations", "--entropy", "--out"},

@@ -107,16 +107,23 @@ std::string describe(const std::vector<std::pair<int, Action>>& actions) {
 
 Result run_beam(LoopEnv& env, Evaluator& ev, const BeamOptions& o, double reference) {
   const Program& p = env.program();
+  // Shortened or killed runs stay out of `ev`'s memo, which other methods read back.
+  RunOptions co = ev.options();
+  if (o.candidate_reps > 0) co.reps = o.candidate_reps;
+  Evaluator own(co);
+  Evaluator& cand = o.candidate_reps > 0 || o.max_slowdown > 0 ? own : ev;
   Candidate start;
   start.s = Schedule::original(p);
-  Measurement m0 = ev.measure(p, start.s);
+  Measurement m0 = cand.measure(p, start.s);
+  const double limit_s =
+      o.max_slowdown > 0 ? 0.5 + co.reps * m0.ms * o.max_slowdown / 1e3 : 0.0;
   start.ms = m0.ms;
   start.checksum = m0.checksum;
   std::vector<Candidate> beam{start};
   Candidate best = start;
   std::set<std::string> seen{start.s.key(p)};
   for (int d = 0; d < o.depth; ++d) {
-    std::vector<Candidate> next;
+    std::vector<Candidate> legal, next;
     for (const Candidate& c : beam)
       for (int b = 0; b < static_cast<int>(p.statements.size()); ++b)
         for (const Action& a : action_space()) {
@@ -124,12 +131,20 @@ Result run_beam(LoopEnv& env, Evaluator& ev, const BeamOptions& o, double refere
           if (o.square_tiles && a.kind == Kind::Tile && a.size1 != a.size2) continue;
           std::optional<Schedule> s = apply(c.s, b, a);
           if (!s || !seen.insert(s->key(p)).second || !env.legal(*s)) continue;
-          Measurement m = ev.measure(p, *s);
-          if (!same_checksum(m.checksum, reference)) continue;
-          Candidate n{std::move(*s), c.actions, m.ms, m.checksum};
-          n.actions.emplace_back(b, a);
-          next.push_back(std::move(n));
+          legal.push_back(Candidate{std::move(*s), c.actions});
+          legal.back().actions.emplace_back(b, a);
         }
+    // Compiled side by side first, then run one at a time.
+    std::vector<std::string> sources;
+    for (const Candidate& c : legal) sources.push_back(c_file(p, kernel_code(p, c.s)));
+    precompile(sources, co, o.compile_jobs);
+    for (Candidate& c : legal) {
+      Measurement m = cand.measure(p, c.s, limit_s);
+      if (m.timed_out || !same_checksum(m.checksum, reference)) continue;
+      c.ms = m.ms;
+      c.checksum = m.checksum;
+      next.push_back(std::move(c));
+    }
     if (next.empty()) break;
     std::sort(next.begin(), next.end(),
               [](const Candidate& x, const Candidate& y) { return x.ms < y.ms; });

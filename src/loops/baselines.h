@@ -36,6 +36,12 @@ struct BeamOptions {
   int width = 2;
   int depth = 3;
   bool square_tiles = true;  // only tiles of equal sizes (a third of the tiling actions)
+  // Candidates' runs (0: the evaluator's repetitions) and, above 0, their time limit in runs of
+  // the start schedule (plus 0.5 s): a schedule many times slower is never the beam's pick, and
+  // one can run for minutes. Either one times the candidates in an evaluator of their own.
+  int candidate_reps = 0;
+  double max_slowdown = 0;
+  int compile_jobs = 2;  // candidates compiled at a time (their runs are one at a time)
 };
 // Every step expands each kept schedule by every legal action on every branch; candidates whose
 // checksum differs from `reference` are dropped (never expected: every schedule kept respects the

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -20,6 +21,8 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
+#include <thread>
 
 #include "symbolic/isl_bridge.h"
 #include "util/error.h"
@@ -213,19 +216,71 @@ Measurement timed_out(const RunOptions& o) {
 }
 }  // namespace
 
-Measurement compile_and_run(const std::string& source, const RunOptions& o) {
-  namespace fs = std::filesystem;
+namespace {
+
+// The cache path of a source's binary without its extension (the hash of source and command).
+std::string cache_base(const std::string& source, const RunOptions& o) {
   std::string dir = o.cache_dir;
   if (dir.empty()) {
     const char* env = std::getenv("TEMPO_LOOPS_CACHE");
     dir = env && *env ? env : "/tmp/tempo-loops-cache";
   }
-  fs::create_directories(dir);
-  std::string command = o.compiler + " " + o.flags;
+  std::filesystem::create_directories(dir);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(fnv1a(command + "\n" + source)));
-  std::string base = dir + "/" + hex, bin = base + ".bin";
+                static_cast<unsigned long long>(fnv1a(o.compiler + " " + o.flags + "\n" + source)));
+  return dir + "/" + hex;
+}
+
+// Compiles `source` to `bin`; `tag` keeps the files of concurrent compilations apart until done.
+void compile_to(const std::string& source, const RunOptions& o, const std::string& base,
+                const std::string& bin, const std::string& tag) {
+  namespace fs = std::filesystem;
+  std::string src = base + tag + ".c", log = base + tag + ".log";
+  {
+    std::ofstream f(src);
+    f << source;
+  }
+  std::string cmd = cat(o.compiler, " ", o.flags, " -o ", bin, tag, " ", src, " -lm > ", log,
+                        " 2>&1");
+  bool ok = std::system(cmd.c_str()) == 0;
+  fs::rename(src, base + ".c");
+  fs::rename(log, base + ".log");
+  if (!ok) throw Error(cat("compiling ", base, ".c failed: ", first_line(base + ".log")));
+  fs::rename(bin + tag, bin);
+}
+
+}  // namespace
+
+void precompile(const std::vector<std::string>& sources, const RunOptions& o, int jobs) {
+  if (!o.reuse_binaries) return;  // every run compiles its own binary
+  std::vector<std::string> todo;
+  std::set<std::string> bases;
+  for (const std::string& s : sources) {
+    const std::string base = cache_base(s, o);
+    if (!std::filesystem::exists(base + ".bin") && bases.insert(base).second) todo.push_back(s);
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&](int worker) {
+    for (size_t k; (k = next++) < todo.size();) {
+      const std::string base = cache_base(todo[k], o);
+      try {
+        compile_to(todo[k], o, base, base + ".bin", cat(".tmp", ::getpid(), "w", worker));
+      } catch (const Error&) {
+        // compile_and_run compiles it again and reports the compiler's message
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int w = 1; w < std::min<int>(jobs, static_cast<int>(todo.size())); ++w)
+    workers.emplace_back(work, w);
+  work(0);
+  for (std::thread& t : workers) t.join();
+}
+
+Measurement compile_and_run(const std::string& source, const RunOptions& o) {
+  namespace fs = std::filesystem;
+  std::string base = cache_base(source, o), bin = base + ".bin";
   if (!o.reuse_binaries) bin = cat(base, ".once", ::getpid(), ".bin");
   const std::string timing = cat(base, ".t", o.threads, "r", o.reps, ".time");
   const bool reuse = o.reuse_timings && o.reuse_binaries;
@@ -240,20 +295,9 @@ Measurement compile_and_run(const std::string& source, const RunOptions& o) {
       if (o.time_limit_s > 0 && o.time_limit_s <= limit) return timed_out(o);
     }
   }
-  if (!o.reuse_binaries || !fs::exists(bin)) {
-    // Private names until done: another process may be building the same binary.
-    std::string tag = cat(".tmp", ::getpid()), src = base + tag + ".c", log = base + tag + ".log";
-    {
-      std::ofstream f(src);
-      f << source;
-    }
-    std::string cmd = cat(command, " -o ", bin, tag, " ", src, " -lm > ", log, " 2>&1");
-    bool ok = std::system(cmd.c_str()) == 0;
-    fs::rename(src, base + ".c");
-    fs::rename(log, base + ".log");
-    if (!ok) throw Error(cat("compiling ", base, ".c failed: ", first_line(base + ".log")));
-    fs::rename(bin + tag, bin);
-  }
+  // Private names until done: another process may be building the same binary.
+  if (!o.reuse_binaries || !fs::exists(bin))
+    compile_to(source, o, base, bin, cat(".tmp", ::getpid()));
   // A binary compiled for one run is removed after it.
   struct Remove {
     std::string path;

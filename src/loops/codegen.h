@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "loops/program.h"
 #include "loops/transform.h"
@@ -61,6 +62,10 @@ struct Measurement {
 // the compiler's first message line.
 Measurement compile_and_run(const std::string& source, const RunOptions& o);
 bool same_checksum(double a, double b);  // relative tolerance 1e-9
+// Compiles the sources whose binaries are not cached yet, `jobs` at a time, so that the runs
+// that follow (one at a time, for clean timings) only run them. Compiler errors are left for
+// compile_and_run to report.
+void precompile(const std::vector<std::string>& sources, const RunOptions& o, int jobs);
 
 // Memoized measurements, keyed by schedule (Schedule::key or any other canonical string).
 class Evaluator {

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -260,6 +262,32 @@ TEST(Pearl, MissingWeightsAreAUserError) {
   auto w = random_weights(o, 1);
   w.erase("val.2.bias");
   EXPECT_THROW(PearlNetwork(w, o), UserError);
+}
+
+// `tempo loops bench --quick` plays the agent shipped under data/: it loads with the default
+// sizes and plays a benchmark, keeping its checksum; a missing or damaged file is a UserError.
+TEST(Pearl, ShippedAgentPlays) {
+  PearlOptions o;
+  const std::string shipped = std::string(TEMPO_SOURCE_DIR) + "/data/loops_agent.safetensors";
+  PearlNetwork net = PearlNetwork::load(shipped, o);
+  EXPECT_EQ(o.hidden, PearlOptions().hidden);
+  EXPECT_EQ(o.heads, PearlOptions().heads);
+  Program p = benchmark("mvt", Size::Small);
+  RunOptions ro;
+  ro.reps = 1;
+  Evaluator ev(ro);
+  const Result base = run_unoptimized(p, ev);
+  const Result r = run_pearl(p, net, o, ev);
+  ASSERT_TRUE(r.ok);
+  EXPECT_TRUE(same_checksum(r.checksum, base.checksum));
+
+  const std::string dir = ::testing::TempDir();
+  EXPECT_THROW(PearlNetwork::load(dir + "no_such_agent.safetensors", o), UserError);
+  std::ifstream in(shipped, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string cut = dir + "cut_agent.safetensors";
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  EXPECT_THROW(PearlNetwork::load(cut, o), UserError);
 }
 
 }  // namespace
