@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -183,18 +184,26 @@ Run tempo_decode(const LlamaConfig& c, const LlamaWeights& w, const torch::Tenso
   return best;
 }
 
-// STREAM's copy kernel on arrays far larger than the caches: the memory bandwidth one thread
-// reaches, in GB/s of bytes read plus written (best of 5).
-double copy_bandwidth_gbs() {
+// STREAM-like kernels on arrays far larger than the caches, one thread, best of 5: the copy's
+// bytes read plus written per second, and a sum's bytes read per second (the rate at which a
+// decoding step can stream its weights), in GB/s.
+std::pair<double, double> memory_bandwidth_gbs() {
   torch::Tensor a = torch::ones({int64_t{64} << 20}), b = torch::empty_like(a);  // 256 MiB each
-  double best = 0;
-  for (int k = 0; k < 5; ++k) {
-    auto t0 = Clock::now();
-    b.copy_(a);
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    best = k == 0 ? s : std::min(best, s);
-  }
-  return 2.0 * static_cast<double>(a.nbytes()) / best / 1e9;
+  auto best_seconds = [](const std::function<void()>& f) {
+    double best = 0;
+    for (int k = 0; k < 5; ++k) {
+      auto t0 = Clock::now();
+      f();
+      const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      best = k == 0 ? s : std::min(best, s);
+    }
+    return best;
+  };
+  const double bytes = static_cast<double>(a.nbytes());
+  const double copy = 2 * bytes / best_seconds([&] { b.copy_(a); }) / 1e9;
+  volatile float sink = 0;
+  const double read = bytes / best_seconds([&] { sink = a.sum().item<float>(); }) / 1e9;
+  return {copy, read};
 }
 
 // Decoding the D768 model (6 layers, 12 heads / 4 KV, FFN 2048, vocab 4096, untied head:
@@ -210,15 +219,15 @@ void traffic() {
   for (const HostTensor* h : {&w.embed, &w.attn_norm, &w.ffn_norm, &w.wq, &w.wk, &w.wv, &w.wo,
                               &w.w_gate, &w.w_up, &w.w_down, &w.final_norm, &w.head})
     weight_mb += static_cast<double>(h->data.size()) / 1e6;
-  const double gbs = copy_bandwidth_gbs();
-  const double floor_ms = weight_mb / gbs;  // MB / (GB/s) = ms
+  const auto [copy_gbs, read_gbs] = memory_bandwidth_gbs();
+  const double floor_ms = weight_mb / read_gbs;  // MB / (GB/s) = ms
   const int64_t T = 128;
   std::printf("## Memory traffic per token, D768 model (%.1f MB of F32 weights), T = %lld, "
-              "causal, 1 thread\n\ncopy bandwidth: %.2f GB/s, so reading the weights once takes "
-              "%.2f ms\n\n| batch | Tempo ms/token | grown cache ms/token | Tempo/grown | floor "
+              "causal, 1 thread\n\nmemory bandwidth: copy %.2f GB/s, read %.2f GB/s, so reading the "
+              "weights once takes %.2f ms\n\n| batch | Tempo ms/token | grown cache ms/token | Tempo/grown | floor "
               "ms | Tempo/floor | Tempo launches/token | Tempo MB read + written per token | "
               "/ weights |\n|---|---|---|---|---|---|---|---|---|\n",
-              weight_mb, static_cast<long long>(T), gbs, floor_ms);
+              weight_mb, static_cast<long long>(T), copy_gbs, read_gbs, floor_ms);
   std::string report;
   for (int64_t B : {int64_t{1}, int64_t{4}, int64_t{16}}) {
     torch::manual_seed(0);
