@@ -78,57 +78,51 @@ TEST(Dqn, FusionIsExact) {
   EXPECT_LT(fused.launches, unfused.launches);
 }
 
+// A short run of `algo` on Pendulum (small networks and batches, learning from step 100) that
+// completes with a finite return; returns its configuration.
+TrainConfig runs_on_pendulum(const std::string& algo) {
+  TrainConfig c = TrainConfig::defaults(algo);
+  c.env = "Pendulum-v1";
+  c.iterations = 300;
+  c.learning_starts = 100;
+  c.hidden = 32;
+  c.batch_size = 32;
+  std::ostringstream log;
+  TrainResult res = train(c, &log);
+  EXPECT_EQ(res.curve.size(), 300u) << log.str();
+  EXPECT_TRUE(std::isfinite(res.final_mean_return)) << log.str();
+  return c;
+}
+
+// Training c as `change` leaves it is a UserError naming `named`.
+template <typename Change>
+void expect_refused(TrainConfig c, Change change, const std::string& named) {
+  change(c);
+  try {
+    train(c, nullptr);
+    ADD_FAILURE() << "trained with a bad setting: " << named;
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+  }
+}
+
 // SAC on Pendulum: random actions until learning starts, then the actor's; three optimizers and
 // two Polyak-averaged targets in one compiled program. (It learns: seed 1 reaches a mean return
 // of -165 after 8k steps with the defaults, too long for a unit test.) Discrete actions are an
 // error naming the space.
 TEST(Sac, RunsOnContinuousActionsAndRefusesDiscreteOnes) {
-  TrainConfig c = TrainConfig::defaults("sac");
-  c.env = "Pendulum-v1";
-  c.iterations = 300;
-  c.learning_starts = 100;
-  c.hidden = 32;
-  c.batch_size = 32;
-  std::ostringstream log;
-  TrainResult res = train(c, &log);
-  ASSERT_EQ(res.curve.size(), 300u) << log.str();
-  EXPECT_TRUE(std::isfinite(res.final_mean_return)) << log.str();
-  c.env = "CartPole-v1";
-  try {
-    train(c, nullptr);
-    ADD_FAILURE() << "sac trained on discrete actions";
-  } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("continuous"), std::string::npos) << e.what();
-  }
+  const TrainConfig c = runs_on_pendulum("sac");
+  expect_refused(c, [](TrainConfig& b) { b.env = "CartPole-v1"; }, "continuous");
 }
 
 // TD3 on Pendulum: the critics update every step, the actor and the three targets every second
 // one, in one compiled program. Discrete actions and bad noise settings are errors naming them.
 TEST(Td3, RunsOnContinuousActionsAndRefusesBadSettings) {
-  TrainConfig c = TrainConfig::defaults("td3");
-  c.env = "Pendulum-v1";
-  c.iterations = 300;
-  c.learning_starts = 100;
-  c.hidden = 32;
-  c.batch_size = 32;
-  std::ostringstream log;
-  TrainResult res = train(c, &log);
-  ASSERT_EQ(res.curve.size(), 300u) << log.str();
-  EXPECT_TRUE(std::isfinite(res.final_mean_return)) << log.str();
-  auto refused = [&](auto change, const std::string& named) {
-    TrainConfig bad = c;
-    change(bad);
-    try {
-      train(bad, nullptr);
-      ADD_FAILURE() << "trained with a bad setting: " << named;
-    } catch (const UserError& e) {
-      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
-    }
-  };
-  refused([](TrainConfig& b) { b.env = "CartPole-v1"; }, "continuous");
-  refused([](TrainConfig& b) { b.policy_every = 0; }, "--policy-frequency");
-  refused([](TrainConfig& b) { b.policy_noise = -0.2; }, "--policy-noise");
-  refused([](TrainConfig& b) { b.optimizer = "sgd"; }, "Adam");
+  const TrainConfig c = runs_on_pendulum("td3");
+  expect_refused(c, [](TrainConfig& b) { b.env = "CartPole-v1"; }, "continuous");
+  expect_refused(c, [](TrainConfig& b) { b.policy_every = 0; }, "--policy-frequency");
+  expect_refused(c, [](TrainConfig& b) { b.policy_noise = -0.2; }, "--policy-noise");
+  expect_refused(c, [](TrainConfig& b) { b.optimizer = "sgd"; }, "Adam");
 }
 
 TEST(Dqn, BadConfigurationIsAUserError) {
