@@ -185,7 +185,8 @@ std::string shipped_agent() {
 
 // The agent file bench plays (--agent, or the shipped one with --quick); empty: train one.
 std::string bench_agent_file(const Args& a) {
-  if (a.has("--agent") && a.has("--train")) throw UserError("--agent and --train exclude each other");
+  if (a.has("--agent") && a.has("--train"))
+    throw UserError("--agent and --train exclude each other");
   if (a.has("--agent")) return a.get("--agent", "");
   bool train = a.has("--train");
   for (const char* k : {"--programs", "--iterations", "--entropy", "--final-reward",
@@ -194,8 +195,9 @@ std::string bench_agent_file(const Args& a) {
   if (!a.has("--quick") || train) return "";
   const std::string file = shipped_agent();
   if (!std::filesystem::exists(file))
-    throw UserError(cat("--quick plays the agent in ", file, ", which does not exist: rebuild it with "
-                        "`tempo loops train --quick --out ", file, "`, or pass --agent FILE or --train"));
+    throw UserError(cat("--quick plays the agent in ", file,
+                        ", which does not exist: rebuild it with `tempo loops train --quick --out ",
+                        file, "`, or pass --agent FILE or --train"));
   return file;
 }
 

@@ -11,9 +11,9 @@
 // feeding the prompt token by token, and compile time against the number of layers.
 // Usage: bench_decode [--quick | --long | --traffic | --gpu]   (--long: window:512 and causal at
 // batch 16 and at T = 2048 and 8192 only; --traffic: the D768 model's time and memory traffic
-// per token against the machine's copy bandwidth; --gpu: the Llama-3.2-1B shape with random weights, Tempo and the
-// grown cache both on $TEMPO_DEVICE, causal and window:512, batch 1 and 16, T up to 16384, the
-// grown cache up to 4096)
+// per token against the machine's memory bandwidth; --gpu: the Llama-3.2-1B shape with random
+// weights, Tempo and the grown cache both on $TEMPO_DEVICE, causal and window:512, batch 1 and
+// 16, T up to 16384, the grown cache up to 4096)
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -223,10 +223,10 @@ void traffic() {
   const double floor_ms = weight_mb / read_gbs;  // MB / (GB/s) = ms
   const int64_t T = 128;
   std::printf("## Memory traffic per token, D768 model (%.1f MB of F32 weights), T = %lld, "
-              "causal, 1 thread\n\nmemory bandwidth: copy %.2f GB/s, read %.2f GB/s, so reading the "
-              "weights once takes %.2f ms\n\n| batch | Tempo ms/token | grown cache ms/token | Tempo/grown | floor "
-              "ms | Tempo/floor | Tempo launches/token | Tempo MB read + written per token | "
-              "/ weights |\n|---|---|---|---|---|---|---|---|---|\n",
+              "causal, 1 thread\n\nmemory bandwidth: copy %.2f GB/s, read %.2f GB/s, so reading "
+              "the weights once takes %.2f ms\n\n| batch | Tempo ms/token | grown cache ms/token | "
+              "Tempo/grown | floor ms | Tempo/floor | Tempo launches/token | Tempo MB read + "
+              "written per token | / weights |\n|---|---|---|---|---|---|---|---|---|\n",
               weight_mb, static_cast<long long>(T), copy_gbs, read_gbs, floor_ms);
   std::string report;
   for (int64_t B : {int64_t{1}, int64_t{4}, int64_t{16}}) {
