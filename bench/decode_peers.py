@@ -256,6 +256,7 @@ def main():
     ap.add_argument("--shapes", default="d768", help="comma-separated: d768, 1b")
     ap.add_argument("--tokens", default="512,4096", help="comma-separated sequence lengths T")
     ap.add_argument("--batches", default="1,4,16", help="comma-separated batch sizes B")
+    ap.add_argument("--peers", default="llama.cpp,torch", help="the peers to run besides Tempo")
     ap.add_argument("--work", default=None, help="folder for the checkpoints (default: temporary)")
     args = ap.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="tempo-decode-peers-")
@@ -273,19 +274,21 @@ def main():
             write_gguf(ggufs[dtype], shape, tensors, dtype == "F16")
         for T in (int(t) for t in args.tokens.split(",")):
             for B in (int(b) for b in args.batches.split(",")):
-                table(name, T, B, args.tempo, folder, ggufs, tensors)
+                table(name, T, B, args.tempo, folder, ggufs, tensors, args.peers.split(","))
 
 
-def table(name, T, B, tempo, folder, ggufs, tensors):
+def table(name, T, B, tempo, folder, ggufs, tensors, peers):
     """One row per system: ms per decoding step of B tokens and the first sequence's tokens."""
     tempo_ms, tempo_tokens = run_tempo(tempo, folder, T, B)
     rows = [("Tempo F32", tempo_ms, tempo_tokens)]
-    for dtype, path in ggufs.items():
-        ms, toks = run_llama_cpp(path, T, B)
-        rows.append((f"llama.cpp {dtype}", ms, toks))
-    ms, toks = run_torch(tensors, SHAPES[name], T, B)
-    rows.append(("PyTorch eager F32", ms, toks))
-    base = rows[1][1]
+    if "llama.cpp" in peers:
+        for dtype, path in ggufs.items():
+            ms, toks = run_llama_cpp(path, T, B)
+            rows.append((f"llama.cpp {dtype}", ms, toks))
+    if "torch" in peers:
+        ms, toks = run_torch(tensors, SHAPES[name], T, B)
+        rows.append(("PyTorch eager F32", ms, toks))
+    base = rows[1][1] if "llama.cpp" in peers else float("nan")
     for system, ms, toks in rows:
         same = sum(a == b for a, b in zip(toks, tempo_tokens))
         print(f"| {name} | {T} | {B} | {system} | {ms:.2f} | {ms / base:.2f} | "
