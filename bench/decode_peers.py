@@ -268,27 +268,27 @@ def main():
         os.makedirs(folder, exist_ok=True)
         tensors = hf_tensors(name, seed=1)
         write_checkpoint(folder, shape, tensors)
-        ggufs = {}
-        for dtype in ("F32", "F16"):
+        peers = args.peers.split(",")
+        ggufs = {}  # llama.cpp's files, written only when it runs (7.4 GB for the 1B shape)
+        for dtype in ("F32", "F16") if "llama.cpp" in peers else ():
             ggufs[dtype] = os.path.join(folder, f"model-{dtype}.gguf")
             write_gguf(ggufs[dtype], shape, tensors, dtype == "F16")
         for T in (int(t) for t in args.tokens.split(",")):
             for B in (int(b) for b in args.batches.split(",")):
-                table(name, T, B, args.tempo, folder, ggufs, tensors, args.peers.split(","))
+                table(name, T, B, args.tempo, folder, ggufs, tensors, peers)
 
 
 def table(name, T, B, tempo, folder, ggufs, tensors, peers):
     """One row per system: ms per decoding step of B tokens and the first sequence's tokens."""
     tempo_ms, tempo_tokens = run_tempo(tempo, folder, T, B)
     rows = [("Tempo F32", tempo_ms, tempo_tokens)]
-    if "llama.cpp" in peers:
-        for dtype, path in ggufs.items():
-            ms, toks = run_llama_cpp(path, T, B)
-            rows.append((f"llama.cpp {dtype}", ms, toks))
+    for dtype, path in ggufs.items():
+        ms, toks = run_llama_cpp(path, T, B)
+        rows.append((f"llama.cpp {dtype}", ms, toks))
     if "torch" in peers:
         ms, toks = run_torch(tensors, SHAPES[name], T, B)
         rows.append(("PyTorch eager F32", ms, toks))
-    base = rows[1][1] if "llama.cpp" in peers else float("nan")
+    base = rows[1][1] if ggufs else float("nan")
     for system, ms, toks in rows:
         same = sum(a == b for a, b in zip(toks, tempo_tokens))
         print(f"| {name} | {T} | {B} | {system} | {ms:.2f} | {ms / base:.2f} | "
