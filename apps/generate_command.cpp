@@ -40,6 +40,8 @@ const char* kUsage =
     "  --tokens N        positions in all, prompt included (default 32): N - P tokens are\n"
     "                    generated after a prompt of P\n"
     "  --batch B         sequences decoded together, each fed the same prompt (default 1)\n"
+    "  --weights-dtype D the matmul weights kept as f32, f16 or bf16 (default f32): the half\n"
+    "                    types read half the bytes per step and sum in f32\n"
     "  --attention A     causal (default), window:W or sinks:S:W\n"
     "  --tile Z          run attention over the cache in tiles of Z steps\n"
     "  --temperature X   sample from softmax(logits / X) instead of the argmax (default 0)\n"
@@ -60,10 +62,18 @@ int64_t positive(const std::string& flag, const std::string& s) {
   return v;
 }
 
+ir::DType parse_weights_dtype(const std::string& s) {
+  if (s == "f32") return ir::DType::Float32;
+  if (s == "f16") return ir::DType::Float16;
+  if (s == "bf16") return ir::DType::BFloat16;
+  throw UserError(cat("--weights-dtype expects f32, f16 or bf16, got '", s, "'"));
+}
+
 // What the command line sets.
 struct Args {
   std::string config = "tiny", prompt_tokens, prompt_string, attention = "causal";
   std::string checkpoint, tokenizer_path, save_dir, timeline;
+  ir::DType weights_dtype = ir::DType::Float32;
   bool has_config = false, has_prompt = false, has_prompt_tokens = false, stepwise = false;
   int64_t layers = 0, tokens = 32, batch = 1, tile = 0, seed = 0;
   llm::Sampling sampling;
@@ -94,6 +104,7 @@ std::optional<Args> parse_command_line(int argc, char** argv) {
     else if (a == "--tokens") r.tokens = positive(a, v);
     else if (a == "--batch") r.batch = positive(a, v);
     else if (a == "--attention") r.attention = v;
+    else if (a == "--weights-dtype") r.weights_dtype = parse_weights_dtype(v);
     else if (a == "--tile") r.tile = positive(a, v);
     else if (a == "--seed") r.seed = cli::parse_int(a, v);
     else if (a == "--temperature") r.sampling.temperature = cli::parse_double(a, v);
@@ -220,6 +231,7 @@ int run_generate_command(int argc, char** argv) {
   llm::LlamaWeights w = a.checkpoint.empty() ? llm::LlamaWeights::random(c, static_cast<uint64_t>(a.seed))
                                              : llm::load_llama_weights(a.checkpoint, c);
   if (!a.save_dir.empty()) llm::save_llama_checkpoint(a.save_dir, c, w);
+  if (a.weights_dtype != DType::Float32) w = w.with_matmul_dtype(a.weights_dtype);
   using Clock = std::chrono::steady_clock;
   Context ctx;
   Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");

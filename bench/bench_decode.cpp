@@ -207,45 +207,53 @@ std::pair<double, double> memory_bandwidth_gbs() {
 }
 
 // Decoding the D768 model (6 layers, 12 heads / 4 KV, FFN 2048, vocab 4096, untied head:
-// 176 MB of F32 weights) at batch 1, 4 and 16: Tempo's and the grown cache's ms per token,
-// against the floor of reading the weights once per token at the copy bandwidth; Tempo's
-// launches and bytes moved per token (its kernels' inputs and outputs), and where they go.
+// 176 MB of F32 weights) at batch 1, 4 and 16, with the matmul weights as float32 and kept as
+// float16: Tempo's and the (float32) grown cache's ms per token, against the floor of reading the
+// weights once per token at the read bandwidth; Tempo's launches and bytes moved per token (its
+// kernels' inputs and outputs), and where they go.
 void traffic() {
   LlamaConfig c = LlamaConfig::tiny();
   c.vocab = 4096, c.dim = 768, c.layers = 6, c.heads = 12, c.kv_heads = 4, c.ffn_hidden = 2048;
   c.tied_embeddings = false;
-  const LlamaWeights w = LlamaWeights::random(c, 1);
-  double weight_mb = 0;
-  for (const HostTensor* h : {&w.embed, &w.attn_norm, &w.ffn_norm, &w.wq, &w.wk, &w.wv, &w.wo,
-                              &w.w_gate, &w.w_up, &w.w_down, &w.final_norm, &w.head})
-    weight_mb += static_cast<double>(h->data.size()) / 1e6;
+  const LlamaWeights w32 = LlamaWeights::random(c, 1);
+  auto weight_mb = [](const LlamaWeights& w) {
+    double mb = 0;
+    for (const HostTensor* h : {&w.embed, &w.attn_norm, &w.ffn_norm, &w.wq, &w.wk, &w.wv, &w.wo,
+                                &w.w_gate, &w.w_up, &w.w_down, &w.final_norm, &w.head})
+      mb += static_cast<double>(h->data.size()) / 1e6;
+    return mb;
+  };
   const auto [copy_gbs, read_gbs] = memory_bandwidth_gbs();
-  const double floor_ms = weight_mb / read_gbs;  // MB / (GB/s) = ms
   const int64_t T = 128;
   std::printf("## Memory traffic per token, D768 model (%.1f MB of F32 weights), T = %lld, "
-              "causal, 1 thread\n\nmemory bandwidth: copy %.2f GB/s, read %.2f GB/s, so reading "
-              "the weights once takes %.2f ms\n\n| batch | Tempo ms/token | grown cache ms/token | "
-              "Tempo/grown | floor ms | Tempo/floor | Tempo launches/token | Tempo MB read + "
-              "written per token | / weights |\n|---|---|---|---|---|---|---|---|---|\n",
-              weight_mb, static_cast<long long>(T), copy_gbs, read_gbs, floor_ms);
+              "causal, 1 thread\n\nmemory bandwidth: copy %.2f GB/s, read %.2f GB/s\n\n"
+              "| matmul weights | weights MB | batch | Tempo ms/token | grown cache (F32) ms/token "
+              "| Tempo/grown | floor ms | Tempo/floor | Tempo launches/token | Tempo MB read + "
+              "written per token | / weights |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+              weight_mb(w32), static_cast<long long>(T), copy_gbs, read_gbs);
   std::string report;
-  for (int64_t B : {int64_t{1}, int64_t{4}, int64_t{16}}) {
-    torch::manual_seed(0);
-    torch::Tensor first = torch::randint(c.vocab, {B}, torch::kInt64);
-    std::optional<Executable> profiled;
-    const Run tp = tempo_decode(c, w, first, T, AttentionPattern::causal(), 0, &profiled);
-    const Run grown = eager(c, w, first, T, AttentionPattern::causal(), false);
-    const Executable::Traffic tr = profiled->profile_traffic();
-    const double mb = static_cast<double>(tr.in_bytes + tr.out_bytes) / 1e6 / T;
-    std::printf("| %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f | %.1f | %.2f |\n",
-                static_cast<long long>(B), tp.ms_per_token, grown.ms_per_token,
-                tp.ms_per_token / grown.ms_per_token, floor_ms, tp.ms_per_token / floor_ms,
-                static_cast<double>(tr.launches) / T, mb, mb / weight_mb);
-    std::fflush(stdout);
-    if (B == 1) report = profiled->profile_report(16);
+  for (DType dt : {DType::Float32, DType::Float16}) {
+    const LlamaWeights w = w32.with_matmul_dtype(dt);
+    const double mb_weights = weight_mb(w), floor_ms = mb_weights / read_gbs;  // MB/(GB/s) = ms
+    for (int64_t B : {int64_t{1}, int64_t{4}, int64_t{16}}) {
+      torch::manual_seed(0);
+      torch::Tensor first = torch::randint(c.vocab, {B}, torch::kInt64);
+      std::optional<Executable> profiled;
+      const Run tp = tempo_decode(c, w, first, T, AttentionPattern::causal(), 0, &profiled);
+      const Run grown = eager(c, w32, first, T, AttentionPattern::causal(), false);
+      const Executable::Traffic tr = profiled->profile_traffic();
+      const double mb = static_cast<double>(tr.in_bytes + tr.out_bytes) / 1e6 / T;
+      std::printf("| %s | %.1f | %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f | %.1f | %.2f |\n",
+                  ir::dtype_name(dt), mb_weights, static_cast<long long>(B), tp.ms_per_token,
+                  grown.ms_per_token, tp.ms_per_token / grown.ms_per_token, floor_ms,
+                  tp.ms_per_token / floor_ms, static_cast<double>(tr.launches) / T, mb,
+                  mb / mb_weights);
+      std::fflush(stdout);
+      if (B == 1 && dt == DType::Float16) report = profiled->profile_report(16);
+    }
   }
-  std::cout << "\nBatch 1, Tempo's profile (one run of " << T << " tokens, with timing):\n\n```\n"
-            << report << "```\n";
+  std::cout << "\nBatch 1, float16 weights, Tempo's profile (one run of " << T
+            << " tokens, with timing):\n\n```\n" << report << "```\n";
 }
 
 // Best of 2 runs of a compiled program: ms and the peak MiB of LibTorch CPU memory in use.

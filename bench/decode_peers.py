@@ -3,7 +3,8 @@
 Writes a Llama checkpoint with random weights in Hugging Face's layout (config.json and
 model.safetensors), converts it to GGUF (F32, and F16 for the 2-D weights) with the `gguf`
 package, and decodes B sequences of T positions from token 1 with each system on 1 thread:
-  tempo      `tempo generate --checkpoint DIR --batch B` (its "ms between tokens");
+  tempo      `tempo generate --checkpoint DIR --batch B` (its "ms between tokens"), with the
+             matmul weights as float32 and kept as float16 (--weights-dtype f16);
   llama.cpp  llama-cpp-python's bindings to llama.cpp's C API: one llama_decode of B tokens, one
              per sequence, a step;
   torch      a Llama decoder written in PyTorch with a K/V cache, the math of Hugging Face's
@@ -148,9 +149,9 @@ def write_gguf(path, shape, tensors, f16):
     w.close()
 
 
-def run_tempo(tempo, folder, T, B):
+def run_tempo(tempo, folder, T, B, dtype="f32"):
     out = subprocess.run([tempo, "generate", "--checkpoint", folder, "--tokens", str(T),
-                          "--prompt-tokens", "1", "--batch", str(B)],
+                          "--prompt-tokens", "1", "--batch", str(B), "--weights-dtype", dtype],
                          capture_output=True, text=True, check=False)
     if out.returncode != 0:
         sys.exit(f"tempo generate failed: {out.stderr.strip()}")
@@ -282,6 +283,8 @@ def table(name, T, B, tempo, folder, ggufs, tensors, peers):
     """One row per system: ms per decoding step of B tokens and the first sequence's tokens."""
     tempo_ms, tempo_tokens = run_tempo(tempo, folder, T, B)
     rows = [("Tempo F32", tempo_ms, tempo_tokens)]
+    ms, toks = run_tempo(tempo, folder, T, B, "f16")  # matmul weights kept as float16
+    rows.append(("Tempo F16", ms, toks))
     for dtype, path in ggufs.items():
         ms, toks = run_llama_cpp(path, T, B)
         rows.append((f"llama.cpp {dtype}", ms, toks))

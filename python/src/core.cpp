@@ -114,11 +114,13 @@ DType to_dtype(py::handle h) {
   // Canonical names only: "float" and "int" mean different widths in NumPy and in torch.
   if (name == "float32") return DType::Float32;
   if (name == "float64") return DType::Float64;
+  if (name == "float16") return DType::Float16;
+  if (name == "bfloat16") return DType::BFloat16;
   if (name == "int64") return DType::Int64;
   if (name == "int32") return DType::Int32;
   if (name == "bool") return DType::Bool;
   throw UserError(
-      cat("dtype '", name, "' is not supported (bool, int32, int64, float32 or float64)"));
+      cat("dtype '", name, "' is not supported (bool, int32, int64, float16, bfloat16, float32 or float64)"));
 }
 
 py::dtype numpy_dtype(DType d) {
@@ -129,6 +131,10 @@ py::dtype numpy_dtype(DType d) {
       return py::dtype("int32");
     case DType::Int64:
       return py::dtype("int64");
+    case DType::Float16:
+      return py::dtype("float16");
+    case DType::BFloat16:
+      internal_error("bfloat16 has no NumPy dtype (to_host and to_numpy go through float32)");
     case DType::Float32:
       return py::dtype("float32");
     case DType::Float64:
@@ -138,6 +144,8 @@ py::dtype numpy_dtype(DType d) {
 }
 
 HostTensor to_host(py::handle h, std::optional<DType> want) {
+  // NumPy has no bfloat16: the values go through float32.
+  if (want == DType::BFloat16) return to_host(h, DType::Float32).to(DType::BFloat16);
   py::module_ np = py::module_::import("numpy");
   py::object arr;
   if (want) {
@@ -160,6 +168,7 @@ HostTensor to_host(py::handle h, std::optional<DType> want) {
 }
 
 py::array to_numpy(const HostTensor& t) {
+  if (t.dtype == DType::BFloat16) return to_numpy(t.to(DType::Float32));  // exact; NumPy has none
   py::array a(numpy_dtype(t.dtype), std::vector<py::ssize_t>(t.shape.begin(), t.shape.end()));
   if (!t.data.empty()) std::memcpy(a.mutable_data(), t.data.data(), t.data.size());
   return a;
@@ -498,6 +507,8 @@ void bind_dtypes(py::module_& m) {
       .value("bool", DType::Bool)
       .value("int32", DType::Int32)
       .value("int64", DType::Int64)
+      .value("float16", DType::Float16)
+      .value("bfloat16", DType::BFloat16)
       .value("float32", DType::Float32)
       .value("float64", DType::Float64)
       .export_values();

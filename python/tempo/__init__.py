@@ -28,8 +28,10 @@ from ._tempo import (
     RT,
     TensorType,
     UserError,
+    bfloat16,
     bool_,
     cat,
+    float16,
     float32,
     float64,
     grad,
@@ -47,6 +49,6 @@ from . import nn, optim, rl  # noqa: E402  (after the package dir is known)
 
 __all__ = [
     "Context", "Dim", "DType", "Executable", "Expr", "InternalError", "RT", "TensorType",
-    "UserError", "bool_", "cat", "float32", "float64", "grad", "int32", "int64", "max", "min",
-    "stack", "where", "nn", "optim", "rl",
+    "UserError", "bfloat16", "bool_", "cat", "float16", "float32", "float64", "grad", "int32",
+    "int64", "max", "min", "stack", "where", "nn", "optim", "rl",
 ]

@@ -25,8 +25,11 @@ const char* c_type(DType d) {
       return "float";
     case DType::Float64:
       return "double";
+    case DType::Float16:
+    case DType::BFloat16:
+      break;  // never generated (generable)
   }
-  internal_error("unknown dtype");
+  internal_error(cat("no C type for ", ir::dtype_name(d)));
 }
 
 namespace {
@@ -226,6 +229,9 @@ bool generable(const ir::Graph& body, const ir::OpNode& op) {
   // Arithmetic computes in a floating output type (integer division and overflow are not
   // LibTorch's in C++); a cast may also produce a boolean.
   const DType out = op.outputs[0].dtype;
+  if (ir::is_half(out)) return false;  // C++ has no half arithmetic; LibTorch runs these
+  for (ir::EdgeId e : op.inputs)
+    if (ir::is_half(body.input_type(e).dtype)) return false;
   if (!ir::is_floating(out) && !(op.kind == OpKind::Cast && out == DType::Bool)) return false;
   if (op.kind == OpKind::Cast || op.kind == OpKind::Where) return true;
   for (ir::EdgeId e : op.inputs) {

@@ -1,4 +1,7 @@
 // LibTorch lowering of indexing (selections and scatters) and linear algebra.
+#include <optional>
+
+#include "backend/skinny_matmul.h"
 #include "backend/torch_kernel_rules.h"
 
 namespace tempo::backend::detail {
@@ -59,6 +62,31 @@ torch::Tensor matmul_or_gemv(const torch::Tensor& a, const torch::Tensor& b) {
   return torch::mv(b.t(), a.reshape({-1})).reshape(shape);
 }
 
+// a @ b for a few float32 rows a and b a weight of float32, float16 or bfloat16 whose transpose
+// is contiguous (an (n, k) linear layer read as (k, n)), streamed once (skinny_matmul.h). Empty
+// where the operands are not of that kind, or where LibTorch's GEMM is faster: from 5 rows on for
+// float32 weights; beyond 32 rows (a prefill) for the half types, widened once for the GEMM.
+std::optional<torch::Tensor> skinny_weight_matmul(const torch::Tensor& a, const torch::Tensor& b,
+                                                  torch::ScalarType st) {
+  const torch::ScalarType wt = b.scalar_type();
+  if ((wt != torch::kFloat32 && wt != torch::kHalf && wt != torch::kBFloat16) ||
+      st != torch::kFloat32 || a.scalar_type() != torch::kFloat32 || b.dim() != 2 ||
+      a.dim() < 1 || !a.device().is_cpu() || !b.device().is_cpu() || !b.t().is_contiguous() ||
+      a.size(-1) != b.size(0) || b.size(0) == 0)
+    return std::nullopt;
+  const int64_t k = b.size(0), n = b.size(1), rows = a.numel() / k;
+  if (rows > (wt == torch::kFloat32 ? 4 : 32)) return std::nullopt;
+  const torch::Tensor x = a.contiguous();
+  std::vector<int64_t> shape(a.sizes().begin(), a.sizes().end() - 1);
+  shape.push_back(n);
+  torch::Tensor y = torch::empty(shape, a.options());
+  const WeightType type = wt == torch::kFloat32 ? WeightType::F32
+                          : wt == torch::kHalf  ? WeightType::F16
+                                                : WeightType::BF16;
+  skinny_matmul(x.data_ptr<float>(), rows, k, b.data_ptr(), type, n, y.data_ptr<float>());
+  return y;
+}
+
 }  // namespace
 
 std::unique_ptr<Kernel> linalg_kernel(const KernelCtx& c) {
@@ -67,7 +95,9 @@ std::unique_ptr<Kernel> linalg_kernel(const KernelCtx& c) {
     case ir::OpKind::MatMul:
       // Both operands are converted to the output type first (the IR's promotion rules).
       return kernel(c.who, [st](const ValuePtr* in, size_t, const int64_t*, ValuePtr* out) {
-        out[0] = wrap(as(matmul_or_gemv(as(tensor_of(in[0]), st), as(tensor_of(in[1]), st)), st));
+        const torch::Tensor &a = tensor_of(in[0]), &b = tensor_of(in[1]);
+        if (auto y = skinny_weight_matmul(a, b, st)) return void(out[0] = wrap(*y));
+        out[0] = wrap(as(matmul_or_gemv(as(a, st), as(b, st)), st));
       });
     case ir::OpKind::Conv2d: {
       const int64_t stride = c.a.ints.size() > 0 ? c.a.ints[0] : 1;

@@ -27,6 +27,10 @@ torch::ScalarType to_torch(ir::DType d) {
       return torch::kInt32;
     case ir::DType::Int64:
       return torch::kInt64;
+    case ir::DType::Float16:
+      return torch::kFloat16;
+    case ir::DType::BFloat16:
+      return torch::kBFloat16;
     case ir::DType::Float32:
       return torch::kFloat32;
     case ir::DType::Float64:
@@ -43,6 +47,10 @@ ir::DType from_torch(torch::ScalarType s) {
       return ir::DType::Int32;
     case torch::kInt64:
       return ir::DType::Int64;
+    case torch::kFloat16:
+      return ir::DType::Float16;
+    case torch::kBFloat16:
+      return ir::DType::BFloat16;
     case torch::kFloat32:
       return ir::DType::Float32;
     case torch::kFloat64:

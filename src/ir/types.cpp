@@ -11,6 +11,8 @@ const char* dtype_name(DType d) {
     case DType::Bool: return "bool";
     case DType::Int32: return "i32";
     case DType::Int64: return "i64";
+    case DType::Float16: return "f16";
+    case DType::BFloat16: return "bf16";
     case DType::Float32: return "f32";
     case DType::Float64: return "f64";
   }
@@ -22,17 +24,77 @@ size_t dtype_size(DType d) {
     case DType::Bool: return 1;
     case DType::Int32: return 4;
     case DType::Int64: return 8;
+    case DType::Float16: return 2;
+    case DType::BFloat16: return 2;
     case DType::Float32: return 4;
     case DType::Float64: return 8;
   }
   return 0;
 }
 
-bool is_floating(DType d) { return d == DType::Float32 || d == DType::Float64; }
+bool is_floating(DType d) { return d == DType::Float32 || d == DType::Float64 || is_half(d); }
+
+bool is_half(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
 
 DType promote(DType a, DType b) {
+  // Neither half type holds the other's values.
+  if (is_half(a) && is_half(b) && a != b) return DType::Float32;
   // The enum is declared in promotion order.
   return static_cast<uint8_t>(a) >= static_cast<uint8_t>(b) ? a : b;
+}
+
+// bfloat16 is the top half of a float32.
+float bf16_to_float(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t float_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7FFFFFFF) > 0x7F800000) return static_cast<uint16_t>((bits >> 16) | 0x40);  // nan
+  bits += 0x7FFF + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+// IEEE half precision: 1 sign, 5 exponent (bias 15), 10 mantissa bits.
+float f16_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
+  uint32_t bits;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000 | (mant << 13);  // inf, nan
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else {  // subnormal: mant * 2^-24, exact in float32
+    float f = std::ldexp(static_cast<float>(mant), -24);
+    std::memcpy(&bits, &f, 4);
+    bits |= sign;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t float_to_f16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  const float a = std::fabs(f);
+  if (a != a) return static_cast<uint16_t>(sign | 0x7E00);
+  if (a >= 65520.0f) return static_cast<uint16_t>(sign | 0x7C00);  // rounds to inf
+  if (a < 6.103515625e-05f) {
+    // Subnormal: a multiple of 2^-24, rounded to nearest even by the float addition.
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f)));
+  }
+  uint32_t m;
+  std::memcpy(&m, &a, 4);
+  m += 0xFFF + ((m >> 13) & 1);  // round the 13 dropped mantissa bits to nearest even
+  return static_cast<uint16_t>(sign | (((m >> 23) - 112) << 10) | ((m >> 13) & 0x3FF));
 }
 
 // ---- Shape ---------------------------------------------------------------------------------
@@ -127,6 +189,8 @@ double HostTensor::at(int64_t i) const {
     case DType::Bool: return ptr<uint8_t>()[i] ? 1.0 : 0.0;
     case DType::Int32: return ptr<int32_t>()[i];
     case DType::Int64: return static_cast<double>(ptr<int64_t>()[i]);
+    case DType::Float16: return f16_to_float(ptr<uint16_t>()[i]);
+    case DType::BFloat16: return bf16_to_float(ptr<uint16_t>()[i]);
     case DType::Float32: return ptr<float>()[i];
     case DType::Float64: return ptr<double>()[i];
   }
@@ -138,9 +202,26 @@ void HostTensor::set(int64_t i, double v) {
     case DType::Bool: ptr<uint8_t>()[i] = v != 0.0; break;
     case DType::Int32: ptr<int32_t>()[i] = static_cast<int32_t>(v); break;
     case DType::Int64: ptr<int64_t>()[i] = static_cast<int64_t>(v); break;
+    case DType::Float16: ptr<uint16_t>()[i] = float_to_f16(static_cast<float>(v)); break;
+    case DType::BFloat16: ptr<uint16_t>()[i] = float_to_bf16(static_cast<float>(v)); break;
     case DType::Float32: ptr<float>()[i] = static_cast<float>(v); break;
     case DType::Float64: ptr<double>()[i] = v; break;
   }
+}
+
+HostTensor HostTensor::to(DType dt) const {
+  if (dt == dtype) return *this;
+  HostTensor out(dt, shape);
+  const int64_t n = numel();
+  if (dtype == DType::Float32 && is_half(dt)) {  // the common case, without going through double
+    const float* src = ptr<float>();
+    uint16_t* dst = out.ptr<uint16_t>();
+    for (int64_t k = 0; k < n; ++k)
+      dst[k] = dt == DType::Float16 ? float_to_f16(src[k]) : float_to_bf16(src[k]);
+    return out;
+  }
+  for (int64_t k = 0; k < n; ++k) out.set(k, at(k));
+  return out;
 }
 
 std::vector<double> HostTensor::to_vector() const {

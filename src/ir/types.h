@@ -10,13 +10,23 @@
 
 namespace tempo::ir {
 
-enum class DType : uint8_t { Bool, Int32, Int64, Float32, Float64 };
+// Float16 and BFloat16 are storage types: weights kept at half the bytes, read by matmuls that
+// accumulate in float32. Arithmetic on them runs in LibTorch, never in generated loops.
+enum class DType : uint8_t { Bool, Int32, Int64, Float16, BFloat16, Float32, Float64 };
 
 const char* dtype_name(DType d);
 size_t dtype_size(DType d);
 bool is_floating(DType d);
-// Result type when two dtypes meet in an arithmetic op (bool < int32 < int64 < float32 < float64).
+bool is_half(DType d);  // Float16 or BFloat16
+// Result type when two dtypes meet in an arithmetic op (bool < int32 < int64 < float16/bfloat16 <
+// float32 < float64; float16 with bfloat16 gives float32).
 DType promote(DType a, DType b);
+
+// Conversions between float32 and the half types, rounding to nearest even.
+float f16_to_float(uint16_t h);
+float bf16_to_float(uint16_t h);
+uint16_t float_to_f16(float f);
+uint16_t float_to_bf16(float f);
 
 // A shape whose sizes are symbolic integer expressions (e.g. `T - t` for a slice t:T).
 struct Shape {
@@ -56,6 +66,8 @@ struct HostTensor {
   static HostTensor from(const std::vector<int64_t>& v, std::vector<int64_t> shp);
 
   int64_t numel() const;
+  // The values converted to another dtype (rounded as a cast rounds).
+  HostTensor to(DType dt) const;
   template <typename T>
   T* ptr() { return reinterpret_cast<T*>(data.data()); }
   template <typename T>

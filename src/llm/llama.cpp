@@ -144,6 +144,16 @@ LlamaWeights LlamaWeights::random(const LlamaConfig& c, uint64_t seed) {
   return w;
 }
 
+LlamaWeights LlamaWeights::with_matmul_dtype(DType dtype) const {
+  if (dtype != DType::Float32 && !ir::is_half(dtype))
+    throw UserError(cat("matmul weights can be kept as f32, f16 or bf16, not ",
+                        ir::dtype_name(dtype)));
+  LlamaWeights w = *this;
+  for (HostTensor* m : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down, &w.head})
+    if (!m->shape.empty()) *m = m->to(dtype);
+  return w;
+}
+
 namespace {
 
 RT rms_norm(const RT& x, const RT& weight, double eps) {
@@ -172,14 +182,25 @@ std::pair<RT, RT> rotation(const RT& positions, const RT& inv_freq) {
   return {cat({half_cos, half_cos}, -1), cat({half_sin, half_sin}, -1)};
 }
 
-// A (rows, cols) float matrix transposed: the tied output head, laid out (dim, vocab) once so
-// that every step's head matmul reads it contiguously.
-HostTensor transposed(const HostTensor& m) {
-  const int64_t rows = m.shape[0], cols = m.shape[1];
-  HostTensor out(DType::Float32, {cols, rows});
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = 0; k < cols; ++k) out.ptr<float>()[k * rows + r] = m.ptr<float>()[r * cols + k];
+// The matrices of m (shape (..., rows, cols)) transposed to (..., cols, rows), for elements of
+// Element's size.
+template <typename Element>
+HostTensor transposed_as(const HostTensor& m) {
+  const size_t rank = m.shape.size();
+  const int64_t rows = m.shape[rank - 2], cols = m.shape[rank - 1], size = rows * cols;
+  std::vector<int64_t> shape = m.shape;
+  std::swap(shape[rank - 2], shape[rank - 1]);
+  HostTensor out(m.dtype, shape);
+  const Element* src = m.ptr<Element>();
+  Element* dst = out.ptr<Element>();
+  for (int64_t base = 0; base < m.numel(); base += size)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < cols; ++k) dst[base + k * rows + r] = src[base + r * cols + k];
   return out;
+}
+
+HostTensor transposed(const HostTensor& m) {
+  return ir::dtype_size(m.dtype) == 4 ? transposed_as<float>(m) : transposed_as<uint16_t>(m);
 }
 
 // The weights as constants of the program (layer weights read at l), made once so that the
@@ -188,34 +209,46 @@ struct Model {
   const LlamaConfig* c = nullptr;
   RT embed, head, final_norm, inv_freq;
   RT attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+
+  // x @ w for a matmul weight of this model. The weights are kept (out, in), Hugging Face's
+  // orientation, so that each output's weights are contiguous for the kernel that streams them
+  // at decoding (backend/skinny_matmul.h); LibTorch's GEMM reads them transposed in place.
+  static RT linear(const RT& x, const RT& w) { return x.matmul(w.transpose(-1, -2)); }
 };
 
 Model constants(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const Dim& l) {
   c.validate();
-  auto layer = [&](const HostTensor& stacked) { return ctx.tensor(stacked).index(0, l.var); };
-  std::vector<float> inv;
-  for (double f : rope_inverse_frequencies(c)) inv.push_back(static_cast<float>(f));
   Model m;
   m.c = &c;
+  auto matrix = [&](const HostTensor& in_out) { return ctx.tensor(transposed(in_out)); };
+  auto layer = [&](const HostTensor& stacked) { return ctx.tensor(stacked).index(0, l.var); };
+  auto layer_matrix = [&](const HostTensor& stacked) { return matrix(stacked).index(0, l.var); };
+  std::vector<float> inv;
+  for (double f : rope_inverse_frequencies(c)) inv.push_back(static_cast<float>(f));
   m.embed = ctx.tensor(w.embed);
-  m.head = ctx.tensor(c.tied_embeddings ? transposed(w.embed) : w.head);
+  // The tied head is the embedding: (vocab, dim) is its (out, in).
+  if (!c.tied_embeddings) m.head = matrix(w.head);
+  else if (w.matmul_dtype() == DType::Float32) m.head = m.embed;
+  else m.head = ctx.tensor(w.embed.to(w.matmul_dtype()));
   m.final_norm = ctx.tensor(w.final_norm);
   m.inv_freq = ctx.tensor(HostTensor::from(inv, {c.head_dim() / 2}));
   m.attn_norm = layer(w.attn_norm), m.ffn_norm = layer(w.ffn_norm);
-  m.wq = layer(w.wq), m.wk = layer(w.wk), m.wv = layer(w.wv), m.wo = layer(w.wo);
-  m.w_gate = layer(w.w_gate), m.w_up = layer(w.w_up), m.w_down = layer(w.w_down);
+  m.wq = layer_matrix(w.wq), m.wk = layer_matrix(w.wk), m.wv = layer_matrix(w.wv);
+  m.wo = layer_matrix(w.wo);
+  m.w_gate = layer_matrix(w.w_gate), m.w_up = layer_matrix(w.w_up);
+  m.w_down = layer_matrix(w.w_down);
   return m;
 }
 
 // The residual stream after the attention output, through the SwiGLU MLP.
 RT feed_forward(const Model& m, const RT& x2) {
   RT f = rms_norm(x2, m.ffn_norm, m.c->norm_eps);
-  RT gate = f.matmul(m.w_gate);
-  return x2 + (gate * gate.sigmoid() * f.matmul(m.w_up)).matmul(m.w_down);
+  RT gate = m.linear(f, m.w_gate);
+  return x2 + m.linear(gate * gate.sigmoid() * m.linear(f, m.w_up), m.w_down);
 }
 
 RT output_logits(const Model& m, const RT& last) {
-  return rms_norm(last, m.final_norm, m.c->norm_eps).matmul(m.head);
+  return m.linear(rms_norm(last, m.final_norm, m.c->norm_eps), m.head);
 }
 
 // The prompt's K/V of every layer (P positions) and the logits at its last position.
@@ -242,11 +275,11 @@ Prefill prefill(Context& ctx, const Model& m, const HostTensor& prompt, const Di
   RT h = ctx.placeholder(TensorType{DType::Float32, {P, B, D}}, {l}, "h_prefill");
   RT x = h[l.var];
   RT a = rms_norm(x, m.attn_norm, c.norm_eps);
-  RT q = rotate(a.matmul(m.wq).reshape({P, B, H, hd}), cos, sin, hd);
+  RT q = rotate(m.linear(a, m.wq).reshape({P, B, H, hd}), cos, sin, hd);
   Prefill out;
   out.length = P;
-  out.k = rotate(a.matmul(m.wk).reshape({P, B, Hk, hd}), cos, sin, hd).named("k_prefill");
-  out.v = a.matmul(m.wv).reshape({P, B, Hk, hd}).named("v_prefill");
+  out.k = rotate(m.linear(a, m.wk).reshape({P, B, Hk, hd}), cos, sin, hd).named("k_prefill");
+  out.v = m.linear(a, m.wv).reshape({P, B, Hk, hd}).named("v_prefill");
   // Queries (B, Hk, G * P, hd) against keys (B, Hk, hd, P): one matmul per layer.
   RT qg = q.reshape({P, B, Hk, G, hd}).permute({1, 2, 3, 0, 4}).reshape({B, Hk, G * P, hd});
   RT scores = (qg.matmul(out.k.permute({1, 2, 3, 0})) *
@@ -258,7 +291,7 @@ Prefill prefill(Context& ctx, const Model& m, const HostTensor& prompt, const Di
                     .reshape({B, Hk, G, P, hd})
                     .permute({3, 0, 1, 2, 4})
                     .reshape({P, B, H * hd});
-  RT result = feed_forward(m, x + attended.matmul(m.wo));
+  RT result = feed_forward(m, x + m.linear(attended, m.wo));
 
   HostTensor flat = prompt;
   flat.shape = {P * B};
@@ -320,9 +353,9 @@ RT decode_logits(Context& ctx, const Model& m, const RT& tokens, const Dim& t, c
   RT h = ctx.placeholder(TensorType{DType::Float32, {B, D}}, {t, l}, "h");
   RT x = h[at(h, t, t.var, l, l.var)];
   RT a = rms_norm(x, m.attn_norm, c.norm_eps);
-  RT q = rotate(a.matmul(m.wq).reshape({B, H, hd}), cos, sin, hd);
-  RT k = rotate(a.matmul(m.wk).reshape({B, Hk, hd}), cos, sin, hd).named("k_cache");
-  RT v = a.matmul(m.wv).reshape({B, Hk, hd}).named("v_cache");
+  RT q = rotate(m.linear(a, m.wq).reshape({B, H, hd}), cos, sin, hd);
+  RT k = rotate(m.linear(a, m.wk).reshape({B, Hk, hd}), cos, sin, hd).named("k_cache");
+  RT v = m.linear(a, m.wv).reshape({B, Hk, hd}).named("v_cache");
   // The keys and values this step attends to: (n, B, Hk, hd) per piece.
   std::vector<RT> ks, vs;
   for (const KeyPiece& piece : key_pieces(pattern, t, P)) {
@@ -355,7 +388,7 @@ RT decode_logits(Context& ctx, const Model& m, const RT& tokens, const Dim& t, c
       offset = offset + n;
     }
   }
-  RT out = feed_forward(m, x + attended.reshape({B, H * hd}).matmul(m.wo));
+  RT out = feed_forward(m, x + m.linear(attended.reshape({B, H * hd}), m.wo));
 
   h[at(h, t, t.var, l, Expr(0))] = m.embed.index_select(0, tokens);
   h[at(h, t, t.var, l, l.var + 1)] = out;

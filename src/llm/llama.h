@@ -71,6 +71,11 @@ struct LlamaWeights {
   HostTensor head;                       // (dim, vocab); empty when tied to embed
   // Normal(0, 0.02) weights and unit norms from a seeded generator (no checkpoint needed).
   static LlamaWeights random(const LlamaConfig& c, uint64_t seed);
+  // These weights with every matmul weight (wq .. w_down, the head, a tied head included) kept
+  // as `dtype`: Float32, or Float16/BFloat16 to read half the bytes per decoding step (the sums
+  // stay float32). Rounded to nearest; exact for weights that a half-type checkpoint held.
+  LlamaWeights with_matmul_dtype(DType dtype) const;
+  DType matmul_dtype() const { return wq.dtype; }
 };
 
 // Checks a decoding run's lengths before it is built: a prompt of `prompt` tokens and `total`

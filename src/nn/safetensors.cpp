@@ -24,6 +24,10 @@ const char* st_dtype(DType d) {
       return "F32";
     case DType::Float64:
       return "F64";
+    case DType::Float16:
+      return "F16";
+    case DType::BFloat16:
+      return "BF16";
     case DType::Int64:
       return "I64";
     case DType::Int32:
@@ -56,35 +60,6 @@ bool parse_dtype(const std::string& s, FileDType* out) {
       return true;
     }
   return false;
-}
-
-// bfloat16 is the top half of a float32.
-float bf16_to_float(uint16_t h) {
-  uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-// IEEE half precision: 1 sign, 5 exponent (bias 15), 10 mantissa bits.
-float f16_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  const uint32_t exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
-  uint32_t bits;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000 | (mant << 13);  // inf, nan
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;
-  } else {  // subnormal: mant * 2^-24, exact in float32
-    float f = std::ldexp(static_cast<float>(mant), -24);
-    std::memcpy(&bits, &f, 4);
-    bits |= sign;
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
 }
 
 // "[2, 3]" for errors.
@@ -179,7 +154,7 @@ std::map<std::string, HostTensor> safetensors_decode(const std::string& bytes,
       for (uint64_t k = 0; k < numel; ++k) {
         uint16_t h = static_cast<uint16_t>(static_cast<uint8_t>(src[2 * k]) |
                                            static_cast<uint8_t>(src[2 * k + 1]) << 8);
-        dst[k] = fd.half == FileDType::BF16 ? bf16_to_float(h) : f16_to_float(h);
+        dst[k] = fd.half == FileDType::BF16 ? ir::bf16_to_float(h) : ir::f16_to_float(h);
       }
     }
     if (!out.emplace(name, std::move(t)).second) bad("duplicate name");

@@ -55,7 +55,12 @@ std::optional<double> evaluate(OpKind k, const std::vector<double>& v) {
 
 // Rounds to what a tensor of the dtype holds, so that folding computes what the kernel would.
 double as(ir::DType dt, double v) {
-  return dt == ir::DType::Float32 ? static_cast<double>(static_cast<float>(v)) : v;
+  switch (dt) {
+    case ir::DType::Float32: return static_cast<float>(v);
+    case ir::DType::Float16: return ir::f16_to_float(ir::float_to_f16(static_cast<float>(v)));
+    case ir::DType::BFloat16: return ir::bf16_to_float(ir::float_to_bf16(static_cast<float>(v)));
+    default: return v;
+  }
 }
 
 }  // namespace

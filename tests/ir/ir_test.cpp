@@ -70,6 +70,43 @@ TEST(Types, HostTensor) {
   EXPECT_THROW(HostTensor::from(std::vector<int64_t>{1, 2}, {3}), UserError);
 }
 
+// The half types: promotion, and conversions that round to nearest even and read back exactly.
+TEST(Types, HalfTypes) {
+  EXPECT_EQ(promote(DType::Float16, DType::Float32), DType::Float32);
+  EXPECT_EQ(promote(DType::Int64, DType::BFloat16), DType::BFloat16);
+  EXPECT_EQ(promote(DType::Float16, DType::BFloat16), DType::Float32);
+  EXPECT_TRUE(is_floating(DType::BFloat16) && is_half(DType::Float16));
+  EXPECT_EQ(dtype_size(DType::BFloat16), 2u);
+  EXPECT_EQ(float_to_f16(1.0f), 0x3C00);
+  EXPECT_EQ(float_to_f16(-2.0f), 0xC000);
+  EXPECT_EQ(float_to_f16(65504.0f), 0x7BFF);   // the largest half
+  EXPECT_EQ(float_to_f16(65520.0f), 0x7C00);   // halfway to the next: rounds (to even) to inf
+  EXPECT_EQ(float_to_f16(0x1p-24f), 0x0001);   // the smallest subnormal
+  EXPECT_EQ(float_to_f16(0x1p-25f), 0x0000);   // halfway to it: rounds to even, zero
+  EXPECT_EQ(float_to_f16(1.0f + 0x1p-11f), 0x3C00);  // a tie: to even
+  EXPECT_EQ(float_to_f16(1.0f + 3 * 0x1p-11f), 0x3C02);
+  EXPECT_EQ(float_to_bf16(1.0f), 0x3F80);
+  EXPECT_EQ(float_to_bf16(1.0f + 0x1p-8f), 0x3F80);  // a tie: to even
+  EXPECT_EQ(float_to_bf16(1.0f + 3 * 0x1p-8f), 0x3F82);
+  // Every finite half and bfloat16 value reads back as itself.
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const auto bits = static_cast<uint16_t>(h);
+    if ((bits & 0x7C00) != 0x7C00) {
+      ASSERT_EQ(float_to_f16(f16_to_float(bits)), bits) << h;
+    }
+    if ((bits & 0x7F80) != 0x7F80) {
+      ASSERT_EQ(float_to_bf16(bf16_to_float(bits)), bits) << h;
+    }
+  }
+  HostTensor x = HostTensor::from(std::vector<float>{1.0f, 0.1f, -3.0f}, {3});
+  HostTensor h = x.to(DType::BFloat16);
+  EXPECT_EQ(h.data.size(), 6u);
+  EXPECT_DOUBLE_EQ(h.at(0), 1.0);
+  EXPECT_NEAR(h.at(1), 0.1, 0.1 / 256);
+  EXPECT_DOUBLE_EQ(h.to(DType::Float32).at(2), -3.0);
+  EXPECT_EQ(x.to(DType::Float16).to(DType::Float64).dtype, DType::Float64);
+}
+
 TEST(OpKinds, Table) {
   EXPECT_STREQ(op_kind_name(OpKind::MatMul), "MatMul");
   EXPECT_EQ(op_kind_inputs(OpKind::Where), 3);

@@ -220,8 +220,8 @@ TEST(ParseGraph, Errors) {
   expect_parse_error(c + "%2 = Exp(%0[]) : f32(4)", {"line 2 `", "expected %1"});
   expect_parse_error("%0 = Udf() : f32()", {"Udf ops cannot be parsed"});
   expect_parse_error("%0 = Const() {udf=env} : f32()", {"Udf ops cannot be parsed"});
-  expect_parse_error("%0 = Const() : f16(4)", {"unknown dtype 'f16'"});
-  expect_parse_error("%0 = Const() {dtype=f16} : f32(4)", {"unknown dtype 'f16'"});
+  expect_parse_error("%0 = Const() : f8(4)", {"unknown dtype 'f8'"});
+  expect_parse_error("%0 = Const() {dtype=f8} : f32(4)", {"unknown dtype 'f8'"});
   expect_parse_error("%0 = Const() {foo=1} : f32()", {"unknown attribute 'foo'"});
   expect_parse_error("%0 = Const() {keepdim, keepdim} : f32()", {"'keepdim' given twice"});
   expect_parse_error("%0 = Sum() {ints=[a]} : f32()", {"'a' is not an integer"});

@@ -277,6 +277,38 @@ void check_prefill(const AttentionPattern& p, int64_t P, int64_t N, int64_t tile
   }
 }
 
+// Matmul weights kept as float16 or bfloat16 (batches of 3 and 5 rows: every tile shape of the
+// widening kernel): the float32 program's tokens and, up to the order of float32 sums, its logits
+// with the weights rounded the same way. Kept as bfloat16, the first 32 greedy tokens are
+// unrounded float32's, tied head or not.
+TEST(Llama, HalfMatmulWeights) {
+  LlamaConfig c = LlamaConfig::tiny();
+  c.tied_embeddings = false;  // varied tokens: a tied random model mostly repeats its input
+  const LlamaWeights w = LlamaWeights::random(c, 13);
+  for (auto [dt, B] : {std::pair{DType::Float16, 3}, std::pair{DType::BFloat16, 5}}) {
+    HostTensor prompt = make_prompt(4, B, c.vocab);
+    LlamaWeights half = w.with_matmul_dtype(dt);
+    EXPECT_EQ(half.wq.dtype, dt);
+    EXPECT_EQ(half.embed.dtype, DType::Float32);
+    Generated g = run_generate(c, half, prompt, 12, AttentionPattern::causal());
+    Generated want =
+        run_generate(c, half.with_matmul_dtype(DType::Float32), prompt, 12, AttentionPattern::causal());
+    EXPECT_TRUE(torch::equal(g.tokens, want.tokens)) << ir::dtype_name(dt);
+    EXPECT_LT((g.logits - want.logits).abs().max().item<double>(), 1e-4) << ir::dtype_name(dt);
+  }
+  for (bool tied : {false, true}) {
+    c.tied_embeddings = tied;
+    const LlamaWeights f32 = LlamaWeights::random(c, 17);
+    HostTensor prompt = make_prompt(3, 2, c.vocab);
+    Generated bf16 = run_generate(c, f32.with_matmul_dtype(DType::BFloat16), prompt, 32,
+                                  AttentionPattern::causal());
+    EXPECT_TRUE(torch::equal(bf16.tokens,
+                             run_generate(c, f32, prompt, 32, AttentionPattern::causal()).tokens))
+        << "tied " << tied;
+  }
+  EXPECT_THROW(w.with_matmul_dtype(DType::Int64), UserError);
+}
+
 TEST(Llama, PrefillMatchesTokenByTokenDecoding) {
   check_prefill(AttentionPattern::causal(), 5, 6);
   check_prefill(AttentionPattern::causal(), 1, 4);  // a one-token prompt
