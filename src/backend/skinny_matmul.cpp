@@ -63,7 +63,8 @@ TEMPO_AVX2 float dot(const float* x, int64_t k, const void* w, int64_t wo) {
   const int64_t k32 = k & ~int64_t{31};
   for (int64_t j = 0; j < k32; j += 32)
     for (int u = 0; u < 4; ++u)
-      acc[u] = _mm256_fmadd_ps(load8<T>(w, wo + j + 8 * u), _mm256_loadu_ps(x + j + 8 * u), acc[u]);
+      acc[u] =
+          _mm256_fmadd_ps(load8<T>(w, wo + j + 8 * u), _mm256_loadu_ps(x + j + 8 * u), acc[u]);
   float s = sum8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
   for (int64_t j = k32; j < k; ++j) s += weight<T>(w, wo + j) * x[j];
   return s;
@@ -98,8 +99,9 @@ TEMPO_AVX2 void tile4(const float* x, int64_t k, const void* w, int64_t wo, int6
     }
 }
 
-// The weights are read in memory order: on the machines measured, the hardware prefetcher keeps
-// one stream at the memory's bandwidth but two interleaved streams at a third of it. One row of
+// The weights are read in memory order: on the 2-core EPYC machines measured (bench/README.md,
+// "bench_decode"), the hardware prefetcher keeps one stream at 18-21 GB/s but two or more
+// interleaved streams at 7-9 GB/s. One row of
 // x takes each output's dot product in turn; more rows take four outputs at a time, their
 // weights read from memory once (prefetched) and from the L1 cache for every pair of rows.
 template <WeightType T>
@@ -107,14 +109,15 @@ TEMPO_AVX2 void matmul_avx2(const float* x, int64_t rows, int64_t k, const void*
                             float* y) {
   constexpr int64_t bytes = T == WeightType::F32 ? 4 : 2;
   const char* base = static_cast<const char*>(w);
+  const char* end = base + n * k * bytes;
   int64_t o = 0;
   if (rows > 1) {
     for (; o + 4 <= n; o += 4) {
       const char* next = base + (o + 4) * k * bytes;
       int64_t r = 0;
       for (; r + 2 <= rows; r += 2)
-        tile4<T, 2>(x + r * k, k, w, o * k, n, y + r * n + o, next, base + n * k * bytes);
-      if (r < rows) tile4<T, 1>(x + r * k, k, w, o * k, n, y + r * n + o, next, base + n * k * bytes);
+        tile4<T, 2>(x + r * k, k, w, o * k, n, y + r * n + o, next, end);
+      if (r < rows) tile4<T, 1>(x + r * k, k, w, o * k, n, y + r * n + o, next, end);
     }
   }
   for (; o < n; ++o)

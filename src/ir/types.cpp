@@ -1,5 +1,6 @@
 #include "ir/types.h"
 
+#include <bit>
 #include <cmath>
 
 #include "util/error.h"
@@ -44,16 +45,10 @@ DType promote(DType a, DType b) {
 }
 
 // bfloat16 is the top half of a float32.
-float bf16_to_float(uint16_t h) {
-  uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
+float bf16_to_float(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
 
 uint16_t float_to_bf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
+  uint32_t bits = std::bit_cast<uint32_t>(f);
   if ((bits & 0x7FFFFFFF) > 0x7F800000) return static_cast<uint16_t>((bits >> 16) | 0x40);  // nan
   bits += 0x7FFF + ((bits >> 16) & 1);
   return static_cast<uint16_t>(bits >> 16);
@@ -71,28 +66,21 @@ float f16_to_float(uint16_t h) {
   } else if (mant == 0) {
     bits = sign;
   } else {  // subnormal: mant * 2^-24, exact in float32
-    float f = std::ldexp(static_cast<float>(mant), -24);
-    std::memcpy(&bits, &f, 4);
-    bits |= sign;
+    bits = sign | std::bit_cast<uint32_t>(std::ldexp(static_cast<float>(mant), -24));
   }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return std::bit_cast<float>(bits);
 }
 
 uint16_t float_to_f16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  const uint16_t sign = static_cast<uint16_t>((std::bit_cast<uint32_t>(f) >> 16) & 0x8000);
   const float a = std::fabs(f);
   if (a != a) return static_cast<uint16_t>(sign | 0x7E00);
   if (a >= 65520.0f) return static_cast<uint16_t>(sign | 0x7C00);  // rounds to inf
   if (a < 6.103515625e-05f) {
-    // Subnormal: a multiple of 2^-24, rounded to nearest even by the float addition.
+    // Subnormal: a multiple of 2^-24 (a * 2^24 is exact), rounded to nearest even.
     return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f)));
   }
-  uint32_t m;
-  std::memcpy(&m, &a, 4);
+  uint32_t m = std::bit_cast<uint32_t>(a);
   m += 0xFFF + ((m >> 13) & 1);  // round the 13 dropped mantissa bits to nearest even
   return static_cast<uint16_t>(sign | (((m >> 23) - 112) << 10) | ((m >> 13) & 0x3FF));
 }
