@@ -40,8 +40,9 @@ const char* kUsage =
     "  --tokens N        positions in all, prompt included (default 32): N - P tokens are\n"
     "                    generated after a prompt of P\n"
     "  --batch B         sequences decoded together, each fed the same prompt (default 1)\n"
-    "  --weights-dtype D the matmul weights kept as f32, f16 or bf16 (default f32): the half\n"
-    "                    types read half the bytes per step and sum in f32\n"
+    "  --weights-dtype D the matmul weights kept as f32, f16 or bf16: the half types read half\n"
+    "                    the bytes per step and sum in f32 (default: the checkpoint's torch_dtype\n"
+    "                    where it is f16 or bf16, else f32)\n"
     "  --attention A     causal (default), window:W or sinks:S:W\n"
     "  --tile Z          run attention over the cache in tiles of Z steps\n"
     "  --temperature X   sample from softmax(logits / X) instead of the argmax (default 0)\n"
@@ -73,7 +74,7 @@ ir::DType parse_weights_dtype(const std::string& s) {
 struct Args {
   std::string config = "tiny", prompt_tokens, prompt_string, attention = "causal";
   std::string checkpoint, tokenizer_path, save_dir, timeline;
-  ir::DType weights_dtype = ir::DType::Float32;
+  std::optional<ir::DType> weights_dtype;
   bool has_config = false, has_prompt = false, has_prompt_tokens = false, stepwise = false;
   int64_t layers = 0, tokens = 32, batch = 1, tile = 0, seed = 0;
   llm::Sampling sampling;
@@ -231,7 +232,9 @@ int run_generate_command(int argc, char** argv) {
   llm::LlamaWeights w = a.checkpoint.empty() ? llm::LlamaWeights::random(c, static_cast<uint64_t>(a.seed))
                                              : llm::load_llama_weights(a.checkpoint, c);
   if (!a.save_dir.empty()) llm::save_llama_checkpoint(a.save_dir, c, w);
-  if (a.weights_dtype != DType::Float32) w = w.with_matmul_dtype(a.weights_dtype);
+  const DType weights_dtype = a.weights_dtype.value_or(
+      ir::is_half(c.torch_dtype) ? c.torch_dtype : DType::Float32);
+  if (weights_dtype != DType::Float32) w = w.with_matmul_dtype(weights_dtype);
   using Clock = std::chrono::steady_clock;
   Context ctx;
   Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");
@@ -274,7 +277,8 @@ int run_generate_command(int argc, char** argv) {
     std::cout << "prefill of " << P << " tokens " << ms(t1, ready[0]) << " ms, "
               << ms(ready[0], t2) / static_cast<double>(steps) << " ms between tokens";
   }
-  std::cout << " (" << c.layers << " layers, " << pattern.str() << ")\n";
+  std::cout << " (" << c.layers << " layers, " << pattern.str() << ", "
+            << ir::dtype_name(weights_dtype) << " matmul weights)\n";
   if (!a.timeline.empty())
     std::cout << "memory timeline: " << a.timeline << " (peak " << exe.memory().peak_bytes
               << " bytes of tracked device memory)\n";

@@ -230,6 +230,12 @@ LlamaConfig parse_llama_config(const std::string& json_text, const std::string& 
       throw UserError(cat(what, ": head_dim ", hd, " is not hidden_size / num_attention_heads (",
                           c.dim, " / ", c.heads, "); Tempo's decoder needs them equal"));
   }
+  const std::string dtype = f.string("torch_dtype", "float32");
+  if (dtype == "float16") c.torch_dtype = DType::Float16;
+  else if (dtype == "bfloat16") c.torch_dtype = DType::BFloat16;
+  else if (dtype != "float32" && dtype != "float64")
+    throw UserError(cat(what, ": torch_dtype '", dtype,
+                        "' is not supported (float32, float16, bfloat16 or float64)"));
   const std::string act = f.string("hidden_act", "silu");
   if (act != "silu") throw UserError(cat(what, ": hidden_act '", act, "' is not supported (silu)"));
   for (const char* bias : {"attention_bias", "mlp_bias"})

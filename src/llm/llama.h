@@ -26,6 +26,10 @@ struct LlamaConfig {
   double rope_factor = 32.0, rope_low_freq_factor = 1.0, rope_high_freq_factor = 4.0;
   int64_t rope_original_context = 8192;
   bool tied_embeddings = true;  // the output head is the embedding matrix
+  // The dtype the weights were published in (config.json's torch_dtype): float32, or float16 or
+  // bfloat16, which `tempo generate` keeps its matmul weights in by default (exact, and half the
+  // bytes per step).
+  DType torch_dtype = DType::Float32;
   // The longest sequence (prompt and generated tokens) the model is configured for
   // (max_position_embeddings in config.json).
   int64_t max_context = 131072;

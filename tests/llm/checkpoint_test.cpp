@@ -219,6 +219,7 @@ const char* kConfig1b = R"({
 TEST(Checkpoint, ReadsHuggingFaceConfig) {
   LlamaConfig c = parse_llama_config(kConfig1b, "config.json");
   expect_same(c, LlamaConfig::llama_3_2_1b());
+  EXPECT_EQ(c.torch_dtype, DType::BFloat16);
   // Our own writer's text reads back, with and without rope scaling.
   LlamaConfig t = LlamaConfig::tiny();
   expect_same(parse_llama_config(llama_config_json(t), "t"), t);
@@ -237,6 +238,7 @@ TEST(Checkpoint, ReadsHuggingFaceConfig) {
   EXPECT_EQ(d.rope_factor, 0.0);
   EXPECT_FALSE(d.tied_embeddings);
   EXPECT_EQ(d.max_context, 131072);
+  EXPECT_EQ(d.torch_dtype, DType::Float32);
 }
 
 TEST(Checkpoint, ConfigErrors) {
@@ -255,6 +257,9 @@ TEST(Checkpoint, ConfigErrors) {
             std::string::npos);
   EXPECT_NE(config_error(R"("vocab_size": 128256)", R"("vocab_size": 1.5)")
                 .find("field 'vocab_size' is not an integer"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"("torch_dtype": "bfloat16")", R"("torch_dtype": "int8")")
+                .find("cfg.json: torch_dtype 'int8' is not supported"),
             std::string::npos);
   EXPECT_NE(config_error(R"("rope_type": "llama3")", R"("rope_type": "yarn")")
                 .find("unsupported rope_type 'yarn'"),

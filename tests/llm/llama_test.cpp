@@ -271,9 +271,10 @@ void check_prefill(const AttentionPattern& p, int64_t P, int64_t N, int64_t tile
     expect_close(g.logits[k], to_torch(exe.get(logits, {P - 1 + k})), "prefill vs steps, " + at,
                  2e-4);
     expect_close(g.logits[k], want[P - 1 + k], "prefill vs eager, " + at, 2e-4);
-    if (k < N)
+    if (k < N) {
       EXPECT_TRUE(torch::equal(g.tokens[k], to_torch(exe.get(tokens, {P + k})).to(torch::kInt64)))
           << at;
+    }
   }
 }
 
