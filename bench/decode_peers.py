@@ -291,7 +291,7 @@ def table(name, T, B, tempo, folder, ggufs, tensors, peers):
     if "torch" in peers:
         ms, toks = run_torch(tensors, SHAPES[name], T, B)
         rows.append(("PyTorch eager F32", ms, toks))
-    base = rows[1][1] if ggufs else float("nan")
+    base = next((ms for system, ms, _ in rows if system == "llama.cpp F32"), float("nan"))
     for system, ms, toks in rows:
         same = sum(a == b for a, b in zip(toks, tempo_tokens))
         print(f"| {name} | {T} | {B} | {system} | {ms:.2f} | {ms / base:.2f} | "
