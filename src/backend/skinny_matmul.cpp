@@ -70,28 +70,28 @@ TEMPO_AVX2 float dot(const float* x, int64_t k, const void* w, int64_t wo) {
   return s;
 }
 
-// Outputs o..o+3 for NR rows of x: 4 x NR sums, each weight vector widened once for all rows.
-// The four outputs' rows of w are adjacent in memory; the next four's are prefetched in memory
-// order meanwhile (a line per step), as interleaved streams would not be.
-template <WeightType T, int NR>
-TEMPO_AVX2 void tile4(const float* x, int64_t k, const void* w, int64_t wo, int64_t n, float* y,
-                      const char* next, const char* end) {
-  __m256 acc[4][NR];
+// Outputs o..o+NO-1 for NR rows of x: NO x NR sums, each weight vector widened once for all
+// rows. The NO outputs' rows of w are adjacent in memory; the next NO's are prefetched in memory
+// order meanwhile, as interleaved streams would not be.
+template <WeightType T, int NO, int NR>
+TEMPO_AVX2 void tile(const float* x, int64_t k, const void* w, int64_t wo, int64_t n, float* y,
+                     const char* next, const char* end) {
+  __m256 acc[NO][NR];
   for (auto& per_output : acc)
     for (auto& a : per_output) a = _mm256_setzero_ps();
   const int64_t k8 = k & ~int64_t{7};
-  constexpr int64_t step_bytes = 4 * 8 * (T == WeightType::F32 ? 4 : 2);  // 4 outputs x 8
+  constexpr int64_t step_bytes = NO * 8 * (T == WeightType::F32 ? 4 : 2);  // NO outputs x 8
   for (int64_t j = 0; j < k8; j += 8, next += step_bytes) {
     for (int64_t line = 0; line < step_bytes; line += 64)
       if (next + line < end) _mm_prefetch(next + line, _MM_HINT_T0);
-    __m256 wv[4];
-    for (int a = 0; a < 4; ++a) wv[a] = load8<T>(w, wo + a * k + j);
+    __m256 wv[NO];
+    for (int a = 0; a < NO; ++a) wv[a] = load8<T>(w, wo + a * k + j);
     for (int r = 0; r < NR; ++r) {
       const __m256 xv = _mm256_loadu_ps(x + r * k + j);
-      for (int a = 0; a < 4; ++a) acc[a][r] = _mm256_fmadd_ps(wv[a], xv, acc[a][r]);
+      for (int a = 0; a < NO; ++a) acc[a][r] = _mm256_fmadd_ps(wv[a], xv, acc[a][r]);
     }
   }
-  for (int a = 0; a < 4; ++a)
+  for (int a = 0; a < NO; ++a)
     for (int r = 0; r < NR; ++r) {
       float s = sum8(acc[a][r]);
       for (int64_t j = k8; j < k; ++j) s += weight<T>(w, wo + a * k + j) * x[r * k + j];
@@ -101,23 +101,32 @@ TEMPO_AVX2 void tile4(const float* x, int64_t k, const void* w, int64_t wo, int6
 
 // The weights are read in memory order: on the 2-core EPYC machines measured (bench/README.md,
 // "bench_decode"), the hardware prefetcher keeps one stream at 18-21 GB/s but two or more
-// interleaved streams at 7-9 GB/s. One row of
-// x takes each output's dot product in turn; more rows take four outputs at a time, their
-// weights read from memory once (prefetched) and from the L1 cache for every pair of rows.
+// interleaved streams at 7-9 GB/s. One row of x takes each output's dot product in turn; more
+// rows take three outputs at a time, their weights read from memory once (prefetched) and from
+// the L1 cache for every four rows (3 x 4 sums, 3 weight vectors and a row's vector fill the 16
+// registers; 4 x 2 sums measured 8-18% slower at 16 rows).
 template <WeightType T>
 TEMPO_AVX2 void matmul_avx2(const float* x, int64_t rows, int64_t k, const void* w, int64_t n,
                             float* y) {
   constexpr int64_t bytes = T == WeightType::F32 ? 4 : 2;
+  constexpr int NO = 3;
   const char* base = static_cast<const char*>(w);
   const char* end = base + n * k * bytes;
   int64_t o = 0;
   if (rows > 1) {
-    for (; o + 4 <= n; o += 4) {
-      const char* next = base + (o + 4) * k * bytes;
+    for (; o + NO <= n; o += NO) {
+      const char* next = base + (o + NO) * k * bytes;
       int64_t r = 0;
-      for (; r + 2 <= rows; r += 2)
-        tile4<T, 2>(x + r * k, k, w, o * k, n, y + r * n + o, next, end);
-      if (r < rows) tile4<T, 1>(x + r * k, k, w, o * k, n, y + r * n + o, next, end);
+      for (; r + 4 <= rows; r += 4)
+        tile<T, NO, 4>(x + r * k, k, w, o * k, n, y + r * n + o, next, end);
+      const float* xr = x + r * k;
+      float* yr = y + r * n + o;
+      switch (rows - r) {
+        case 3: tile<T, NO, 3>(xr, k, w, o * k, n, yr, next, end); break;
+        case 2: tile<T, NO, 2>(xr, k, w, o * k, n, yr, next, end); break;
+        case 1: tile<T, NO, 1>(xr, k, w, o * k, n, yr, next, end); break;
+        default: break;
+      }
     }
   }
   for (; o < n; ++o)
