@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "driver/compile.h"
 #include "e2e/e2e_util.h"
 #include "expect_error.h"
@@ -263,7 +265,10 @@ TEST(MemoryBudget, ParsesSizes) {
 
 TEST(MemoryTimeline, WritesTheCurveOfEveryStatement) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "tempo_memory_timeline_test";
+  // A folder of this process's own: the suite runs this test twice (passes on and off), and the
+  // two runs may overlap.
+  const fs::path dir =
+      fs::temp_directory_path() / ("tempo_memory_timeline_test_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string csv = (dir / "timeline.csv").string();
   Rollout a(false);
