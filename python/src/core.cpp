@@ -120,7 +120,8 @@ DType to_dtype(py::handle h) {
   if (name == "int32") return DType::Int32;
   if (name == "bool") return DType::Bool;
   throw UserError(
-      cat("dtype '", name, "' is not supported (bool, int32, int64, float16, bfloat16, float32 or float64)"));
+      cat("dtype '", name,
+          "' is not supported (bool, int32, int64, float16, bfloat16, float32 or float64)"));
 }
 
 py::dtype numpy_dtype(DType d) {

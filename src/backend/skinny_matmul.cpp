@@ -8,6 +8,10 @@ namespace tempo::backend {
 
 namespace {
 
+// Bytes per weight.
+template <WeightType T>
+constexpr int64_t kBytes = T == WeightType::F32 ? 4 : 2;
+
 // Element i of w as a float32.
 template <WeightType T>
 float weight(const void* w, int64_t i) {
@@ -80,7 +84,7 @@ TEMPO_AVX2 void tile(const float* x, int64_t k, const void* w, int64_t wo, int64
   for (auto& per_output : acc)
     for (auto& a : per_output) a = _mm256_setzero_ps();
   const int64_t k8 = k & ~int64_t{7};
-  constexpr int64_t step_bytes = NO * 8 * (T == WeightType::F32 ? 4 : 2);  // NO outputs x 8
+  constexpr int64_t step_bytes = NO * 8 * kBytes<T>;  // NO outputs x 8
   for (int64_t j = 0; j < k8; j += 8, next += step_bytes) {
     for (int64_t line = 0; line < step_bytes; line += 64)
       if (next + line < end) _mm_prefetch(next + line, _MM_HINT_T0);
@@ -108,14 +112,13 @@ TEMPO_AVX2 void tile(const float* x, int64_t k, const void* w, int64_t wo, int64
 template <WeightType T>
 TEMPO_AVX2 void matmul_avx2(const float* x, int64_t rows, int64_t k, const void* w, int64_t n,
                             float* y) {
-  constexpr int64_t bytes = T == WeightType::F32 ? 4 : 2;
   constexpr int NO = 3;
   const char* base = static_cast<const char*>(w);
-  const char* end = base + n * k * bytes;
+  const char* end = base + n * k * kBytes<T>;
   int64_t o = 0;
   if (rows > 1) {
     for (; o + NO <= n; o += NO) {
-      const char* next = base + (o + NO) * k * bytes;
+      const char* next = base + (o + NO) * k * kBytes<T>;
       int64_t r = 0;
       for (; r + 4 <= rows; r += 4)
         tile<T, NO, 4>(x + r * k, k, w, o * k, n, y + r * n + o, next, end);
