@@ -42,6 +42,64 @@ TEST(SkinnyMatmul, KernelMatchesDoubleSums) {
         }
 }
 
+// The strided kernel's three paths (b's columns contiguous: dot products; b's rows contiguous:
+// scaled rows; neither: one sum at a time) against double sums, with row, column and reduction
+// counts on and off its tiles.
+TEST(SkinnyMatmul, StridedKernelMatchesDoubleSums) {
+  for (int form = 0; form < 3; ++form)
+    for (int64_t m : {1, 2, 3, 4, 5, 8})
+      for (int64_t k : {1, 7, 8, 64, 67})
+        for (int64_t n : {1, 7, 8, 16, 17, 33}) {
+          // a is (m, k) inside a wider buffer; b is (k, n) stored as (n, k + 3), as (k, n + 5)
+          // or with neither stride 1.
+          const int64_t a_rs = k + 2;
+          const int64_t b_rs = form == 0 ? 1 : form == 1 ? n + 5 : 2 * n;
+          const int64_t b_cs = form == 0 ? k + 3 : form == 1 ? 1 : 2;
+          HostTensor a = wave({m * a_rs}, 0.25), b = wave({(k + 5) * (n + 5) * 2}, 0.75);
+          std::vector<float> y(static_cast<size_t>(m * n), NAN);
+          backend::strided_matmul(a.ptr<float>(), a_rs, 1, b.ptr<float>(), b_rs, b_cs, m, k, n,
+                                  y.data());
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double want = 0.0;
+              for (int64_t l = 0; l < k; ++l) want += a.at(i * a_rs + l) * b.at(l * b_rs + j * b_cs);
+              ASSERT_NEAR(y[i * n + j], want, 1e-5 * static_cast<double>(k))
+                  << "form " << form << " m " << m << " k " << k << " n " << n;
+            }
+        }
+}
+
+// Attention's shapes in a program: queries (2, 3, G, 16) against keys cached as (n, 2, 3, 16)
+// and read permuted, and the probabilities against the values, equal to double sums.
+TEST(SkinnyMatmul, AttentionOverPermutedCache) {
+  const int64_t G = 3, hd = 16, n = 21;
+  HostTensor qh = wave({2, 3, G, hd}, 0.1), kh = wave({n, 2, 3, hd}, 0.2);
+  HostTensor ph = wave({2, 3, G, n}, 0.3), vh = wave({n, 2, 3, hd}, 0.4);
+  Context ctx;
+  Dim t = ctx.dim("t", "T");
+  RT s = ctx.symbol(t.var).cast(DType::Float32) + 1.0;  // over t, so that nothing is folded
+  RT scores = (ctx.tensor(qh) * s).matmul(ctx.tensor(kh).permute({1, 2, 3, 0})).retain();
+  RT attended = (ctx.tensor(ph) * s).matmul(ctx.tensor(vh).permute({1, 2, 0, 3})).retain();
+  Executable exe = compile(ctx, {{t.bound, 2}});
+  exe.run();
+  HostTensor got_s = exe.get(scores, {1}), got_a = exe.get(attended, {1});
+  ASSERT_EQ(got_s.shape, (std::vector<int64_t>{2, 3, G, n}));
+  ASSERT_EQ(got_a.shape, (std::vector<int64_t>{2, 3, G, hd}));
+  for (int64_t b = 0; b < 6; ++b)
+    for (int64_t i = 0; i < G; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0.0;
+        for (int64_t l = 0; l < hd; ++l) want += 2.0 * qh.at((b * G + i) * hd + l) * kh.at((j * 6 + b) * hd + l);
+        EXPECT_NEAR(got_s.at((b * G + i) * n + j), want, 1e-4);
+      }
+      for (int64_t j = 0; j < hd; ++j) {
+        double want = 0.0;
+        for (int64_t l = 0; l < n; ++l) want += 2.0 * ph.at((b * G + i) * n + l) * vh.at((l * 6 + b) * hd + j);
+        EXPECT_NEAR(got_a.at((b * G + i) * hd + j), want, 1e-4);
+      }
+    }
+}
+
 // x @ wᵀ with w kept as a half type equals the float32 program with w rounded the same way, for
 // one row (decoding at batch 1), a batch, and more rows than the kernel takes (LibTorch's GEMM);
 // w read without the transpose takes LibTorch's path and agrees too.
