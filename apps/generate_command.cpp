@@ -53,6 +53,7 @@ const char* kUsage =
     "                    batched prefill (one pass per layer over all its positions); greedy\n"
     "                    decoding gives the same tokens either way, sampling draws from\n"
     "                    different random streams\n"
+    "  --profile         time every launch and print where the run's time went, per op\n"
     "  --memory-timeline FILE  write the stores' device bytes after every executed statement\n"
     "                    to FILE (CSV) and a plot next to it (.svg)\n"
     "  --save-checkpoint DIR  also write the model as a Hugging Face checkpoint to DIR\n";
@@ -76,6 +77,7 @@ struct Args {
   std::string checkpoint, tokenizer_path, save_dir, timeline;
   std::optional<ir::DType> weights_dtype;
   bool has_config = false, has_prompt = false, has_prompt_tokens = false, stepwise = false;
+  bool profile = false;
   int64_t layers = 0, tokens = 32, batch = 1, tile = 0, seed = 0;
   llm::Sampling sampling;
 };
@@ -91,6 +93,10 @@ std::optional<Args> parse_command_line(int argc, char** argv) {
     }
     if (a == "--token-by-token-prompt") {
       r.stepwise = true;
+      continue;
+    }
+    if (a == "--profile") {
+      r.profile = true;
       continue;
     }
     if (k + 1 >= argc) throw UserError(cat("unknown option or missing value: ", a, " (try `tempo generate --help`)"));
@@ -258,6 +264,7 @@ int run_generate_command(int argc, char** argv) {
   CompileOptions o;
   o.seed = static_cast<uint64_t>(a.seed);
   o.memory_timeline = a.timeline;
+  o.profile = a.profile;
   if (a.tile) o.passes.tiles = {{"t", a.tile}};
   auto t0 = Clock::now();
   Executable exe = compile(ctx, {{t.bound, steps}, {l.bound, c.layers}}, o);
@@ -279,6 +286,7 @@ int run_generate_command(int argc, char** argv) {
   }
   std::cout << " (" << c.layers << " layers, " << pattern.str() << ", "
             << ir::dtype_name(weights_dtype) << " matmul weights)\n";
+  if (a.profile) std::cout << exe.profile_report(24);
   if (!a.timeline.empty())
     std::cout << "memory timeline: " << a.timeline << " (peak " << exe.memory().peak_bytes
               << " bytes of tracked device memory)\n";

@@ -11,12 +11,6 @@ namespace tempo {
 
 namespace {
 
-std::string lower(const char* s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 std::string dims_list(const Dims& dims) {
   std::string s = "(";
   for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + dims[i].name();
@@ -90,7 +84,7 @@ std::vector<RT> Context::add_op(ir::OpKind kind, ir::Attrs attrs,
   for (const RT& in : given_inputs) inputs.push_back(in.defined() ? substituted(in) : in);
   ir::OpNode op;
   op.kind = kind;
-  op.name = lower(ir::op_kind_name(kind));
+  op.name = ir::default_op_name(kind);
   op.loc = loc;
   op.attrs = std::move(attrs);
   Dims domain = ordered(extra_domain);

@@ -1,5 +1,6 @@
 #include "ir/op_kind.h"
 
+#include <cctype>
 #include <iterator>
 
 namespace tempo::ir {
@@ -35,6 +36,12 @@ const KindFacts& facts(OpKind k) {
 }  // namespace
 
 const char* op_kind_name(OpKind k) { return facts(k).name; }
+
+std::string default_op_name(OpKind k) {
+  std::string out(op_kind_name(k));
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
 int op_kind_inputs(OpKind k) { return facts(k).inputs; }
 int op_kind_outputs(OpKind k) { return facts(k).outputs; }
 bool is_differentiable(OpKind k) { return facts(k).differentiable; }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace tempo::ir {
 
@@ -150,6 +151,8 @@ enum class ResultRule : uint8_t {
 };
 
 const char* op_kind_name(OpKind k);
+// The name an RT made by an op of kind k has until RT::named gives it one: the kind, lower case.
+std::string default_op_name(OpKind k);
 VecRule vec_rule(OpKind k);
 OpCategory op_kind_category(OpKind k);
 ResultRule result_rule(OpKind k);

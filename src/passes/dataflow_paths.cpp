@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "passes/graph_edit.h"
+#include "symbolic/simplify.h"
 #include "util/error.h"
 
 namespace tempo::passes {
@@ -22,6 +23,7 @@ DataflowPaths::DataflowPaths(const ir::Graph& g, const std::vector<int>& group_o
     for (const Expr& x : g.edge(static_cast<EdgeId>(e)).phi.args())
       c.push_back(x.is_const() ? std::optional<int64_t>(x.value()) : std::nullopt);
     consts_.push_back(std::move(c));
+    at_least_.push_back(slice_distances(g, static_cast<EdgeId>(e)));
   }
   for (const ir::OpNode& op : g.ops())
     for (const Dim& d : op.domain)
@@ -34,6 +36,24 @@ DataflowPaths::DataflowPaths(const ir::Graph& g, const std::vector<int>& group_o
   }
 }
 
+// Per dimension of the sink: for a slice read along it whose last point is a constant distance
+// c behind the sink's coordinate (k[0:t + 1] at t: c = 0), c, the least distance travelled.
+std::vector<std::optional<int64_t>> DataflowPaths::slice_distances(const ir::Graph& g,
+                                                                   EdgeId id) {
+  const ir::Edge& e = g.edge(id);
+  const Dims& sink = g.op(e.sink).domain;
+  const Dims& source = g.op(e.source).domain;
+  std::vector<std::optional<int64_t>> out(sink.size());
+  for (size_t k = 0; k < sink.size(); ++k)
+    for (size_t j = 0; j < source.size() && j < e.phi.size(); ++j) {
+      const Expr& x = e.phi.arg(j);
+      if (!(source[j] == sink[k]) || !x.is_slice()) continue;
+      const Expr least = sym::simplify(sink[k].var - x.arg(1) + 1, sink);
+      if (least.is_const()) out[k] = least.value();
+    }
+  return out;
+}
+
 size_t DataflowPaths::dim_index(const Dim& d) const {
   for (size_t k = 0; k < dims_.size(); ++k)
     if (dims_[k] == d) return k;
@@ -43,7 +63,10 @@ size_t DataflowPaths::dim_index(const Dim& d) const {
 bool DataflowPaths::comes_back_early(const std::vector<int>& from, const std::vector<int>& to,
                                      const Dims& dims) const {
   TEMPO_ASSERT(trackable() && dims.size() <= dims_.size());
-  enum Sign : uint8_t { Zero, Pos, Neg, Any };
+  // The distance travelled along a dimension: 0, >= 1, >= 0 (a slice read up to the reader's
+  // own point, a K/V cache's k[0:t + 1]) or unknown. A negative one can never make a path later,
+  // so it is unknown too.
+  enum Sign : uint8_t { Zero, Pos, NonNeg, Any };
   const size_t n = dims.size();
   // Two bits per dimension of `dims` (signs), then two bits per dimension of the program (lower
   // bounds of the current op's coordinates, 0 or 1: whether a read of the first point is ruled
@@ -51,10 +74,13 @@ bool DataflowPaths::comes_back_early(const std::vector<int>& from, const std::ve
   using State = uint64_t;
   auto sign = [](State s, size_t d) { return static_cast<Sign>((s >> (2 * d)) & 3); };
   auto low = [&](State s, size_t g) { return static_cast<int64_t>((s >> (2 * (n + g))) & 3); };
-  auto add = [](Sign s, int64_t k) {
-    Sign ks = k == 0 ? Zero : k > 0 ? Pos : Neg;
-    if (s == Zero || ks == Zero) return s == Zero ? ks : s;
-    return s == ks ? s : Any;
+  // s plus a distance of exactly k, or of at least k.
+  auto add = [](Sign s, int64_t k, bool exact) {
+    if (s == Any) return Any;
+    const int64_t least = (s == Pos ? 1 : 0) + k;
+    if (least < 0) return Any;
+    if (least > 0) return Pos;
+    return s == Zero && exact ? Zero : NonNeg;
   };
   // The state at the sink of edge e, given the state at its source (nullopt: the edge reads no
   // point the path can be at).
@@ -68,7 +94,8 @@ bool DataflowPaths::comes_back_early(const std::vector<int>& from, const std::ve
     for (size_t d = 0; d < n; ++d) {
       Sign v = Any;
       for (size_t k = 0; k < sink.size(); ++k)
-        if (sink[k] == dims[d] && shifts_[e][k]) v = add(sign(s, d), *shifts_[e][k]);
+        if (sink[k] == dims[d] && shifts_[e][k]) v = add(sign(s, d), *shifts_[e][k], true);
+        else if (sink[k] == dims[d] && at_least_[e][k]) v = add(sign(s, d), *at_least_[e][k], false);
       out |= static_cast<State>(v) << (2 * d);
     }
     for (size_t k = 0; k < sink.size(); ++k) {
@@ -79,9 +106,13 @@ bool DataflowPaths::comes_back_early(const std::vector<int>& from, const std::ve
     }
     return out;
   };
+  // Lexicographically after: the first dimension travelled is certainly ahead, or may be level
+  // (NonNeg) with the following ones certainly after.
   auto later = [&](State s) {
-    for (size_t d = 0; d < n; ++d)
-      if (sign(s, d) != Zero) return sign(s, d) == Pos;
+    for (size_t d = 0; d < n; ++d) {
+      if (sign(s, d) == Pos) return true;
+      if (sign(s, d) == Any) return false;
+    }
     return false;
   };
   auto in = [](const std::vector<int>& set, int grp) {

@@ -36,6 +36,7 @@ class DataflowPaths {
 
  private:
   size_t dim_index(const Dim& d) const;
+  static std::vector<std::optional<int64_t>> slice_distances(const ir::Graph& g, ir::EdgeId id);
 
   const ir::Graph& g_;
   const std::vector<int>& group_of_;
@@ -43,6 +44,7 @@ class DataflowPaths {
   const std::vector<std::vector<ir::EdgeId>>& consumers_;
   std::vector<std::vector<std::optional<int64_t>>> shifts_;  // per edge (passes/graph_edit.h)
   std::vector<std::vector<std::optional<int64_t>>> consts_;  // per edge: constant phi entries
+  std::vector<std::vector<std::optional<int64_t>>> at_least_;  // per edge: slice_distances
   Dims dims_;                                 // every dimension of the program
   std::vector<std::vector<size_t>> dims_of_;  // per op: its domain's indices in dims_
 };

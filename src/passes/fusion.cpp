@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <string>
 #include <unordered_set>
 #include <utility>
 
@@ -160,6 +161,22 @@ class Fuser {
     return order;
   }
 
+  // A region is named after the outputs it gives others that the program named (RT::named: a
+  // K/V cache, "k_cache+v_cache"), else after its last op, so that profiles and memory timelines
+  // say what it holds.
+  std::string region_name(const std::vector<OpId>& order, const ir::OpNode& root) const {
+    std::string name;
+    for (OpId m : order) {
+      const ir::OpNode& op = g_.op(m);
+      const bool read_outside = std::any_of(cons_[m].begin(), cons_[m].end(), [&](EdgeId e) {
+        return groups_.of[g_.edge(e).sink] != groups_.of[m];
+      });
+      if (read_outside && op.name != ir::default_op_name(op.kind))
+        name += (name.empty() ? "" : "+") + op.name;
+    }
+    return name.empty() ? root.name : name;
+  }
+
   bool build_region(int grp, std::vector<bool>& keep) {
     const std::vector<OpId> order = execution_order(grp);
     if (order.empty()) return false;
@@ -241,7 +258,7 @@ class Fuser {
     fused.domain = domain;
     fused.cond = cond;
     fused.outputs = types;
-    fused.name = root.name;
+    fused.name = region_name(order, root);
     fused.loc = root.loc;
     fused.attrs.region = std::move(region);
     const OpId f = g_.add_op(std::move(fused));

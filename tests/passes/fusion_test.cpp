@@ -237,6 +237,53 @@ TEST(Fusion, StepReadersDoNotWaitForAWholeRollout) {
   }
 }
 
+// A decoder's pattern: each step appends k[t] to a cache and reads the cache so far, k[0:t + 1],
+// and its result feeds the next step. The read of k[0:t + 1] comes back to the step that wrote
+// k[t] no earlier than that step, so the ops before the cache and those after it each fuse (two
+// regions, the first named after the cache it holds); the values are eager's.
+TEST(Fusion, CacheReadersFuseAroundTheCache) {
+  auto build = [](Context& ctx) {
+    Dim t = ctx.dim("t", "T");
+    RT h = ctx.placeholder({DType::Float32, {4}}, {t}, "h");
+    h[0] = source(ctx, {}, {4});
+    RT a = h[t.var] * 0.5 + 0.1;
+    RT k = (a.tanh() * 2.0).named("k_cache");
+    RT attended = (k[slice(0, t.var + 1)] * a).mean({0});
+    h[t.var + 1] = (attended + a).tanh() * 0.9;
+    return std::vector<RT>{h.retain()};
+  };
+  {
+    Context ctx;
+    build(ctx);
+    passes::Program p(ctx.graph(), ctx.retained());
+    passes::run_pipeline(p, PassOptions{});
+    std::vector<std::string> regions;
+    for (const ir::OpNode& op : p.graph.ops())
+      if (op.kind == ir::OpKind::Fused) regions.push_back(op.name);
+    EXPECT_NE(std::find(regions.begin(), regions.end(), "k_cache"), regions.end())
+        << p.graph.str();
+  }
+  const Bounds bounds = {{Expr::bound("T"), 5}};
+  std::vector<std::vector<int64_t>> points = {{1}, {4}};
+  Result off = run({false, false}, build, bounds, points);
+  Result on = run({}, build, bounds, points);
+  EXPECT_GE(on.fused_ops, 2);
+  EXPECT_LT(on.launches, off.launches);
+  torch::Tensor h = eager_source({}, {4}), cache;
+  for (int64_t s = 0, k = 0; s < 5; ++s) {
+    if (s == points[k][0]) {
+      expect_close(off.values[k], h, "off");
+      expect_close(on.values[k], h, "on");
+      ++k;
+    }
+    torch::Tensor a = h * 0.5 + 0.1;
+    torch::Tensor kt = (a.tanh() * 2.0).unsqueeze(0);
+    cache = s == 0 ? kt : torch::cat({cache, kt});
+    h = ((cache * a).mean({0}) + a).tanh() * 0.9;
+    if (k == static_cast<int64_t>(points.size())) break;
+  }
+}
+
 // Generated loops index broadcast inputs: a bias over rows, a column over columns, and a middle
 // broadcast that is materialized first.
 TEST(Fusion, GeneratedLoopsBroadcastLikeLibTorch) {
