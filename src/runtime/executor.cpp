@@ -38,7 +38,7 @@ struct Executor::Launcher {
   Kernel* kernel = nullptr;
   std::vector<ValuePtr> in_values, out_values;
   std::vector<PointStore*> outputs;
-  std::vector<int64_t> in_parts;  // region_read_parts, for the profile's traffic
+  std::vector<sym::CompiledExpr> in_parts;  // region_read_parts, for the profile's traffic
 };
 
 // Frees (Dealloc), evicts or loads (swapping) the points of one op output.
@@ -109,21 +109,20 @@ namespace {
 // For each input of a fused region: how many parts of it the region reads one of (its traffic is
 // the input's bytes over this). A stacked weight read by the region as w[l] is one of L parts;
 // everything else is read whole (1).
-std::vector<int64_t> region_read_parts(const ir::OpNode& op) {
-  std::vector<int64_t> parts(op.inputs.size(), 1);
+std::vector<Expr> region_read_parts(const ir::OpNode& op) {
+  std::vector<Expr> parts(op.inputs.size(), Expr(1));
   if (op.kind != ir::OpKind::Fused) return parts;
   const ir::Graph& body = op.attrs.region->body;
   for (const ir::OpNode& param : body.ops()) {
-    if (param.kind != ir::OpKind::Param) continue;
+    if (param.kind != ir::OpKind::Param || param.outputs[0].shape.rank() == 0) continue;
     const auto input = static_cast<size_t>(param.attrs.ints[0]);
     const std::vector<ir::EdgeId> reads = body.out_edges(param.id);
-    const Expr& rows = param.outputs[0].shape.rank() > 0 ? param.outputs[0].shape[0] : Expr();
-    const bool one_row = !reads.empty() && rows.defined() && rows.is_const() &&
-                         std::all_of(reads.begin(), reads.end(), [&](ir::EdgeId e) {
-                           const ir::OpNode& r = body.op(body.edge(e).sink);
-                           return r.kind == ir::OpKind::Index && r.attrs.ints == std::vector<int64_t>{0};
-                         });
-    if (one_row && input < parts.size()) parts[input] = std::max<int64_t>(rows.value(), 1);
+    if (input < parts.size() && !reads.empty() &&
+        std::all_of(reads.begin(), reads.end(), [&](ir::EdgeId e) {
+          const ir::OpNode& r = body.op(body.edge(e).sink);
+          return r.kind == ir::OpKind::Index && r.attrs.ints == std::vector<int64_t>{0};
+        }))
+      parts[input] = param.outputs[0].shape[0];
   }
   return parts;
 }
@@ -426,7 +425,7 @@ uint32_t Executor::compile_exec(const schedule::Stmt& s) {
                  " outputs");
   }
   l->in_values.resize(op.inputs.size());
-  l->in_parts = region_read_parts(op);
+  for (const Expr& parts : region_read_parts(op)) l->in_parts.emplace_back(parts, layout_);
   l->out_values.resize(op.outputs.size());
   for (size_t k = 0; k < op.outputs.size(); ++k)
     l->outputs.push_back(stores_[store_index_[op.id] + k].get());
@@ -685,7 +684,8 @@ void Executor::launch_impl(Launcher& l) {
     if (in.take) in.store->erase_if_present(in.coords.data());
   int64_t in_bytes = 0;
   if constexpr (kProfile) {
-    for (size_t i = 0; i < ni; ++i) in_bytes += l.in_values[i]->nbytes() / l.in_parts[i];
+    for (size_t i = 0; i < ni; ++i)
+      in_bytes += l.in_values[i]->nbytes() / std::max<int64_t>(l.in_parts[i].eval(env), 1);
     t1 = Clock::now();
   }
   l.kernel->run(l.in_values.data(), ni, env, l.out_values.data());
