@@ -66,8 +66,8 @@ torch::Tensor matmul_or_gemv(const torch::Tensor& a, const torch::Tensor& b) {
 
 // a @ b for a few float32 rows a and b a weight of float32, float16 or bfloat16 whose transpose
 // is contiguous (an (n, k) linear layer read as (k, n)), streamed once (skinny_matmul.h). Empty
-// where the operands are not of that kind, or where LibTorch's GEMM is faster: from 5 rows on for
-// float32 weights; beyond 32 rows (a prefill) for the half types, widened once for the GEMM.
+// where the operands are not of that kind, or beyond 32 rows (a prefill), where LibTorch's GEMM
+// is faster (the half types widened once for it).
 std::optional<torch::Tensor> skinny_weight_matmul(const torch::Tensor& a, const torch::Tensor& b,
                                                   torch::ScalarType st) {
   const torch::ScalarType wt = b.scalar_type();
@@ -77,7 +77,7 @@ std::optional<torch::Tensor> skinny_weight_matmul(const torch::Tensor& a, const 
       a.size(-1) != b.size(0) || b.size(0) == 0)
     return std::nullopt;
   const int64_t k = b.size(0), n = b.size(1), rows = a.numel() / k;
-  if (rows > (wt == torch::kFloat32 ? 4 : 32)) return std::nullopt;
+  if (rows > kPackedRows) return std::nullopt;
   const torch::Tensor x = a.contiguous();
   std::vector<int64_t> shape(a.sizes().begin(), a.sizes().end() - 1);
   shape.push_back(n);

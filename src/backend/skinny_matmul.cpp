@@ -2,6 +2,9 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "ir/types.h"
 
 namespace tempo::backend {
@@ -101,6 +104,74 @@ TEMPO_AVX2 void tile(const float* x, int64_t k, const void* w, int64_t wo, int64
       for (int64_t j = k8; j < k; ++j) s += weight<T>(w, wo + a * k + j) * x[r * k + j];
       y[r * n + a] = s;
     }
+}
+
+// Outputs o..o+NO-1 of float32 weights for every row of x, packed transposed and padded to 8V
+// rows (xt: k x 8V): each weight is broadcast once against the rows' vectors, NO x V sums, no
+// horizontal reduction. The next NO outputs' weights are prefetched a line at a time.
+template <int V, int NO>
+TEMPO_AVX2 void packed_tile(const float* xt, int64_t rows, int64_t k, const float* w, int64_t o,
+                            int64_t n, float* y) {
+  __m256 acc[NO][V];
+#pragma GCC unroll 16
+  for (int a = 0; a < NO; ++a)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) acc[a][v] = _mm256_setzero_ps();
+  const float* wo = w + o * k;
+  const float* next = wo + NO * k;
+  const float* end = w + n * k;
+  for (int64_t j = 0; j < k; ++j) {
+    // A line (16 weights) of each of the next outputs every 16 steps: the next tile arrives
+    // while this one is computed.
+    if ((j & 15) == 0)
+#pragma GCC unroll 16
+      for (int a = 0; a < NO; ++a)
+        _mm_prefetch(reinterpret_cast<const char*>(std::min(next + a * k + j, end - 1)),
+                     _MM_HINT_T0);
+    __m256 xv[V];
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) xv[v] = _mm256_loadu_ps(xt + j * 8 * V + 8 * v);
+#pragma GCC unroll 16
+    for (int a = 0; a < NO; ++a) {
+      const __m256 wb = _mm256_broadcast_ss(wo + a * k + j);
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) acc[a][v] = _mm256_fmadd_ps(wb, xv[v], acc[a][v]);
+    }
+  }
+  alignas(32) float out[8 * V];
+#pragma GCC unroll 16
+  for (int a = 0; a < NO; ++a) {
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) _mm256_store_ps(out + 8 * v, acc[a][v]);
+    for (int64_t r = 0; r < rows; ++r) y[r * n + o + a] = out[r];
+  }
+}
+
+template <int V>
+TEMPO_AVX2 void packed_rows(const float* xt, int64_t rows, int64_t k, const float* w, int64_t n,
+                            float* y) {
+  constexpr int NO = 12 / V;  // NO x V sums, V row vectors and a broadcast: 15 of 16 registers
+  int64_t o = 0;
+  for (; o + NO <= n; o += NO) packed_tile<V, NO>(xt, rows, k, w, o, n, y);
+  for (; o < n; ++o) packed_tile<V, 1>(xt, rows, k, w, o, n, y);
+}
+
+// Float32 weights and 4 to 32 rows: the rows transposed into a packed panel (k x 8V, zero
+// padded), read from the cache for every output, and each weight broadcast from memory once.
+// Measured with weights cold in memory (2048 x 768): 16 rows 62 GFLOP/s, against 36 for the
+// BLAS's GEMM on one thread and 31 for tile(); 4 rows 0.72x tile()'s time.
+TEMPO_AVX2 void matmul_packed(const float* x, int64_t rows, int64_t k, const float* w, int64_t n,
+                              float* y) {
+  const int64_t v = (rows + 7) / 8;
+  std::vector<float> xt(static_cast<size_t>(k * 8 * v), 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < k; ++j) xt[static_cast<size_t>(j * 8 * v + r)] = x[r * k + j];
+  switch (v) {
+    case 1: return packed_rows<1>(xt.data(), rows, k, w, n, y);
+    case 2: return packed_rows<2>(xt.data(), rows, k, w, n, y);
+    case 3: return packed_rows<3>(xt.data(), rows, k, w, n, y);
+    default: return packed_rows<4>(xt.data(), rows, k, w, n, y);
+  }
 }
 
 // The weights are read in memory order: on the 2-core EPYC machines measured (bench/README.md,
@@ -242,6 +313,8 @@ bool has_avx2() {
 void skinny_matmul(const float* x, int64_t rows, int64_t k, const void* w, WeightType type,
                    int64_t n, float* y) {
   const bool avx2 = has_avx2();
+  if (avx2 && type == WeightType::F32 && rows >= 4 && rows <= kPackedRows)
+    return matmul_packed(x, rows, k, static_cast<const float*>(w), n, y);
   switch (type) {
     case WeightType::F32:
       return avx2 ? matmul_avx2<WeightType::F32>(x, rows, k, w, n, y)

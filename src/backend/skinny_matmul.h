@@ -15,6 +15,8 @@ enum class WeightType { F32, F16, BF16 };
 // weight is read from memory once for all rows: meant for a few rows (up to tens).
 void skinny_matmul(const float* x, int64_t rows, int64_t k, const void* w, WeightType type,
                    int64_t n, float* y);
+// Float32 weights with 4 rows up to this many go through a packed panel of the rows.
+constexpr int64_t kPackedRows = 32;
 
 // y (m x n, row-major) = a (m x k) · b (k x n) for float32 matrices of any strides (element
 // (i, j) of a at a[i * a_rs + j * a_cs]), where b's rows or b's columns are contiguous (b_cs or

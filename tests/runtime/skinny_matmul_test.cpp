@@ -23,7 +23,7 @@ HostTensor wave(std::vector<int64_t> shape, double phase) {
 // the rest one by one) and reduction lengths with and without a tail past the last 8 or 32.
 TEST(SkinnyMatmul, KernelMatchesDoubleSums) {
   for (ir::DType dt : {ir::DType::Float32, ir::DType::Float16, ir::DType::BFloat16})
-    for (int64_t rows : {1, 2, 3, 4, 5, 7, 16})
+    for (int64_t rows : {1, 2, 3, 4, 5, 7, 16, 17, 32, 33})
       for (int64_t k : {1, 8, 13, 64, 100, 131})
         for (int64_t n : {1, 2, 3, 4, 5, 9}) {
           HostTensor x = wave({rows, k}, 0.5), w = wave({n, k}, 1.5).to(dt);
