@@ -70,9 +70,12 @@ Run eager(const LlamaConfig& c, const LlamaWeights& hw, const torch::Tensor& fir
           const AttentionPattern& p, bool padded) {
   torch::NoGradGuard no_grad;
   const int64_t B = first.size(0), H = c.heads, Hk = c.kv_heads, G = H / Hk, hd = c.head_dim();
-  torch::Tensor embed = torch_of(hw.embed), wq = torch_of(hw.wq), wk = torch_of(hw.wk),
-                wv = torch_of(hw.wv), wo = torch_of(hw.wo), wg = torch_of(hw.w_gate),
-                wu = torch_of(hw.w_up), wd = torch_of(hw.w_down), an = torch_of(hw.attn_norm),
+  // The matmul weights (layers, out, in) laid out (layers, in, out) once, so that x @ w[j] is
+  // the GEMM's fastest form.
+  auto in_out = [](const HostTensor& w) { return torch_of(w).transpose(1, 2).contiguous(); };
+  torch::Tensor embed = torch_of(hw.embed), wq = in_out(hw.wq), wk = in_out(hw.wk),
+                wv = in_out(hw.wv), wo = in_out(hw.wo), wg = in_out(hw.w_gate),
+                wu = in_out(hw.w_up), wd = in_out(hw.w_down), an = torch_of(hw.attn_norm),
                 fn = torch_of(hw.ffn_norm), final_norm = torch_of(hw.final_norm);
   torch::Tensor head = embed.t().contiguous();
   std::vector<double> inv = llm::rope_inverse_frequencies(c);

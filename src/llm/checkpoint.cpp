@@ -171,20 +171,6 @@ class TensorSource {
   std::map<std::string, Tensors> files_;
 };
 
-// Copies the (rows, cols) float matrix m transposed into dst (cols x rows).
-void transpose_into(const HostTensor& m, float* dst) {
-  const int64_t rows = m.shape[0], cols = m.shape[1];
-  const float* src = m.ptr<float>();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = 0; k < cols; ++k) dst[k * rows + r] = src[r * cols + k];
-}
-
-HostTensor transposed(const HostTensor& m) {
-  HostTensor out(DType::Float32, {m.shape[1], m.shape[0]});
-  transpose_into(m, out.ptr<float>());
-  return out;
-}
-
 // Layer i of a stacked (layers, ...) float tensor, as its own tensor.
 HostTensor layer_of(const HostTensor& stacked, int64_t i) {
   std::vector<int64_t> shape(stacked.shape.begin() + 1, stacked.shape.end());
@@ -285,38 +271,35 @@ LlamaWeights load_llama_weights(const std::string& dir, const LlamaConfig& c) {
   const int64_t q = c.heads * hd, kv = c.kv_heads * hd, F = c.ffn_hidden;
   LlamaWeights w;
   w.embed = src.take("model.embed_tokens.weight", {c.vocab, D});
-  // Each layer's (out, in) matrix, transposed into the stacked (layers, in, out) tensor.
+  // Each layer's (out, in) matrix, copied into the stacked (layers, out, in) tensor.
   // Every layer's tensor is checked first: num_hidden_layers comes from config.json, and the
   // stacked tensor is allocated for that many layers.
   auto check_layers = [&](const char* part, const std::vector<int64_t>& shape) {
     for (int64_t i = 0; i < L; ++i) src.check(layer_name(i, part), shape);
   };
-  auto stack = [&](const char* part, int64_t out, int64_t in) {
-    check_layers(part, {out, in});
-    HostTensor s(DType::Float32, {L, in, out});
+  auto stack = [&](const char* part, std::vector<int64_t> shape) {
+    check_layers(part, shape);
+    int64_t size = 1;
+    for (int64_t d : shape) size *= d;
+    shape.insert(shape.begin(), L);
+    HostTensor s(DType::Float32, shape);
+    shape.erase(shape.begin());
     for (int64_t i = 0; i < L; ++i)
-      transpose_into(src.take(layer_name(i, part), {out, in}), s.ptr<float>() + i * in * out);
+      std::memcpy(s.ptr<float>() + i * size, src.take(layer_name(i, part), shape).data.data(),
+                  static_cast<size_t>(size) * sizeof(float));
     return s;
   };
-  auto stack_norm = [&](const char* part) {
-    check_layers(part, {D});
-    HostTensor s(DType::Float32, {L, D});
-    for (int64_t i = 0; i < L; ++i)
-      std::memcpy(s.ptr<float>() + i * D, src.take(layer_name(i, part), {D}).data.data(),
-                  static_cast<size_t>(D) * sizeof(float));
-    return s;
-  };
-  w.attn_norm = stack_norm("input_layernorm");
-  w.ffn_norm = stack_norm("post_attention_layernorm");
-  w.wq = stack("self_attn.q_proj", q, D);
-  w.wk = stack("self_attn.k_proj", kv, D);
-  w.wv = stack("self_attn.v_proj", kv, D);
-  w.wo = stack("self_attn.o_proj", D, q);
-  w.w_gate = stack("mlp.gate_proj", F, D);
-  w.w_up = stack("mlp.up_proj", F, D);
-  w.w_down = stack("mlp.down_proj", D, F);
+  w.attn_norm = stack("input_layernorm", {D});
+  w.ffn_norm = stack("post_attention_layernorm", {D});
+  w.wq = stack("self_attn.q_proj", {q, D});
+  w.wk = stack("self_attn.k_proj", {kv, D});
+  w.wv = stack("self_attn.v_proj", {kv, D});
+  w.wo = stack("self_attn.o_proj", {D, q});
+  w.w_gate = stack("mlp.gate_proj", {F, D});
+  w.w_up = stack("mlp.up_proj", {F, D});
+  w.w_down = stack("mlp.down_proj", {D, F});
   w.final_norm = src.take("model.norm.weight", {D});
-  if (!c.tied_embeddings) w.head = transposed(src.take("lm_head.weight", {c.vocab, D}));
+  if (!c.tied_embeddings) w.head = src.take("lm_head.weight", {c.vocab, D});
   return w;
 }
 
@@ -334,31 +317,31 @@ nn::NamedTensors llama_hf_tensors(const LlamaConfig& c, const LlamaWeights& w) {
   check_shape("embed", w.embed, {c.vocab, D});
   check_shape("attn_norm", w.attn_norm, {L, D});
   check_shape("ffn_norm", w.ffn_norm, {L, D});
-  check_shape("wq", w.wq, {L, D, q});
-  check_shape("wk", w.wk, {L, D, kv});
-  check_shape("wv", w.wv, {L, D, kv});
-  check_shape("wo", w.wo, {L, q, D});
-  check_shape("w_gate", w.w_gate, {L, D, F});
-  check_shape("w_up", w.w_up, {L, D, F});
-  check_shape("w_down", w.w_down, {L, F, D});
+  check_shape("wq", w.wq, {L, q, D});
+  check_shape("wk", w.wk, {L, kv, D});
+  check_shape("wv", w.wv, {L, kv, D});
+  check_shape("wo", w.wo, {L, D, q});
+  check_shape("w_gate", w.w_gate, {L, F, D});
+  check_shape("w_up", w.w_up, {L, F, D});
+  check_shape("w_down", w.w_down, {L, D, F});
   check_shape("final_norm", w.final_norm, {D});
-  if (!c.tied_embeddings) check_shape("head", w.head, {D, c.vocab});
+  if (!c.tied_embeddings) check_shape("head", w.head, {c.vocab, D});
 
   nn::NamedTensors out;
   out.emplace_back("model.embed_tokens.weight", w.embed);
   for (int64_t i = 0; i < L; ++i) {
     out.emplace_back(layer_name(i, "input_layernorm"), layer_of(w.attn_norm, i));
     out.emplace_back(layer_name(i, "post_attention_layernorm"), layer_of(w.ffn_norm, i));
-    out.emplace_back(layer_name(i, "self_attn.q_proj"), transposed(layer_of(w.wq, i)));
-    out.emplace_back(layer_name(i, "self_attn.k_proj"), transposed(layer_of(w.wk, i)));
-    out.emplace_back(layer_name(i, "self_attn.v_proj"), transposed(layer_of(w.wv, i)));
-    out.emplace_back(layer_name(i, "self_attn.o_proj"), transposed(layer_of(w.wo, i)));
-    out.emplace_back(layer_name(i, "mlp.gate_proj"), transposed(layer_of(w.w_gate, i)));
-    out.emplace_back(layer_name(i, "mlp.up_proj"), transposed(layer_of(w.w_up, i)));
-    out.emplace_back(layer_name(i, "mlp.down_proj"), transposed(layer_of(w.w_down, i)));
+    out.emplace_back(layer_name(i, "self_attn.q_proj"), layer_of(w.wq, i));
+    out.emplace_back(layer_name(i, "self_attn.k_proj"), layer_of(w.wk, i));
+    out.emplace_back(layer_name(i, "self_attn.v_proj"), layer_of(w.wv, i));
+    out.emplace_back(layer_name(i, "self_attn.o_proj"), layer_of(w.wo, i));
+    out.emplace_back(layer_name(i, "mlp.gate_proj"), layer_of(w.w_gate, i));
+    out.emplace_back(layer_name(i, "mlp.up_proj"), layer_of(w.w_up, i));
+    out.emplace_back(layer_name(i, "mlp.down_proj"), layer_of(w.w_down, i));
   }
   out.emplace_back("model.norm.weight", w.final_norm);
-  if (!c.tied_embeddings) out.emplace_back("lm_head.weight", transposed(w.head));
+  if (!c.tied_embeddings) out.emplace_back("lm_head.weight", w.head);
   return out;
 }
 

@@ -1,7 +1,7 @@
 // Hugging Face Llama checkpoints: a directory with config.json and the weights in
 // model.safetensors, or in shards listed by model.safetensors.index.json ("weight_map": tensor
-// name -> file). Tensors keep Hugging Face's names and (out, in) orientation on disk; in memory
-// they are LlamaWeights (transposed to (in, out), layers stacked). BF16/F16 files load as float32.
+// name -> file). Tensors keep Hugging Face's names and (out, in) orientation on disk and in
+// memory, where they are LlamaWeights (layers stacked). BF16/F16 files load as float32.
 #pragma once
 
 #include <string>

@@ -132,15 +132,15 @@ LlamaWeights LlamaWeights::random(const LlamaConfig& c, uint64_t seed) {
   w.embed = randn({c.vocab, D});
   w.attn_norm = ones({L, D});
   w.ffn_norm = ones({L, D});
-  w.wq = randn({L, D, c.heads * hd});
-  w.wk = randn({L, D, c.kv_heads * hd});
-  w.wv = randn({L, D, c.kv_heads * hd});
-  w.wo = randn({L, c.heads * hd, D});
-  w.w_gate = randn({L, D, c.ffn_hidden});
-  w.w_up = randn({L, D, c.ffn_hidden});
-  w.w_down = randn({L, c.ffn_hidden, D});
+  w.wq = randn({L, c.heads * hd, D});
+  w.wk = randn({L, c.kv_heads * hd, D});
+  w.wv = randn({L, c.kv_heads * hd, D});
+  w.wo = randn({L, D, c.heads * hd});
+  w.w_gate = randn({L, c.ffn_hidden, D});
+  w.w_up = randn({L, c.ffn_hidden, D});
+  w.w_down = randn({L, D, c.ffn_hidden});
   w.final_norm = ones({D});
-  if (!c.tied_embeddings) w.head = randn({D, c.vocab});
+  if (!c.tied_embeddings) w.head = randn({c.vocab, D});
   return w;
 }
 
@@ -182,27 +182,6 @@ std::pair<RT, RT> rotation(const RT& positions, const RT& inv_freq) {
   return {cat({half_cos, half_cos}, -1), cat({half_sin, half_sin}, -1)};
 }
 
-// The matrices of m (shape (..., rows, cols)) transposed to (..., cols, rows), for elements of
-// Element's size.
-template <typename Element>
-HostTensor transposed_as(const HostTensor& m) {
-  const size_t rank = m.shape.size();
-  const int64_t rows = m.shape[rank - 2], cols = m.shape[rank - 1], size = rows * cols;
-  std::vector<int64_t> shape = m.shape;
-  std::swap(shape[rank - 2], shape[rank - 1]);
-  HostTensor out(m.dtype, shape);
-  const Element* src = m.ptr<Element>();
-  Element* dst = out.ptr<Element>();
-  for (int64_t base = 0; base < m.numel(); base += size)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t k = 0; k < cols; ++k) dst[base + k * rows + r] = src[base + r * cols + k];
-  return out;
-}
-
-HostTensor transposed(const HostTensor& m) {
-  return ir::dtype_size(m.dtype) == 4 ? transposed_as<float>(m) : transposed_as<uint16_t>(m);
-}
-
 // The weights as constants of the program (layer weights read at l), made once so that the
 // prefill and the decoding steps share them.
 struct Model {
@@ -210,9 +189,9 @@ struct Model {
   RT embed, head, final_norm, inv_freq;
   RT attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
 
-  // x @ w for a matmul weight of this model. The weights are kept (out, in), Hugging Face's
-  // orientation, so that each output's weights are contiguous for the kernel that streams them
-  // at decoding (backend/skinny_matmul.h); LibTorch's GEMM reads them transposed in place.
+  // x @ wᵀ for a matmul weight of this model, kept (out, in) as LlamaWeights holds it: each
+  // output's weights are contiguous for the kernel that streams them at decoding
+  // (backend/skinny_matmul.h); LibTorch's GEMM reads them transposed in place.
   static RT linear(const RT& x, const RT& w) { return x.matmul(w.transpose(-1, -2)); }
 };
 
@@ -220,23 +199,19 @@ Model constants(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const
   c.validate();
   Model m;
   m.c = &c;
-  auto matrix = [&](const HostTensor& in_out) { return ctx.tensor(transposed(in_out)); };
   auto layer = [&](const HostTensor& stacked) { return ctx.tensor(stacked).index(0, l.var); };
-  auto layer_matrix = [&](const HostTensor& stacked) { return matrix(stacked).index(0, l.var); };
   std::vector<float> inv;
   for (double f : rope_inverse_frequencies(c)) inv.push_back(static_cast<float>(f));
   m.embed = ctx.tensor(w.embed);
   // The tied head is the embedding: (vocab, dim) is its (out, in).
-  if (!c.tied_embeddings) m.head = matrix(w.head);
+  if (!c.tied_embeddings) m.head = ctx.tensor(w.head);
   else if (w.matmul_dtype() == DType::Float32) m.head = m.embed;
   else m.head = ctx.tensor(w.embed.to(w.matmul_dtype()));
   m.final_norm = ctx.tensor(w.final_norm);
   m.inv_freq = ctx.tensor(HostTensor::from(inv, {c.head_dim() / 2}));
   m.attn_norm = layer(w.attn_norm), m.ffn_norm = layer(w.ffn_norm);
-  m.wq = layer_matrix(w.wq), m.wk = layer_matrix(w.wk), m.wv = layer_matrix(w.wv);
-  m.wo = layer_matrix(w.wo);
-  m.w_gate = layer_matrix(w.w_gate), m.w_up = layer_matrix(w.w_up);
-  m.w_down = layer_matrix(w.w_down);
+  m.wq = layer(w.wq), m.wk = layer(w.wk), m.wv = layer(w.wv), m.wo = layer(w.wo);
+  m.w_gate = layer(w.w_gate), m.w_up = layer(w.w_up), m.w_down = layer(w.w_down);
   return m;
 }
 

@@ -64,15 +64,15 @@ struct AttentionPattern {
   std::string str() const;
 };
 
-// The weights, layer weights stacked along a leading layer axis, in Hugging Face's orientation
-// transposed to (in, out) so that x @ w applies them.
+// The weights, layer weights stacked along a leading layer axis, matmul weights in Hugging Face's
+// orientation (out, in): x @ wᵀ applies them, and a checkpoint's tensors are copied as they are.
 struct LlamaWeights {
   HostTensor embed;                      // (vocab, dim)
   HostTensor attn_norm, ffn_norm;        // (layers, dim)
-  HostTensor wq, wk, wv, wo;             // (layers, dim, heads*hd), (.., kv*hd) x2, (.., heads*hd, dim)
-  HostTensor w_gate, w_up, w_down;       // (layers, dim, ffn), (layers, dim, ffn), (layers, ffn, dim)
+  HostTensor wq, wk, wv, wo;             // (layers, heads*hd, dim), (.., kv*hd, dim) x2, (.., dim, heads*hd)
+  HostTensor w_gate, w_up, w_down;       // (layers, ffn, dim), (layers, ffn, dim), (layers, dim, ffn)
   HostTensor final_norm;                 // (dim)
-  HostTensor head;                       // (dim, vocab); empty when tied to embed
+  HostTensor head;                       // (vocab, dim); empty when tied to embed
   // Normal(0, 0.02) weights and unit norms from a seeded generator (no checkpoint needed).
   static LlamaWeights random(const LlamaConfig& c, uint64_t seed);
   // These weights with every matmul weight (wq .. w_down, the head, a tied head included) kept

@@ -128,7 +128,7 @@ TEST(Checkpoint, FewerLayersThanTheFileHolds) {
   LlamaConfig one = c;
   one.layers = 1;
   LlamaWeights w1 = load_llama_weights(dir.string(), one);
-  EXPECT_EQ(w1.wq.shape, (std::vector<int64_t>{1, c.dim, c.heads * c.head_dim()}));
+  EXPECT_EQ(w1.wq.shape, (std::vector<int64_t>{1, c.heads * c.head_dim(), c.dim}));
   EXPECT_TRUE(std::equal(w1.w_down.data.begin(), w1.w_down.data.end(), w.w_down.data.begin()));
   fs::remove_all(dir);
 }

@@ -67,21 +67,21 @@ torch::Tensor eager_logits(const LlamaConfig& c, const LlamaWeights& w, const to
   torch::Tensor x = embed.index_select(0, tok.reshape({-1})).view({T, B, c.dim});
   for (int64_t j = 0; j < c.layers; ++j) {
     torch::Tensor a = rms(x, T_(w.attn_norm)[j]);
-    torch::Tensor q = rot(a.matmul(T_(w.wq)[j]).view({T, B, H, hd}));
-    torch::Tensor k = rot(a.matmul(T_(w.wk)[j]).view({T, B, Hk, hd}));
-    torch::Tensor v = a.matmul(T_(w.wv)[j]).view({T, B, Hk, hd});
+    torch::Tensor q = rot(a.matmul(T_(w.wq)[j].t()).view({T, B, H, hd}));
+    torch::Tensor k = rot(a.matmul(T_(w.wk)[j].t()).view({T, B, Hk, hd}));
+    torch::Tensor v = a.matmul(T_(w.wv)[j].t()).view({T, B, Hk, hd});
     // (B, Hk, G, Tq, hd) x (B, Hk, 1, hd, Tk)
     torch::Tensor qg = q.view({T, B, Hk, G, hd}).permute({1, 2, 3, 0, 4});
     torch::Tensor kk = k.permute({1, 2, 3, 0}).unsqueeze(2);
     torch::Tensor s = qg.matmul(kk) / std::sqrt(static_cast<double>(hd)) + mask;
     torch::Tensor o = s.softmax(-1).matmul(v.permute({1, 2, 0, 3}).unsqueeze(2));  // (B,Hk,G,T,hd)
     o = o.permute({3, 0, 1, 2, 4}).reshape({T, B, H * hd});
-    torch::Tensor x2 = x + o.matmul(T_(w.wo)[j]);
+    torch::Tensor x2 = x + o.matmul(T_(w.wo)[j].t());
     torch::Tensor f = rms(x2, T_(w.ffn_norm)[j]);
-    torch::Tensor g = f.matmul(T_(w.w_gate)[j]);
-    x = x2 + (g * g.sigmoid() * f.matmul(T_(w.w_up)[j])).matmul(T_(w.w_down)[j]);
+    torch::Tensor g = f.matmul(T_(w.w_gate)[j].t());
+    x = x2 + (g * g.sigmoid() * f.matmul(T_(w.w_up)[j].t())).matmul(T_(w.w_down)[j].t());
   }
-  torch::Tensor head = c.tied_embeddings ? embed.t() : T_(w.head);
+  torch::Tensor head = c.tied_embeddings ? embed.t() : T_(w.head).t();
   return rms(x, T_(w.final_norm)).matmul(head);
 }
 
