@@ -277,13 +277,12 @@ LlamaWeights load_llama_weights(const std::string& dir, const LlamaConfig& c) {
   auto check_layers = [&](const char* part, const std::vector<int64_t>& shape) {
     for (int64_t i = 0; i < L; ++i) src.check(layer_name(i, part), shape);
   };
-  auto stack = [&](const char* part, std::vector<int64_t> shape) {
+  auto stack = [&](const char* part, const std::vector<int64_t>& shape) {
     check_layers(part, shape);
-    int64_t size = 1;
-    for (int64_t d : shape) size *= d;
-    shape.insert(shape.begin(), L);
-    HostTensor s(DType::Float32, shape);
-    shape.erase(shape.begin());
+    std::vector<int64_t> stacked = {L};
+    stacked.insert(stacked.end(), shape.begin(), shape.end());
+    HostTensor s(DType::Float32, stacked);
+    const int64_t size = s.numel() / L;
     for (int64_t i = 0; i < L; ++i)
       std::memcpy(s.ptr<float>() + i * size, src.take(layer_name(i, part), shape).data.data(),
                   static_cast<size_t>(size) * sizeof(float));

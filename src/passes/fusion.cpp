@@ -161,22 +161,6 @@ class Fuser {
     return order;
   }
 
-  // A region is named after the outputs it gives others that the program named (RT::named: a
-  // K/V cache, "k_cache+v_cache"), else after its last op, so that profiles and memory timelines
-  // say what it holds.
-  std::string region_name(const std::vector<OpId>& order, const ir::OpNode& root) const {
-    std::string name;
-    for (OpId m : order) {
-      const ir::OpNode& op = g_.op(m);
-      const bool read_outside = std::any_of(cons_[m].begin(), cons_[m].end(), [&](EdgeId e) {
-        return groups_.of[g_.edge(e).sink] != groups_.of[m];
-      });
-      if (read_outside && op.name != ir::default_op_name(op.kind))
-        name += (name.empty() ? "" : "+") + op.name;
-    }
-    return name.empty() ? root.name : name;
-  }
-
   bool build_region(int grp, std::vector<bool>& keep) {
     const std::vector<OpId> order = execution_order(grp);
     if (order.empty()) return false;
@@ -232,9 +216,12 @@ class Fuser {
       for (const auto& [src, out] : reads)
         body.add_edge(in_body[m], src, out, identity_phi(domain));
     }
-    // Outputs: member values read outside the region.
+    // Outputs: member values read outside the region. The region is named after the members
+    // among them that the program named (RT::named: a K/V cache, "k_cache+v_cache"), else after
+    // its last op, so that profiles and memory timelines say what it holds.
     std::vector<std::pair<EdgeId, int>> external;  // edge, region output
     std::vector<ir::TensorType> types;
+    std::string name;
     for (OpId m : order)
       for (size_t k = 0; k < g_.op(m).outputs.size(); ++k) {
         int j = -1;
@@ -244,9 +231,14 @@ class Fuser {
               groups_.of[edge.sink] == grp)
             continue;
           if (j < 0) {
+            const ir::OpNode& op = g_.op(m);
+            const bool first_of_op =
+                region->outputs.empty() || region->outputs.back().first != in_body[m];
+            if (first_of_op && op.name != ir::default_op_name(op.kind))
+              name += (name.empty() ? "" : "+") + op.name;
             j = static_cast<int>(region->outputs.size());
             region->outputs.emplace_back(in_body[m], static_cast<int>(k));
-            types.push_back(g_.op(m).outputs[k]);
+            types.push_back(op.outputs[k]);
           }
           external.emplace_back(e, j);
         }
@@ -258,7 +250,7 @@ class Fuser {
     fused.domain = domain;
     fused.cond = cond;
     fused.outputs = types;
-    fused.name = region_name(order, root);
+    fused.name = name.empty() ? root.name : name;
     fused.loc = root.loc;
     fused.attrs.region = std::move(region);
     const OpId f = g_.add_op(std::move(fused));
