@@ -210,33 +210,35 @@ class LibTorchBackend final : public runtime::Backend {
     }
   }
 
-  runtime::ValuePtr new_block(const runtime::Value& row, int64_t rows) override {
+  runtime::ValuePtr new_block(const runtime::Value& row, int64_t rows, int64_t axis) override {
     const torch::Tensor& r = static_cast<const TorchValue&>(row).tensor;
-    std::vector<int64_t> shape{rows};
-    shape.insert(shape.end(), r.sizes().begin(), r.sizes().end());
+    std::vector<int64_t> shape(r.sizes().begin(), r.sizes().end());
+    shape.insert(shape.begin() + axis, rows);
     return wrap(torch::empty(shape, r.options()));
   }
-  runtime::ValuePtr write_row(const runtime::Value& block, int64_t index,
+  runtime::ValuePtr write_row(const runtime::Value& block, int64_t axis, int64_t index,
                               const runtime::Value& row) override {
     const torch::Tensor& b = static_cast<const TorchValue&>(block).tensor;
     const torch::Tensor& r = static_cast<const TorchValue&>(row).tensor;
     if (r.scalar_type() != b.scalar_type() || r.device() != b.device() ||
-        r.sizes() != b.sizes().slice(1))
+        r.dim() + 1 != b.dim())
       return nullptr;
-    torch::Tensor dst = b.select(0, index);
+    torch::Tensor dst = b.select(axis, index);
+    if (r.sizes() != dst.sizes()) return nullptr;
     dst.copy_(r);
     return wrap(std::move(dst));
   }
-  runtime::ValuePtr block_rows(const runtime::Value& block, int64_t start, int64_t stop,
-                               int64_t step) override {
-    return wrap(static_cast<const TorchValue&>(block).tensor.slice(0, start, stop, step));
+  runtime::ValuePtr block_rows(const runtime::Value& block, int64_t axis, int64_t start,
+                               int64_t stop, int64_t step) override {
+    const torch::Tensor& b = static_cast<const TorchValue&>(block).tensor;
+    return wrap(b.slice(axis, start, stop, step).movedim(axis, 0));
   }
 
-  runtime::ValuePtr rolled_block(const runtime::Value& block, int64_t start,
+  runtime::ValuePtr rolled_block(const runtime::Value& block, int64_t axis, int64_t start,
                                  int64_t stop) override {
     const torch::Tensor& b = static_cast<const TorchValue&>(block).tensor;
     torch::Tensor fresh = torch::empty_like(b);
-    fresh.slice(0, 0, stop - start).copy_(b.slice(0, start, stop));
+    fresh.slice(axis, 0, stop - start).copy_(b.slice(axis, start, stop));
     return wrap(std::move(fresh));
   }
 

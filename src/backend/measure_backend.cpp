@@ -71,18 +71,20 @@ class MeasureBackend final : public runtime::Backend {
     for (int64_t d : element_shape) bytes *= d;
     return std::make_shared<SizeValue>(bytes);
   }
-  runtime::ValuePtr new_block(const runtime::Value& row, int64_t rows) override {
+  runtime::ValuePtr new_block(const runtime::Value& row, int64_t rows, int64_t) override {
     return std::make_shared<SizeValue>(row.nbytes() * rows);
   }
-  runtime::ValuePtr write_row(const runtime::Value& block, int64_t,
+  runtime::ValuePtr write_row(const runtime::Value& block, int64_t, int64_t,
                               const runtime::Value& row) override {
     return std::make_shared<SizeValue>(row.nbytes(), size_of(block).base());
   }
   // A view of the rows; its own size is not needed (the storage is the block's).
-  runtime::ValuePtr block_rows(const runtime::Value& block, int64_t, int64_t, int64_t) override {
+  runtime::ValuePtr block_rows(const runtime::Value& block, int64_t, int64_t, int64_t,
+                               int64_t) override {
     return std::make_shared<SizeValue>(block.nbytes(), size_of(block).base());
   }
-  runtime::ValuePtr rolled_block(const runtime::Value& block, int64_t, int64_t) override {
+  runtime::ValuePtr rolled_block(const runtime::Value& block, int64_t, int64_t,
+                                 int64_t) override {
     return std::make_shared<SizeValue>(block.nbytes());
   }
   runtime::ValuePtr evict(const runtime::Value& v) override {

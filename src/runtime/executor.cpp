@@ -183,6 +183,39 @@ bool moves(const ir::Graph& g, const ir::Edge& e) {
   return false;
 }
 
+// Where a block's rows go among its points' dims (PointStore::use_blocks' row_axis) for a slice
+// read e: where only permutes that move the stacked dim inward, keeping the others in order,
+// read it, before the dim they move it to (at most the last, so that each row is written in runs
+// of the last dim), so that the permuted view walks its outer dims' rows contiguously: a K/V
+// cache of points (B, heads, head_dim) read as (B, heads, head_dim, n) and (B, heads, n,
+// head_dim) lies (B, heads, n, head_dim), each head's keys one run. 0 (rows leading) otherwise.
+int64_t preferred_row_axis(const ir::Graph& g, const ir::Edge& e) {
+  const ir::OpNode& sink = g.op(e.sink);
+  const auto input = std::find(sink.inputs.begin(), sink.inputs.end(), e.id) - sink.inputs.begin();
+  std::vector<const ir::OpNode*> readers;
+  if (sink.kind == ir::OpKind::Fused) {
+    const ir::Graph& body = sink.attrs.region->body;
+    for (const ir::OpNode& param : body.ops())
+      if (param.kind == ir::OpKind::Param && param.attrs.ints[0] == input)
+        for (ir::EdgeId r : body.out_edges(param.id)) readers.push_back(&body.op(body.edge(r).sink));
+  } else {
+    readers.push_back(&sink);
+  }
+  const int64_t point_rank = static_cast<int64_t>(g.input_type(e.id).shape.dims.size()) - 1;
+  int64_t axis = point_rank - 1;
+  for (const ir::OpNode* r : readers) {
+    if (r->kind != ir::OpKind::Permute) return 0;
+    const std::vector<int64_t>& order = r->attrs.ints;
+    const auto to = std::find(order.begin(), order.end(), 0) - order.begin();
+    std::vector<int64_t> others;
+    for (int64_t d : order)
+      if (d != 0) others.push_back(d);
+    if (!std::is_sorted(others.begin(), others.end())) return 0;
+    axis = std::min<int64_t>(axis, to);
+  }
+  return readers.empty() ? 0 : std::max<int64_t>(axis, 0);
+}
+
 // Whether an output's points all have one shape (rows of a block).
 bool fixed_shape(const ir::OpNode& op, int output) {
   for (const Expr& d : op.outputs[output].shape.dims)
@@ -315,6 +348,7 @@ void Executor::use_block_stores(const schedule::Schedule& schedule, Blocks block
   std::vector<int> blocked(stores_.size(), 0);
   std::vector<int64_t> windows(stores_.size(), 0);
   block_dims_.assign(stores_.size(), -1);  // the one dimension every slice read slices
+  std::vector<int64_t> row_axes(stores_.size(), INT64_MAX);
   for (const ir::Edge& e : graph_.edges()) {
     const size_t s = store_index_[e.source] + e.source_output;
     bool slices = false;
@@ -327,6 +361,7 @@ void Executor::use_block_stores(const schedule::Schedule& schedule, Blocks block
       continue;
     }
     block_dims_[s] = d;
+    row_axes[s] = std::min(row_axes[s], preferred_row_axis(graph_, e));
     const bool fixed = fixed_shape(graph_.op(e.source), e.source_output);
     if (const int64_t w = window_rows(graph_, e); w > 0 && fixed && blocked[s] == 0)
       windows[s] = std::max(windows[s], w);
@@ -340,10 +375,12 @@ void Executor::use_block_stores(const schedule::Schedule& schedule, Blocks block
     for (size_t k = 0; k < graph_.op(op).outputs.size(); ++k) blocked[store_index_[op] + k] = -1;
   for (size_t s = 0; s < stores_.size(); ++s) {
     const size_t dim = static_cast<size_t>(block_dims_[s]);
-    if (blocked[s] == 1) stores_[s]->use_blocks(&backend_, 0, dim);
+    const int64_t axis = row_axes[s] == INT64_MAX ? 0 : row_axes[s];
+    if (blocked[s] == 1) stores_[s]->use_blocks(&backend_, 0, dim, 0, axis);
     if (blocked[s] == 2 && blocks == Blocks::All)
-      stores_[s]->use_blocks(&backend_, 0, dim, kWholeReadBlockBytes);
-    if (blocked[s] == 0 && windows[s] > 0) stores_[s]->use_blocks(&backend_, windows[s], dim);
+      stores_[s]->use_blocks(&backend_, 0, dim, kWholeReadBlockBytes, axis);
+    if (blocked[s] == 0 && windows[s] > 0)
+      stores_[s]->use_blocks(&backend_, windows[s], dim, 0, axis);
   }
 }
 

@@ -74,7 +74,7 @@ ValuePtr PointStore::into_block(int64_t k, ValuePtr v) {
   }
   Block& b = blocks_[outer];
   if (!b.data) {
-    b.data = blocks_backend_->new_block(*v, block_rows_);
+    b.data = blocks_backend_->new_block(*v, block_rows_, row_axis_);
     b.held.assign(static_cast<size_t>(block_rows_), false);
     b.base = window_ > 0 ? last : 0;
     if (auto p = first_point_.find(outer); p != first_point_.end()) {
@@ -83,7 +83,7 @@ ValuePtr PointStore::into_block(int64_t k, ValuePtr v) {
       ValuePtr* slot = const_cast<ValuePtr*>(find(first));
       const int64_t r = block_of(first).second;
       if (slot && *slot) {
-        if (ValuePtr row = blocks_backend_->write_row(*b.data, r, **slot)) {
+        if (ValuePtr row = blocks_backend_->write_row(*b.data, row_axis_, r, **slot)) {
           memory_->release(**slot);
           memory_->acquire(*row);
           *slot = std::move(row);
@@ -96,7 +96,7 @@ ValuePtr PointStore::into_block(int64_t k, ValuePtr v) {
   if (last < b.base) return v;  // older than the window: kept as it is
   if (last - b.base >= block_rows_) roll(b, last - window_ + 1);
   const int64_t r = last - b.base;
-  ValuePtr row = blocks_backend_->write_row(*b.data, r, *v);
+  ValuePtr row = blocks_backend_->write_row(*b.data, row_axis_, r, *v);
   if (!row) {  // does not fit the block: kept as it is
     if (b.live == 0) blocks_.erase(outer);
     return v;
@@ -112,7 +112,7 @@ void PointStore::roll(Block& b, int64_t start) {
   // The rows from `start` on are copies of stored points: later window reads view the new block,
   // the stored values keep viewing the old one (freed with its last view).
   const int64_t from = std::clamp<int64_t>(start - b.base, 0, block_rows_);
-  b.data = blocks_backend_->rolled_block(*b.data, from, block_rows_);
+  b.data = blocks_backend_->rolled_block(*b.data, row_axis_, from, block_rows_);
   std::vector<bool> held(static_cast<size_t>(block_rows_), false);
   std::copy(b.held.begin() + from, b.held.end(), held.begin());
   b.held = std::move(held);
@@ -134,7 +134,7 @@ ValuePtr PointStore::rows(const int64_t* point, int64_t start, int64_t stop, int
   if (start < b.base || stop - b.base > block_rows_) return nullptr;
   for (int64_t r = start; r < stop; r += step)
     if (!b.held[r - b.base]) return nullptr;
-  return blocks_backend_->block_rows(*b.data, start - b.base, stop - b.base, step);
+  return blocks_backend_->block_rows(*b.data, row_axis_, start - b.base, stop - b.base, step);
 }
 
 bool PointStore::contains(const int64_t* point) const {

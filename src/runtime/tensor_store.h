@@ -112,13 +112,16 @@ class PointStore {
   // and views them); with `window` > 0, in rolling blocks of 2 x window rows for reads of at most
   // `window` points.
   // Points smaller than `min_point_bytes` stay as they are (blocks only pay for large points).
+  // The rows lie before the points' dim `row_axis` in a block (Backend::new_block).
   void use_blocks(Backend* backend, int64_t window = 0, size_t dim = SIZE_MAX,
-                  int64_t min_point_bytes = 0) {
+                  int64_t min_point_bytes = 0, int64_t row_axis = 0) {
     blocks_backend_ = backend;
     window_ = window;
     block_dim_ = dim;
     min_point_bytes_ = min_point_bytes;
+    row_axis_ = row_axis;
   }
+  int64_t row_axis() const { return row_axis_; }
   bool blocked() const { return blocks_backend_ != nullptr; }
   int64_t window() const { return window_; }  // > 0: a window store of that many points
   // Swapping (TEMPO §5.2): values moved to host memory are counted in `host` instead.
@@ -252,6 +255,7 @@ class PointStore {
   Backend* blocks_backend_ = nullptr;
   int64_t window_ = 0;           // > 0: window store for reads of at most this many rows
   int64_t min_point_bytes_ = 0;  // smaller points are not put in blocks
+  int64_t row_axis_ = 0;         // where the rows lie among a point's dims in a block
   size_t block_dim_ = SIZE_MAX;  // the dimension along which a block's rows lie (default: last)
   int64_t block_rows_ = 1;       // rows of a block: that dimension's bound, or 2 x window
   int64_t dim_bound_ = 1, dim_stride_ = 1;  // that dimension's bound and key stride

@@ -194,6 +194,57 @@ TEST(Patterns, BlockStoresMatchPointStores) {
   }
 }
 
+// A K/V cache: points (2, 3, 4) read as a growing prefix and as a sliding window, each through
+// a permute that moves the steps next to the last dim. Their blocks lay the steps there (row
+// axis 2, each (a, b)'s steps one run), a prefix read without a permute keeps the steps leading,
+// and the values equal point stores' and eager attention's.
+TEST(Patterns, BlockRowsLieWhereTheirReadersPermuteThem) {
+  if (std::getenv("TEMPO_NO_BLOCK_STORES")) GTEST_SKIP() << "block stores are switched off";
+  const int64_t T = 11;
+  for (bool blocks : {true, false}) {
+    Context ctx;
+    Dim t = ctx.dim("t", "T");
+    RT k = source(ctx, {t}, {2, 3, 4}, 1), v = source(ctx, {t}, {2, 3, 4}, 2);
+    RT q = source(ctx, {t}, {2, 3, 1, 4}, 3), u = source(ctx, {t}, {2, 3, 4}, 4);
+    RT scores = q.matmul(k[{slice(0, t.var + 1)}].permute({1, 2, 3, 0})).softmax(-1);
+    RT attended = scores.matmul(k[{slice(0, t.var + 1)}].permute({1, 2, 0, 3})).retain();
+    RT window = v[{slice(max(0, t.var - 3), t.var + 1)}].permute({1, 2, 3, 0}).sum(-1).retain();
+    RT total = u[{slice(0, t.var + 1)}].sum(0).retain();
+    CompileOptions o;
+    o.block_stores = blocks;
+    Executable exe = compile(ctx, {{t.bound, T}}, o);
+    exe.run();
+    const runtime::Executor& ex = *exe.impl().executor;
+    auto store = [&](const RT& x) { return ex.store(exe.impl().op_map[x.op()], 0); };
+    EXPECT_EQ(store(k)->blocked(), blocks);
+    EXPECT_EQ(store(v)->window() > 0, blocks);
+    EXPECT_EQ(store(u)->blocked(), blocks);
+    if (blocks) {
+      EXPECT_EQ(store(k)->row_axis(), 2);
+      EXPECT_EQ(store(v)->row_axis(), 2);
+      EXPECT_EQ(store(u)->row_axis(), 0);
+    }
+    auto points = [](int64_t from, int64_t to, std::vector<int64_t> shape, uint64_t salt) {
+      std::vector<torch::Tensor> xs;
+      for (int64_t s = from; s < to; ++s) xs.push_back(eager_source({s}, shape, salt));
+      return torch::stack(xs);
+    };
+    const std::string what = blocks ? "block store" : "point store";
+    for (int64_t s = 0; s < T; ++s) {
+      const torch::Tensor ks = points(0, s + 1, {2, 3, 4}, 1);
+      const torch::Tensor p =
+          eager_source({s}, {2, 3, 1, 4}, 3).matmul(ks.permute({1, 2, 3, 0})).softmax(-1);
+      expect_close(to_torch(exe.get(attended, {s})), p.matmul(ks.permute({1, 2, 0, 3})),
+                   cat(what, " attention at ", s));
+      expect_close(to_torch(exe.get(window, {s})),
+                   points(std::max<int64_t>(0, s - 3), s + 1, {2, 3, 4}, 2).sum(0),
+                   cat(what, " window at ", s));
+      expect_close(to_torch(exe.get(total, {s})), points(0, s + 1, {2, 3, 4}, 4).sum(0),
+                   cat(what, " prefix at ", s));
+    }
+  }
+}
+
 // Window stores (TEMPO §6): an output read only through windows of at most W points that slide
 // with t (past windows, and future ones as n-step returns read them) keeps rolling blocks of 2W
 // rows; each window is a view where it lies in the current block, a stack otherwise. Values
