@@ -43,6 +43,8 @@ const char* kUsage =
     "  --weights-dtype D the matmul weights kept as f32, f16 or bf16: the half types read half\n"
     "                    the bytes per step and sum in f32 (default: the checkpoint's torch_dtype\n"
     "                    where it is f16 or bf16, else f32)\n"
+    "  --kv-dtype D      the K/V cache kept as f32 (default), f16 or bf16: attention reads\n"
+    "                    half the bytes per step (its sums stay f32)\n"
     "  --attention A     causal (default), window:W or sinks:S:W\n"
     "  --tile Z          run attention over the cache in tiles of Z steps\n"
     "  --temperature X   sample from softmax(logits / X) instead of the argmax (default 0)\n"
@@ -64,11 +66,11 @@ int64_t positive(const std::string& flag, const std::string& s) {
   return v;
 }
 
-ir::DType parse_weights_dtype(const std::string& s) {
+ir::DType parse_dtype(const std::string& flag, const std::string& s) {
   if (s == "f32") return ir::DType::Float32;
   if (s == "f16") return ir::DType::Float16;
   if (s == "bf16") return ir::DType::BFloat16;
-  throw UserError(cat("--weights-dtype expects f32, f16 or bf16, got '", s, "'"));
+  throw UserError(cat(flag, " expects f32, f16 or bf16, got '", s, "'"));
 }
 
 // What the command line sets.
@@ -76,6 +78,7 @@ struct Args {
   std::string config = "tiny", prompt_tokens, prompt_string, attention = "causal";
   std::string checkpoint, tokenizer_path, save_dir, timeline;
   std::optional<ir::DType> weights_dtype;
+  ir::DType kv_dtype = ir::DType::Float32;
   bool has_config = false, has_prompt = false, has_prompt_tokens = false, stepwise = false;
   bool profile = false;
   int64_t layers = 0, tokens = 32, batch = 1, tile = 0, seed = 0;
@@ -111,7 +114,8 @@ std::optional<Args> parse_command_line(int argc, char** argv) {
     else if (a == "--tokens") r.tokens = positive(a, v);
     else if (a == "--batch") r.batch = positive(a, v);
     else if (a == "--attention") r.attention = v;
-    else if (a == "--weights-dtype") r.weights_dtype = parse_weights_dtype(v);
+    else if (a == "--weights-dtype") r.weights_dtype = parse_dtype(a, v);
+    else if (a == "--kv-dtype") r.kv_dtype = parse_dtype(a, v);
     else if (a == "--tile") r.tile = positive(a, v);
     else if (a == "--seed") r.seed = cli::parse_int(a, v);
     else if (a == "--temperature") r.sampling.temperature = cli::parse_double(a, v);
@@ -138,6 +142,7 @@ llm::LlamaConfig model_config(const Args& a) {
     if (a.layers > c.layers) throw UserError(cat("--layers ", a.layers, ": the ", model_name, " model has ", c.layers));
     c.layers = a.layers;
   }
+  c.kv_dtype = a.kv_dtype;
   return c;
 }
 
@@ -285,7 +290,8 @@ int run_generate_command(int argc, char** argv) {
               << ms(ready[0], t2) / static_cast<double>(steps) << " ms between tokens";
   }
   std::cout << " (" << c.layers << " layers, " << pattern.str() << ", "
-            << ir::dtype_name(weights_dtype) << " matmul weights)\n";
+            << ir::dtype_name(weights_dtype) << " matmul weights, " << ir::dtype_name(c.kv_dtype)
+            << " K/V cache)\n";
   if (a.profile) std::cout << exe.profile_report(24);
   if (!a.timeline.empty())
     std::cout << "memory timeline: " << a.timeline << " (peak " << exe.memory().peak_bytes

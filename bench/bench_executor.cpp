@@ -67,12 +67,16 @@ class NullBackend : public runtime::Backend {
                           const std::vector<int64_t>&) override {
     return v_;
   }
-  runtime::ValuePtr new_block(const runtime::Value&, int64_t) override { return v_; }
-  runtime::ValuePtr rolled_block(const runtime::Value&, int64_t, int64_t) override { return v_; }
-  runtime::ValuePtr write_row(const runtime::Value&, int64_t, const runtime::Value&) override {
+  runtime::ValuePtr new_block(const runtime::Value&, int64_t, int64_t) override { return v_; }
+  runtime::ValuePtr rolled_block(const runtime::Value&, int64_t, int64_t, int64_t) override {
     return v_;
   }
-  runtime::ValuePtr block_rows(const runtime::Value&, int64_t, int64_t, int64_t) override {
+  runtime::ValuePtr write_row(const runtime::Value&, int64_t, int64_t,
+                              const runtime::Value&) override {
+    return v_;
+  }
+  runtime::ValuePtr block_rows(const runtime::Value&, int64_t, int64_t, int64_t,
+                               int64_t) override {
     return v_;
   }
   runtime::ValuePtr evict(const runtime::Value&) override { return v_; }

@@ -4,14 +4,16 @@ Writes a Llama checkpoint with random weights in Hugging Face's layout (config.j
 model.safetensors), converts it to GGUF (F32, and F16 for the 2-D weights) with the `gguf`
 package, and decodes B sequences of T positions from token 1 with each system on 1 thread:
   tempo      `tempo generate --checkpoint DIR --batch B` (its "ms between tokens"), with the
-             matmul weights as float32 and kept as float16 (--weights-dtype f16);
+             matmul weights as float32 and kept as float16 (--weights-dtype f16), the K/V cache
+             as --kv-dtype says (default f16, as llama.cpp keeps it);
   llama.cpp  llama-cpp-python's bindings to llama.cpp's C API: one llama_decode of B tokens, one
              per sequence, a step;
   torch      a Llama decoder written in PyTorch with a K/V cache, the math of Hugging Face's
              LlamaForCausalLM (eager, no_grad).
-Prints one Markdown table: ms per decoding step (B tokens), the ratio to llama.cpp at F32, and how
-many of the first sequence's tokens equal Tempo's. Run by bench/decode_peers.sh, which installs
-the peers.
+With --attention window:W every system attends to the last W positions; llama.cpp has no such
+pattern for Llama models and is not run, and the ratios are to PyTorch. Prints one Markdown
+table: ms per decoding step (B tokens), the ratio to llama.cpp at F32, and how many of the first
+sequence's tokens equal Tempo F32's. Run by bench/decode_peers.sh, which installs the peers.
 """
 
 import argparse
@@ -149,9 +151,10 @@ def write_gguf(path, shape, tensors, f16):
     w.close()
 
 
-def run_tempo(tempo, folder, T, B, dtype="f32"):
+def run_tempo(tempo, folder, T, B, opts, dtype="f32"):
     out = subprocess.run([tempo, "generate", "--checkpoint", folder, "--tokens", str(T),
-                          "--prompt-tokens", "1", "--batch", str(B), "--weights-dtype", dtype],
+                          "--prompt-tokens", "1", "--batch", str(B), "--weights-dtype", dtype,
+                          "--kv-dtype", opts.kv_dtype, "--attention", opts.attention],
                          capture_output=True, text=True, check=False)
     if out.returncode != 0:
         sys.exit(f"tempo generate failed: {out.stderr.strip()}")
@@ -200,7 +203,8 @@ def run_llama_cpp(path, T, B):
     return 1e3 * float(np.mean(times[1:])), first_seq
 
 
-def run_torch(tensors, shape, T, B):
+def run_torch(tensors, shape, T, B, window):
+    """window > 0: each query attends to the last `window` positions (itself included)."""
     import torch  # noqa: PLC0415
 
     torch.set_num_threads(1)
@@ -236,8 +240,9 @@ def run_torch(tensors, shape, T, B):
                 k_new = linear(p + "self_attn.k_proj.weight", h).view(B, kv, hd)
                 cache_k[l][:, :, pos] = rotate(k_new, pos)
                 cache_v[l][:, :, pos] = linear(p + "self_attn.v_proj.weight", h).view(B, kv, hd)
-                k = cache_k[l][:, :, : pos + 1].repeat_interleave(group, 1)
-                v = cache_v[l][:, :, : pos + 1].repeat_interleave(group, 1)
+                first = max(0, pos + 1 - window) if window else 0
+                k = cache_k[l][:, :, first : pos + 1].repeat_interleave(group, 1)
+                v = cache_v[l][:, :, first : pos + 1].repeat_interleave(group, 1)
                 scores = (k @ q.unsqueeze(-1)).squeeze(-1) / hd ** 0.5  # (B, heads, pos + 1)
                 att = (torch.softmax(scores, -1).unsqueeze(2) @ v).reshape(B, dim)
                 x = x + linear(p + "self_attn.o_proj.weight", att)
@@ -259,10 +264,18 @@ def main():
     ap.add_argument("--batches", default="1,4,16", help="comma-separated batch sizes B")
     ap.add_argument("--peers", default="llama.cpp,torch", help="the peers to run besides Tempo")
     ap.add_argument("--work", default=None, help="folder for the checkpoints (default: temporary)")
+    ap.add_argument("--attention", default="causal",
+                    help="causal or window:W (llama.cpp has no window pattern for Llama: not run)")
+    ap.add_argument("--kv-dtype", default="f16",
+                    help="Tempo's K/V cache: f16 (llama.cpp's default cache type) or f32")
     args = ap.parse_args()
+    if args.attention != "causal" and not re.fullmatch(r"window:[1-9][0-9]*", args.attention):
+        sys.exit(f"--attention: expected causal or window:W, got '{args.attention}'")
     work = args.work or tempfile.mkdtemp(prefix="tempo-decode-peers-")
-    print("| model | T | B | system | ms/step | / llama.cpp F32 | tokens = Tempo's |")
-    print("|---|---|---|---|---|---|---|")
+    base = "llama.cpp F32" if args.attention == "causal" and "llama.cpp" in args.peers else \
+        "PyTorch eager F32"
+    print(f"| model | attention | T | B | system | ms/step | / {base} | tokens = Tempo F32's |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in args.shapes.split(","):
         shape = SHAPES[name]
         folder = os.path.join(work, name)
@@ -271,30 +284,33 @@ def main():
         write_checkpoint(folder, shape, tensors)
         peers = args.peers.split(",")
         ggufs = {}  # llama.cpp's files, written only when it runs (7.4 GB for the 1B shape)
-        for dtype in ("F32", "F16") if "llama.cpp" in peers else ():
+        run_llama = "llama.cpp" in peers and args.attention == "causal"
+        for dtype in ("F32", "F16") if run_llama else ():
             ggufs[dtype] = os.path.join(folder, f"model-{dtype}.gguf")
             write_gguf(ggufs[dtype], shape, tensors, dtype == "F16")
         for T in (int(t) for t in args.tokens.split(",")):
             for B in (int(b) for b in args.batches.split(",")):
-                table(name, T, B, args.tempo, folder, ggufs, tensors, peers)
+                table(name, T, B, args, folder, ggufs, tensors, peers)
 
 
-def table(name, T, B, tempo, folder, ggufs, tensors, peers):
+def table(name, T, B, args, folder, ggufs, tensors, peers):
     """One row per system: ms per decoding step of B tokens and the first sequence's tokens."""
-    tempo_ms, tempo_tokens = run_tempo(tempo, folder, T, B)
+    tempo_ms, tempo_tokens = run_tempo(args.tempo, folder, T, B, args)
     rows = [("Tempo F32", tempo_ms, tempo_tokens)]
-    ms, toks = run_tempo(tempo, folder, T, B, "f16")  # matmul weights kept as float16
+    ms, toks = run_tempo(args.tempo, folder, T, B, args, "f16")  # matmul weights as float16
     rows.append(("Tempo F16", ms, toks))
     for dtype, path in ggufs.items():
         ms, toks = run_llama_cpp(path, T, B)
         rows.append((f"llama.cpp {dtype}", ms, toks))
     if "torch" in peers:
-        ms, toks = run_torch(tensors, SHAPES[name], T, B)
+        window = int(args.attention.split(":")[1]) if args.attention != "causal" else 0
+        ms, toks = run_torch(tensors, SHAPES[name], T, B, window)
         rows.append(("PyTorch eager F32", ms, toks))
-    base = next((ms for system, ms, _ in rows if system == "llama.cpp F32"), float("nan"))
+    base_of = "llama.cpp F32" if ggufs else "PyTorch eager F32"
+    base = next((ms for system, ms, _ in rows if system == base_of), float("nan"))
     for system, ms, toks in rows:
         same = sum(a == b for a, b in zip(toks, tempo_tokens))
-        print(f"| {name} | {T} | {B} | {system} | {ms:.2f} | {ms / base:.2f} | "
+        print(f"| {name} | {args.attention} | {T} | {B} | {system} | {ms:.2f} | {ms / base:.2f} | "
               f"{same}/{len(tempo_tokens)} |", flush=True)
 
 

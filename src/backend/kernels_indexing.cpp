@@ -64,6 +64,14 @@ torch::Tensor matmul_or_gemv(const torch::Tensor& a, const torch::Tensor& b) {
   return torch::mv(b.t(), a.reshape({-1})).reshape(shape);
 }
 
+// The skinny kernels' type for a float32, float16 or bfloat16 operand; empty for others.
+std::optional<WeightType> weight_type(torch::ScalarType t) {
+  if (t == torch::kFloat32) return WeightType::F32;
+  if (t == torch::kHalf) return WeightType::F16;
+  if (t == torch::kBFloat16) return WeightType::BF16;
+  return std::nullopt;
+}
+
 // a @ b for a few float32 rows a and b a weight of float32, float16 or bfloat16 whose transpose
 // is contiguous (an (n, k) linear layer read as (k, n)), streamed once (skinny_matmul.h). Empty
 // where the operands are not of that kind, or beyond 32 rows (a prefill), where LibTorch's GEMM
@@ -71,10 +79,9 @@ torch::Tensor matmul_or_gemv(const torch::Tensor& a, const torch::Tensor& b) {
 std::optional<torch::Tensor> skinny_weight_matmul(const torch::Tensor& a, const torch::Tensor& b,
                                                   torch::ScalarType st) {
   const torch::ScalarType wt = b.scalar_type();
-  if ((wt != torch::kFloat32 && wt != torch::kHalf && wt != torch::kBFloat16) ||
-      st != torch::kFloat32 || a.scalar_type() != torch::kFloat32 || b.dim() != 2 ||
-      a.dim() < 1 || !a.device().is_cpu() || !b.device().is_cpu() || !b.t().is_contiguous() ||
-      a.size(-1) != b.size(0) || b.size(0) == 0)
+  if (!weight_type(wt) || st != torch::kFloat32 || a.scalar_type() != torch::kFloat32 ||
+      b.dim() != 2 || a.dim() < 1 || !a.device().is_cpu() || !b.device().is_cpu() ||
+      !b.t().is_contiguous() || a.size(-1) != b.size(0) || b.size(0) == 0)
     return std::nullopt;
   const int64_t k = b.size(0), n = b.size(1), rows = a.numel() / k;
   if (rows > kPackedRows) return std::nullopt;
@@ -82,25 +89,25 @@ std::optional<torch::Tensor> skinny_weight_matmul(const torch::Tensor& a, const 
   std::vector<int64_t> shape(a.sizes().begin(), a.sizes().end() - 1);
   shape.push_back(n);
   torch::Tensor y = torch::empty(shape, a.options());
-  const WeightType type = wt == torch::kFloat32 ? WeightType::F32
-                          : wt == torch::kHalf  ? WeightType::F16
-                                                : WeightType::BF16;
-  skinny_matmul(x.data_ptr<float>(), rows, k, b.data_ptr(), type, n, y.data_ptr<float>());
+  skinny_matmul(x.data_ptr<float>(), rows, k, b.data_ptr(), *weight_type(wt), n,
+                y.data_ptr<float>());
   return y;
 }
 
-// a @ b for float32 batches of matrices with a few rows each and equal batch dims, where b's
-// rows or columns are contiguous: attention at decoding, a query group against the keys (b the
-// transposed K cache, read in place) and the probabilities against the values. LibTorch's
+// a @ b for batches of float32 matrices a with a few rows each and b of float32 or a half type,
+// equal batch dims, where b's rows or columns are contiguous: attention at decoding, a query
+// group against the keys (b the transposed K cache, read in place) and the probabilities against
+// the values. LibTorch's
 // batched GEMM takes 0.1 ms per layer for 4 x (3 x 64) x (64 x 512) at one thread, most of it
 // per-matrix packing; the products themselves are a few microseconds. Empty otherwise.
 std::optional<torch::Tensor> strided_batched_matmul(const torch::Tensor& a0, const torch::Tensor& b,
                                                     torch::ScalarType st) {
   constexpr int64_t kMaxRows = 8;
-  if (st != torch::kFloat32 || a0.scalar_type() != torch::kFloat32 ||
-      b.scalar_type() != torch::kFloat32 || a0.dim() < 3 || a0.dim() != b.dim() ||
-      !a0.device().is_cpu() || !b.device().is_cpu() || a0.size(-2) > kMaxRows ||
-      a0.size(-1) != b.size(-2) || (b.stride(-2) != 1 && b.stride(-1) != 1))
+  const std::optional<WeightType> bt = weight_type(b.scalar_type());
+  if (st != torch::kFloat32 || a0.scalar_type() != torch::kFloat32 || !bt || a0.dim() < 3 ||
+      a0.dim() != b.dim() || !a0.device().is_cpu() || !b.device().is_cpu() ||
+      a0.size(-2) > kMaxRows || a0.size(-1) != b.size(-2) ||
+      (b.stride(-2) != 1 && b.stride(-1) != 1))
     return std::nullopt;
   const int64_t rank = a0.dim(), m = a0.size(-2), k = a0.size(-1), n = b.size(-1);
   if (a0.sizes().slice(0, rank - 2) != b.sizes().slice(0, rank - 2)) return std::nullopt;
@@ -109,14 +116,16 @@ std::optional<torch::Tensor> strided_batched_matmul(const torch::Tensor& a0, con
   std::vector<int64_t> shape(a.sizes().begin(), a.sizes().end());
   shape.back() = n;
   torch::Tensor y = torch::empty(shape, a.options());
-  const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
+  const float* ap = a.data_ptr<float>();
+  const char* bp = static_cast<const char*>(b.data_ptr());
+  const int64_t b_bytes = static_cast<int64_t>(b.element_size());
   float* yp = y.data_ptr<float>();
   // The batch index, in row-major order, and its offsets into a and b.
   std::vector<int64_t> index(static_cast<size_t>(rank - 2), 0);
   int64_t ao = 0, bo = 0;
   for (int64_t e = 0, count = y.numel() / std::max<int64_t>(m * n, 1); e < count; ++e) {
-    strided_matmul(ap + ao, a.stride(-2), a.stride(-1), bp + bo, b.stride(-2), b.stride(-1), m, k,
-                   n, yp + e * m * n);
+    strided_matmul(ap + ao, a.stride(-2), a.stride(-1), bp + bo * b_bytes, *bt, b.stride(-2),
+                   b.stride(-1), m, k, n, yp + e * m * n);
     for (int64_t d = rank - 3; d >= 0; --d) {
       const auto u = static_cast<size_t>(d);
       ao += a.stride(d), bo += b.stride(d);

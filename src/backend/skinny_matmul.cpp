@@ -208,12 +208,14 @@ TEMPO_AVX2 void matmul_avx2(const float* x, int64_t rows, int64_t k, const void*
 }
 
 // a · b for any strides, one sum at a time.
-void strided_portable(const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs,
+template <WeightType T>
+void strided_portable(const float* a, int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs,
                       int64_t b_cs, int64_t m, int64_t k, int64_t n, float* y) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       float s = 0.0f;
-      for (int64_t l = 0; l < k; ++l) s += a[i * a_rs + l * a_cs] * b[l * b_rs + j * b_cs];
+      for (int64_t l = 0; l < k; ++l)
+        s += a[i * a_rs + l * a_cs] * weight<T>(b, l * b_rs + j * b_cs);
       y[i * n + j] = s;
     }
 }
@@ -226,13 +228,25 @@ TEMPO_AVX2 inline __m256 sums8(const __m256 s[8]) {
   return _mm256_add_ps(_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31));
 }
 
+// Prefetches the `count` elements of b from element i on: a row of b that a later step reads.
+// Attention reads its cache from memory, where the hardware's prefetch alone leaves it at a
+// third of the read bandwidth.
+template <WeightType T>
+TEMPO_AVX2 inline void prefetch(const void* b, int64_t i, int64_t count) {
+  const char* p = static_cast<const char*>(b) + i * kBytes<T>;
+  for (int64_t line = 0; line < count * kBytes<T>; line += 64) _mm_prefetch(p + line, _MM_HINT_T0);
+}
+
 // a's rows and b's columns contiguous: y[i, j] = a_i · b_j, eight columns at a time (eight
-// independent sums, reduced together), every row of a against them while they are in the cache.
-TEMPO_AVX2 void strided_dots(const float* a, int64_t a_rs, const float* b, int64_t b_cs,
-                             int64_t m, int64_t k, int64_t n, float* y) {
+// independent sums, reduced together), every row of a against them while they are in the cache;
+// the columns 4 to 11 past them are prefetched meanwhile.
+template <WeightType T>
+TEMPO_AVX2 void strided_dots(const float* a, int64_t a_rs, const void* b, int64_t b_cs, int64_t m,
+                             int64_t k, int64_t n, float* y) {
   const int64_t k8 = k & ~int64_t{7};
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
+  for (; j + 8 <= n; j += 8) {
+    for (int64_t c = j + 12; c < std::min(j + 20, n); ++c) prefetch<T>(b, c * b_cs, k);
     for (int64_t i = 0; i < m; ++i) {
       const float* ai = a + i * a_rs;
       __m256 acc[8];
@@ -240,64 +254,69 @@ TEMPO_AVX2 void strided_dots(const float* a, int64_t a_rs, const float* b, int64
       for (int64_t l = 0; l < k8; l += 8) {
         const __m256 av = _mm256_loadu_ps(ai + l);
         for (int c = 0; c < 8; ++c)
-          acc[c] = _mm256_fmadd_ps(_mm256_loadu_ps(b + (j + c) * b_cs + l), av, acc[c]);
+          acc[c] = _mm256_fmadd_ps(load8<T>(b, (j + c) * b_cs + l), av, acc[c]);
       }
       alignas(32) float out[8];
       _mm256_store_ps(out, sums8(acc));
       for (int c = 0; c < 8; ++c) {
-        for (int64_t l = k8; l < k; ++l) out[c] += ai[l] * b[(j + c) * b_cs + l];
+        for (int64_t l = k8; l < k; ++l) out[c] += ai[l] * weight<T>(b, (j + c) * b_cs + l);
         y[i * n + j + c] = out[c];
       }
     }
+  }
   for (; j < n; ++j)
-    for (int64_t i = 0; i < m; ++i) y[i * n + j] = dot<WeightType::F32>(a + i * a_rs, k, b, j * b_cs);
+    for (int64_t i = 0; i < m; ++i) y[i * n + j] = dot<T>(a + i * a_rs, k, b, j * b_cs);
 }
 
-// Rows i..i+NR-1 and columns j..j+8V-1 of y where b's rows are contiguous: each row of b (V
-// vectors) scaled by a[i, l] and summed, NR x V sums in registers.
-template <int NR, int V>
-TEMPO_AVX2 void axpy_tile(const float* a, int64_t a_rs, int64_t a_cs, const float* b,
+// Rows i..i+NR-1 and columns j..j+8V-1 of y where b's rows are contiguous (b's element (l, j)
+// at l * b_rs + j): each row of b (V vectors) scaled by a[i, l] and summed, NR x V sums in
+// registers. The first columns' tile (j = 0) prefetches b's rows 8 ahead, n elements each, for
+// itself and the tiles after it.
+template <WeightType T, int NR, int V>
+TEMPO_AVX2 void axpy_tile(const float* a, int64_t a_rs, int64_t a_cs, const void* b, int64_t j,
                           int64_t b_rs, int64_t k, int64_t n, float* y) {
   __m256 acc[NR][V];
   for (auto& row : acc)
     for (auto& s : row) s = _mm256_setzero_ps();
   for (int64_t l = 0; l < k; ++l) {
+    if (j == 0 && l + 8 < k) prefetch<T>(b, (l + 8) * b_rs, n);
     __m256 bv[V];
-    for (int v = 0; v < V; ++v) bv[v] = _mm256_loadu_ps(b + l * b_rs + 8 * v);
+    for (int v = 0; v < V; ++v) bv[v] = load8<T>(b, l * b_rs + j + 8 * v);
     for (int r = 0; r < NR; ++r) {
       const __m256 ar = _mm256_broadcast_ss(a + r * a_rs + l * a_cs);
       for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(bv[v], ar, acc[r][v]);
     }
   }
   for (int r = 0; r < NR; ++r)
-    for (int v = 0; v < V; ++v) _mm256_storeu_ps(y + r * n + 8 * v, acc[r][v]);
+    for (int v = 0; v < V; ++v) _mm256_storeu_ps(y + r * n + j + 8 * v, acc[r][v]);
 }
 
-template <int NR>
-TEMPO_AVX2 void axpy_rows(const float* a, int64_t a_rs, int64_t a_cs, const float* b,
-                          int64_t b_rs, int64_t k, int64_t n, float* y) {
+template <WeightType T, int NR>
+TEMPO_AVX2 void axpy_rows(const float* a, int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs,
+                          int64_t k, int64_t n, float* y) {
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) axpy_tile<NR, 2>(a, a_rs, a_cs, b + j, b_rs, k, n, y + j);
-  for (; j + 8 <= n; j += 8) axpy_tile<NR, 1>(a, a_rs, a_cs, b + j, b_rs, k, n, y + j);
+  for (; j + 16 <= n; j += 16) axpy_tile<T, NR, 2>(a, a_rs, a_cs, b, j, b_rs, k, n, y);
+  for (; j + 8 <= n; j += 8) axpy_tile<T, NR, 1>(a, a_rs, a_cs, b, j, b_rs, k, n, y);
   for (; j < n; ++j)
     for (int r = 0; r < NR; ++r) {
       float s = 0.0f;
-      for (int64_t l = 0; l < k; ++l) s += a[r * a_rs + l * a_cs] * b[l * b_rs + j];
+      for (int64_t l = 0; l < k; ++l) s += a[r * a_rs + l * a_cs] * weight<T>(b, l * b_rs + j);
       y[r * n + j] = s;
     }
 }
 
 // b's rows contiguous: up to four rows of y at a time (8 sums of 8 columns, 2 of b's vectors and
 // a broadcast of a fill 11 of the 16 registers).
-TEMPO_AVX2 void strided_axpys(const float* a, int64_t a_rs, int64_t a_cs, const float* b,
+template <WeightType T>
+TEMPO_AVX2 void strided_axpys(const float* a, int64_t a_rs, int64_t a_cs, const void* b,
                               int64_t b_rs, int64_t m, int64_t k, int64_t n, float* y) {
   int64_t i = 0;
-  for (; i + 4 <= m; i += 4) axpy_rows<4>(a + i * a_rs, a_rs, a_cs, b, b_rs, k, n, y + i * n);
+  for (; i + 4 <= m; i += 4) axpy_rows<T, 4>(a + i * a_rs, a_rs, a_cs, b, b_rs, k, n, y + i * n);
   const float* ai = a + i * a_rs;
   switch (m - i) {
-    case 3: return axpy_rows<3>(ai, a_rs, a_cs, b, b_rs, k, n, y + i * n);
-    case 2: return axpy_rows<2>(ai, a_rs, a_cs, b, b_rs, k, n, y + i * n);
-    case 1: return axpy_rows<1>(ai, a_rs, a_cs, b, b_rs, k, n, y + i * n);
+    case 3: return axpy_rows<T, 3>(ai, a_rs, a_cs, b, b_rs, k, n, y + i * n);
+    case 2: return axpy_rows<T, 2>(ai, a_rs, a_cs, b, b_rs, k, n, y + i * n);
+    case 1: return axpy_rows<T, 1>(ai, a_rs, a_cs, b, b_rs, k, n, y + i * n);
     default: return;
   }
 }
@@ -306,6 +325,14 @@ bool has_avx2() {
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                           __builtin_cpu_supports("f16c");
   return yes;
+}
+
+template <WeightType T>
+void strided_typed(const float* a, int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs,
+                   int64_t b_cs, int64_t m, int64_t k, int64_t n, float* y) {
+  if (has_avx2() && b_rs == 1 && a_cs == 1) return strided_dots<T>(a, a_rs, b, b_cs, m, k, n, y);
+  if (has_avx2() && b_cs == 1) return strided_axpys<T>(a, a_rs, a_cs, b, b_rs, m, k, n, y);
+  strided_portable<T>(a, a_rs, a_cs, b, b_rs, b_cs, m, k, n, y);
 }
 
 }  // namespace
@@ -328,11 +355,16 @@ void skinny_matmul(const float* x, int64_t rows, int64_t k, const void* w, Weigh
   }
 }
 
-void strided_matmul(const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs,
-                    int64_t b_cs, int64_t m, int64_t k, int64_t n, float* y) {
-  if (has_avx2() && b_rs == 1 && a_cs == 1) return strided_dots(a, a_rs, b, b_cs, m, k, n, y);
-  if (has_avx2() && b_cs == 1) return strided_axpys(a, a_rs, a_cs, b, b_rs, m, k, n, y);
-  strided_portable(a, a_rs, a_cs, b, b_rs, b_cs, m, k, n, y);
+void strided_matmul(const float* a, int64_t a_rs, int64_t a_cs, const void* b, WeightType b_type,
+                    int64_t b_rs, int64_t b_cs, int64_t m, int64_t k, int64_t n, float* y) {
+  switch (b_type) {
+    case WeightType::F32:
+      return strided_typed<WeightType::F32>(a, a_rs, a_cs, b, b_rs, b_cs, m, k, n, y);
+    case WeightType::F16:
+      return strided_typed<WeightType::F16>(a, a_rs, a_cs, b, b_rs, b_cs, m, k, n, y);
+    case WeightType::BF16:
+      return strided_typed<WeightType::BF16>(a, a_rs, a_cs, b, b_rs, b_cs, m, k, n, y);
+  }
 }
 
 }  // namespace tempo::backend

@@ -18,12 +18,13 @@ void skinny_matmul(const float* x, int64_t rows, int64_t k, const void* w, Weigh
 // Float32 weights with 4 rows up to this many go through a packed panel of the rows.
 constexpr int64_t kPackedRows = 32;
 
-// y (m x n, row-major) = a (m x k) · b (k x n) for float32 matrices of any strides (element
-// (i, j) of a at a[i * a_rs + j * a_cs]), where b's rows or b's columns are contiguous (b_cs or
-// b_rs is 1): attention at decoding, a head's few queries against the cached keys (b = Kᵀ read in
-// place) and its probabilities against the cached values. Each of b's rows or columns is read
-// once for all rows of a; meant for small m, where a GEMM's packing costs more than the product.
-void strided_matmul(const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs,
-                    int64_t b_cs, int64_t m, int64_t k, int64_t n, float* y);
+// y (m x n, row-major) = a (m x k) · b (k x n), a float32 and b of `b_type`, for any strides
+// (element (i, j) of a at a[i * a_rs + j * a_cs]) where b's rows or b's columns are contiguous
+// (b_cs or b_rs is 1): attention at decoding, a head's few queries against the cached keys
+// (b = Kᵀ read in place) and its probabilities against the cached values, the cache in float32
+// or a half type. Each of b's rows or columns is read once for all rows of a; meant for small m,
+// where a GEMM's packing costs more than the product.
+void strided_matmul(const float* a, int64_t a_rs, int64_t a_cs, const void* b, WeightType b_type,
+                    int64_t b_rs, int64_t b_cs, int64_t m, int64_t k, int64_t n, float* y);
 
 }  // namespace tempo::backend

@@ -45,6 +45,9 @@ void LlamaConfig::validate() const {
                         ") times an even head dimension"));
   if (heads % kv_heads != 0)
     throw UserError(cat("LlamaConfig: kv_heads ", kv_heads, " must divide heads ", heads));
+  if (kv_dtype != DType::Float32 && !ir::is_half(kv_dtype))
+    throw UserError(cat("LlamaConfig: kv_dtype must be float32, float16 or bfloat16, got ",
+                        ir::dtype_name(kv_dtype)));
 }
 
 std::vector<double> rope_inverse_frequencies(const LlamaConfig& c) {
@@ -226,6 +229,11 @@ RT output_logits(const Model& m, const RT& last) {
   return m.linear(rms_norm(last, m.final_norm, m.c->norm_eps), m.head);
 }
 
+// Keys or values as the cache keeps them (LlamaConfig::kv_dtype).
+RT cached(const LlamaConfig& c, const RT& x) {
+  return c.kv_dtype == DType::Float32 ? x : x.cast(c.kv_dtype);
+}
+
 // The prompt's K/V of every layer (P positions) and the logits at its last position.
 struct Prefill {
   int64_t length = 0;  // P
@@ -253,8 +261,9 @@ Prefill prefill(Context& ctx, const Model& m, const HostTensor& prompt, const Di
   RT q = rotate(m.linear(a, m.wq).reshape({P, B, H, hd}), cos, sin, hd);
   Prefill out;
   out.length = P;
-  out.k = rotate(m.linear(a, m.wk).reshape({P, B, Hk, hd}), cos, sin, hd).named("k_prefill");
-  out.v = m.linear(a, m.wv).reshape({P, B, Hk, hd}).named("v_prefill");
+  out.k = cached(c, rotate(m.linear(a, m.wk).reshape({P, B, Hk, hd}), cos, sin, hd))
+              .named("k_prefill");
+  out.v = cached(c, m.linear(a, m.wv).reshape({P, B, Hk, hd})).named("v_prefill");
   // Queries (B, Hk, G * P, hd) against keys (B, Hk, hd, P): one matmul per layer.
   RT qg = q.reshape({P, B, Hk, G, hd}).permute({1, 2, 3, 0, 4}).reshape({B, Hk, G * P, hd});
   RT scores = (qg.matmul(out.k.permute({1, 2, 3, 0})) *
@@ -329,8 +338,8 @@ RT decode_logits(Context& ctx, const Model& m, const RT& tokens, const Dim& t, c
   RT x = h[at(h, t, t.var, l, l.var)];
   RT a = rms_norm(x, m.attn_norm, c.norm_eps);
   RT q = rotate(m.linear(a, m.wq).reshape({B, H, hd}), cos, sin, hd);
-  RT k = rotate(m.linear(a, m.wk).reshape({B, Hk, hd}), cos, sin, hd).named("k_cache");
-  RT v = m.linear(a, m.wv).reshape({B, Hk, hd}).named("v_cache");
+  RT k = cached(c, rotate(m.linear(a, m.wk).reshape({B, Hk, hd}), cos, sin, hd)).named("k_cache");
+  RT v = cached(c, m.linear(a, m.wv).reshape({B, Hk, hd})).named("v_cache");
   // The keys and values this step attends to: (n, B, Hk, hd) per piece.
   std::vector<RT> ks, vs;
   for (const KeyPiece& piece : key_pieces(pattern, t, P)) {

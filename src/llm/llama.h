@@ -30,6 +30,9 @@ struct LlamaConfig {
   // bfloat16, which `tempo generate` keeps its matmul weights in by default (exact, and half the
   // bytes per step).
   DType torch_dtype = DType::Float32;
+  // The K/V cache's values: float32, or float16 or bfloat16, which halve the bytes attention
+  // reads per step at long sequences (its sums stay float32; llama.cpp's default is float16).
+  DType kv_dtype = DType::Float32;
   // The longest sequence (prompt and generated tokens) the model is configured for
   // (max_position_embeddings in config.json).
   int64_t max_context = 131072;

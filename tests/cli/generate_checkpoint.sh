@@ -18,12 +18,13 @@ ln -s "$ckpt/model.safetensors" "$half/model.safetensors"
 bf16="$("$tempo" generate --tokens 8 --batch 2 --prompt-tokens 5,7 --checkpoint "$half")"
 asked="$("$tempo" generate --tokens 8 --batch 2 --prompt-tokens 5,7 --checkpoint "$ckpt" --weights-dtype bf16)"
 f32="$("$tempo" generate --tokens 8 --batch 2 --prompt-tokens 5,7 --checkpoint "$half" --weights-dtype f32 | tail -1)"
-if [[ "$bf16" != *"bf16 matmul weights)" || "$(head -2 <<<"$bf16")" != "$(head -2 <<<"$asked")" ||
-  "$f32" != *"f32 matmul weights)" ]]; then
+if [[ "$bf16" != *"bf16 matmul weights, f32 K/V cache)" || "$(head -2 <<<"$bf16")" != "$(head -2 <<<"$asked")" ||
+  "$f32" != *"f32 matmul weights, f32 K/V cache)" ]]; then
   echo "FAIL: generate with a bfloat16 checkpoint: '$bf16' vs '$asked', '$f32'"
   failures=$((failures + 1))
 fi
 expect_error "--weights-dtype expects f32, f16 or bf16, got 'f8'" generate --weights-dtype f8
+expect_error "--kv-dtype expects f32, f16 or bf16, got 'f8'" generate --kv-dtype f8
 sed -i 's/"torch_dtype": "bfloat16"/"torch_dtype": "int8"/' "$half/config.json"
 expect_error "torch_dtype 'int8' is not supported (float32, float16, bfloat16 or float64)" generate --checkpoint "$half"
 rm -rf "$half"
@@ -112,10 +113,10 @@ done
 one="$("$tempo" generate --prompt-tokens 5,7,9 --tokens 3 | head -1)"
 [[ "$one" == "sequence 0: 5 7 9" ]] || { echo "FAIL: generate with nothing to generate: '$one'"; failures=$((failures + 1)); }
 timing="$("$tempo" generate --prompt-tokens 5,7,9 --tokens 8 | tail -1)"
-[[ "$timing" == "compile "*"prefill of 3 tokens "*" ms between tokens (2 layers, causal, f32 matmul weights)" ]] ||
+[[ "$timing" == "compile "*"prefill of 3 tokens "*" ms between tokens (2 layers, causal, f32 matmul weights, f32 K/V cache)" ]] ||
   { echo "FAIL: generate's timing line: '$timing'"; failures=$((failures + 1)); }
 timing="$("$tempo" generate --prompt-tokens 5,7,9 --tokens 8 --token-by-token-prompt | tail -1)"
-[[ "$timing" == "compile "*" s, "*" ms between tokens (2 layers, causal, f32 matmul weights)" && "$timing" != *prefill* ]] ||
+[[ "$timing" == "compile "*" s, "*" ms between tokens (2 layers, causal, f32 matmul weights, f32 K/V cache)" && "$timing" != *prefill* ]] ||
   { echo "FAIL: generate --token-by-token-prompt's timing line: '$timing'"; failures=$((failures + 1)); }
 expect_error "--top-k expects a positive integer" generate --top-k 0
 expect_error "top_k must be in [0, 96]" generate --top-k 97

@@ -42,9 +42,10 @@ bool allowed(const AttentionPattern& p, int64_t q, int64_t k) {
   return false;
 }
 
-// All steps at once (the padded formulation): tokens (T, B) -> logits (T, B, vocab).
+// All steps at once (the padded formulation): tokens (T, B) -> logits (T, B, vocab); the keys
+// and values rounded to `kv` (a cache kept in a half type).
 torch::Tensor eager_logits(const LlamaConfig& c, const LlamaWeights& w, const torch::Tensor& tok,
-                           const AttentionPattern& p) {
+                           const AttentionPattern& p, torch::ScalarType kv = torch::kFloat32) {
   const int64_t T = tok.size(0), B = tok.size(1), H = c.heads, Hk = c.kv_heads, G = H / Hk;
   const int64_t hd = c.head_dim();
   auto rms = [&](const torch::Tensor& x, const torch::Tensor& g) {
@@ -70,6 +71,7 @@ torch::Tensor eager_logits(const LlamaConfig& c, const LlamaWeights& w, const to
     torch::Tensor q = rot(a.matmul(T_(w.wq)[j].t()).view({T, B, H, hd}));
     torch::Tensor k = rot(a.matmul(T_(w.wk)[j].t()).view({T, B, Hk, hd}));
     torch::Tensor v = a.matmul(T_(w.wv)[j].t()).view({T, B, Hk, hd});
+    k = k.to(kv).to(torch::kFloat32), v = v.to(kv).to(torch::kFloat32);
     // (B, Hk, G, Tq, hd) x (B, Hk, 1, hd, Tk)
     torch::Tensor qg = q.view({T, B, Hk, G, hd}).permute({1, 2, 3, 0, 4});
     torch::Tensor kk = k.permute({1, 2, 3, 0}).unsqueeze(2);
@@ -308,6 +310,33 @@ TEST(Llama, HalfMatmulWeights) {
         << "tied " << tied;
   }
   EXPECT_THROW(w.with_matmul_dtype(DType::Int64), UserError);
+}
+
+// The K/V cache kept as float16 or bfloat16 (LlamaConfig::kv_dtype), after a prefill and over
+// two patterns (one piece of cache per step, and the prompt's and the steps' pieces): the eager
+// reference's logits with its keys and values rounded the same way, not float32's.
+TEST(Llama, HalfKVCache) {
+  LlamaConfig c = LlamaConfig::tiny();
+  c.tied_embeddings = false;  // varied tokens: a tied random model mostly repeats its input
+  const LlamaWeights w = LlamaWeights::random(c, 19);
+  const HostTensor prompt = make_prompt(4, 3, c.vocab);
+  for (const AttentionPattern& p :
+       {AttentionPattern::causal(), AttentionPattern::with_sinks(2, 3)}) {
+    const Generated f32 = run_generate(c, w, prompt, 6, p);
+    for (auto [dt, st] : {std::pair{DType::Float16, torch::kHalf},
+                          std::pair{DType::BFloat16, torch::kBFloat16}}) {
+      LlamaConfig half = c;
+      half.kv_dtype = dt;
+      const Generated g = run_generate(half, w, prompt, 6, p);
+      const torch::Tensor seq = torch::cat({to_torch(prompt).to(torch::kInt64), g.tokens}, 0);
+      const torch::Tensor want = eager_logits(c, w, seq, p, st).slice(0, 3);
+      const std::string what = cat(p.str(), ", ", ir::dtype_name(dt), " cache");
+      expect_close(g.logits, want, what, 2e-4);
+      EXPECT_GT((g.logits - f32.logits).abs().max().item<double>(), 1e-5) << what;
+    }
+  }
+  c.kv_dtype = DType::Int64;
+  EXPECT_THROW(c.validate(), UserError);
 }
 
 TEST(Llama, PrefillMatchesTokenByTokenDecoding) {

@@ -19,6 +19,12 @@ HostTensor wave(std::vector<int64_t> shape, double phase) {
   return h;
 }
 
+backend::WeightType weight_type(ir::DType dt) {
+  return dt == ir::DType::Float32   ? backend::WeightType::F32
+         : dt == ir::DType::Float16 ? backend::WeightType::F16
+                                    : backend::WeightType::BF16;
+}
+
 // Every path of the kernel (one row; pairs of rows and a last one, four outputs at a time and
 // the rest one by one) and reduction lengths with and without a tail past the last 8 or 32.
 TEST(SkinnyMatmul, KernelMatchesDoubleSums) {
@@ -28,10 +34,8 @@ TEST(SkinnyMatmul, KernelMatchesDoubleSums) {
         for (int64_t n : {1, 2, 3, 4, 5, 9}) {
           HostTensor x = wave({rows, k}, 0.5), w = wave({n, k}, 1.5).to(dt);
           std::vector<float> y(static_cast<size_t>(rows * n), NAN);
-          const backend::WeightType type = dt == ir::DType::Float32   ? backend::WeightType::F32
-                                           : dt == ir::DType::Float16 ? backend::WeightType::F16
-                                                                      : backend::WeightType::BF16;
-          backend::skinny_matmul(x.ptr<float>(), rows, k, w.data.data(), type, n, y.data());
+          backend::skinny_matmul(x.ptr<float>(), rows, k, w.data.data(), weight_type(dt), n,
+                                 y.data());
           for (int64_t r = 0; r < rows; ++r)
             for (int64_t o = 0; o < n; ++o) {
               double want = 0.0;
@@ -43,30 +47,33 @@ TEST(SkinnyMatmul, KernelMatchesDoubleSums) {
 }
 
 // The strided kernel's three paths (b's columns contiguous: dot products; b's rows contiguous:
-// scaled rows; neither: one sum at a time) against double sums, with row, column and reduction
-// counts on and off its tiles.
+// scaled rows; neither: one sum at a time) against double sums, with b in float32 and the half
+// types (a cache kept in them), and row, column and reduction counts on and off its tiles.
 TEST(SkinnyMatmul, StridedKernelMatchesDoubleSums) {
-  for (int form = 0; form < 3; ++form)
-    for (int64_t m : {1, 2, 3, 4, 5, 8})
-      for (int64_t k : {1, 7, 8, 64, 67})
-        for (int64_t n : {1, 7, 8, 16, 17, 33}) {
-          // a is (m, k) inside a wider buffer; b is (k, n) stored as (n, k + 3), as (k, n + 5)
-          // or with neither stride 1.
-          const int64_t a_rs = k + 2;
-          const int64_t b_rs = form == 0 ? 1 : form == 1 ? n + 5 : 2 * n;
-          const int64_t b_cs = form == 0 ? k + 3 : form == 1 ? 1 : 2;
-          HostTensor a = wave({m * a_rs}, 0.25), b = wave({(k + 5) * (n + 5) * 2}, 0.75);
-          std::vector<float> y(static_cast<size_t>(m * n), NAN);
-          backend::strided_matmul(a.ptr<float>(), a_rs, 1, b.ptr<float>(), b_rs, b_cs, m, k, n,
-                                  y.data());
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) {
-              double want = 0.0;
-              for (int64_t l = 0; l < k; ++l) want += a.at(i * a_rs + l) * b.at(l * b_rs + j * b_cs);
-              ASSERT_NEAR(y[i * n + j], want, 1e-5 * static_cast<double>(k))
-                  << "form " << form << " m " << m << " k " << k << " n " << n;
-            }
-        }
+  for (ir::DType dt : {ir::DType::Float32, ir::DType::Float16, ir::DType::BFloat16})
+    for (int form = 0; form < 3; ++form)
+      for (int64_t m : {1, 2, 3, 4, 5, 8})
+        for (int64_t k : {1, 7, 8, 64, 67})
+          for (int64_t n : {1, 7, 8, 16, 17, 33}) {
+            // a is (m, k) inside a wider buffer; b is (k, n) stored as (n, k + 3), as (k, n + 5)
+            // or with neither stride 1.
+            const int64_t a_rs = k + 2;
+            const int64_t b_rs = form == 0 ? 1 : form == 1 ? n + 5 : 2 * n;
+            const int64_t b_cs = form == 0 ? k + 3 : form == 1 ? 1 : 2;
+            HostTensor a = wave({m * a_rs}, 0.25), b = wave({(k + 5) * (n + 5) * 2}, 0.75).to(dt);
+            std::vector<float> y(static_cast<size_t>(m * n), NAN);
+            backend::strided_matmul(a.ptr<float>(), a_rs, 1, b.data.data(), weight_type(dt), b_rs,
+                                    b_cs, m, k, n, y.data());
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j) {
+                double want = 0.0;
+                for (int64_t l = 0; l < k; ++l)
+                  want += a.at(i * a_rs + l) * b.at(l * b_rs + j * b_cs);
+                ASSERT_NEAR(y[i * n + j], want, 1e-5 * static_cast<double>(k))
+                    << ir::dtype_name(dt) << " form " << form << " m " << m << " k " << k << " n "
+                    << n;
+              }
+          }
 }
 
 // Attention's shapes in a program: queries (2, 3, G, 16) against keys cached as (n, 2, 3, 16)
