@@ -183,12 +183,12 @@ bool moves(const ir::Graph& g, const ir::Edge& e) {
   return false;
 }
 
-// Where a block's rows go among its points' dims (PointStore::use_blocks' row_axis) for a slice
-// read e: where only permutes that move the stacked dim inward, keeping the others in order,
-// read it, before the dim they move it to (at most the last, so that each row is written in runs
-// of the last dim), so that the permuted view walks its outer dims' rows contiguously: a K/V
-// cache of points (B, heads, head_dim) read as (B, heads, head_dim, n) and (B, heads, n,
-// head_dim) lies (B, heads, n, head_dim), each head's keys one run. 0 (rows leading) otherwise.
+// The dim of its points that a block puts its rows before (PointStore::use_blocks' row_axis), as
+// slice read e would have it. Where only permutes read e, each moving the stacked steps inward
+// and keeping the other dims in order: the dim they move the steps to, at most the last (a row is
+// then written in runs of the last dim). The permuted views walk each outer index's steps in one
+// run: a K/V cache of points (B, heads, head_dim), read as (B, heads, head_dim, n) and as
+// (B, heads, n, head_dim), lies (B, heads, steps, head_dim). Otherwise 0: the steps lead.
 int64_t preferred_row_axis(const ir::Graph& g, const ir::Edge& e) {
   const ir::OpNode& sink = g.op(e.sink);
   const auto input = std::find(sink.inputs.begin(), sink.inputs.end(), e.id) - sink.inputs.begin();
