@@ -272,9 +272,8 @@ def main():
     if args.attention != "causal" and not re.fullmatch(r"window:[1-9][0-9]*", args.attention):
         sys.exit(f"--attention: expected causal or window:W, got '{args.attention}'")
     work = args.work or tempfile.mkdtemp(prefix="tempo-decode-peers-")
-    base = "llama.cpp F32" if args.attention == "causal" and "llama.cpp" in args.peers else \
-        "PyTorch eager F32"
-    print(f"| model | attention | T | B | system | ms/step | / {base} | tokens = Tempo F32's |")
+    print(f"| model | attention | T | B | system | ms/step | / {baseline(args)} | "
+          "tokens = Tempo F32's |")
     print("|---|---|---|---|---|---|---|---|")
     for name in args.shapes.split(","):
         shape = SHAPES[name]
@@ -284,13 +283,18 @@ def main():
         write_checkpoint(folder, shape, tensors)
         peers = args.peers.split(",")
         ggufs = {}  # llama.cpp's files, written only when it runs (7.4 GB for the 1B shape)
-        run_llama = "llama.cpp" in peers and args.attention == "causal"
-        for dtype in ("F32", "F16") if run_llama else ():
+        for dtype in ("F32", "F16") if baseline(args) == "llama.cpp F32" else ():
             ggufs[dtype] = os.path.join(folder, f"model-{dtype}.gguf")
             write_gguf(ggufs[dtype], shape, tensors, dtype == "F16")
         for T in (int(t) for t in args.tokens.split(",")):
             for B in (int(b) for b in args.batches.split(",")):
                 table(name, T, B, args, folder, ggufs, tensors, peers)
+
+
+def baseline(args):
+    """The system the ratios are to: llama.cpp F32 where it runs (causal attention), else PyTorch."""
+    runs_llama = "llama.cpp" in args.peers.split(",") and args.attention == "causal"
+    return "llama.cpp F32" if runs_llama else "PyTorch eager F32"
 
 
 def table(name, T, B, args, folder, ggufs, tensors, peers):
@@ -306,8 +310,7 @@ def table(name, T, B, args, folder, ggufs, tensors, peers):
         window = int(args.attention.split(":")[1]) if args.attention != "causal" else 0
         ms, toks = run_torch(tensors, SHAPES[name], T, B, window)
         rows.append(("PyTorch eager F32", ms, toks))
-    base_of = "llama.cpp F32" if ggufs else "PyTorch eager F32"
-    base = next((ms for system, ms, _ in rows if system == base_of), float("nan"))
+    base = next((ms for system, ms, _ in rows if system == baseline(args)), float("nan"))
     for system, ms, toks in rows:
         same = sum(a == b for a, b in zip(toks, tempo_tokens))
         print(f"| {name} | {args.attention} | {T} | {B} | {system} | {ms:.2f} | {ms / base:.2f} | "

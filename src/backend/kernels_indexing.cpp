@@ -78,8 +78,8 @@ std::optional<WeightType> weight_type(torch::ScalarType t) {
 // is faster (the half types widened once for it).
 std::optional<torch::Tensor> skinny_weight_matmul(const torch::Tensor& a, const torch::Tensor& b,
                                                   torch::ScalarType st) {
-  const torch::ScalarType wt = b.scalar_type();
-  if (!weight_type(wt) || st != torch::kFloat32 || a.scalar_type() != torch::kFloat32 ||
+  const std::optional<WeightType> wt = weight_type(b.scalar_type());
+  if (!wt || st != torch::kFloat32 || a.scalar_type() != torch::kFloat32 ||
       b.dim() != 2 || a.dim() < 1 || !a.device().is_cpu() || !b.device().is_cpu() ||
       !b.t().is_contiguous() || a.size(-1) != b.size(0) || b.size(0) == 0)
     return std::nullopt;
@@ -89,8 +89,7 @@ std::optional<torch::Tensor> skinny_weight_matmul(const torch::Tensor& a, const 
   std::vector<int64_t> shape(a.sizes().begin(), a.sizes().end() - 1);
   shape.push_back(n);
   torch::Tensor y = torch::empty(shape, a.options());
-  skinny_matmul(x.data_ptr<float>(), rows, k, b.data_ptr(), *weight_type(wt), n,
-                y.data_ptr<float>());
+  skinny_matmul(x.data_ptr<float>(), rows, k, b.data_ptr(), *wt, n, y.data_ptr<float>());
   return y;
 }
 
