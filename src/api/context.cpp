@@ -158,7 +158,7 @@ RT Context::rand_uniform(Shape shape, Dims domain, DType dtype, Loc loc) {
   ir::Attrs a;
   a.exprs = shape.dims;
   a.dtype = dtype;
-  a.ints = {static_cast<int64_t>(graph_.num_ops())};  // its stream: the op's id here
+  a.ints = {random_streams_++};  // its stream
   Dims extra = domain_union(domain, dims_in(*this, shape.dims, loc));
   return add_op1(ir::OpKind::RandUniform, std::move(a), {}, loc, extra);
 }
@@ -167,7 +167,7 @@ RT Context::rand_normal(Shape shape, Dims domain, DType dtype, Loc loc) {
   ir::Attrs a;
   a.exprs = shape.dims;
   a.dtype = dtype;
-  a.ints = {static_cast<int64_t>(graph_.num_ops())};  // its stream: the op's id here
+  a.ints = {random_streams_++};  // its stream
   Dims extra = domain_union(domain, dims_in(*this, shape.dims, loc));
   return add_op1(ir::OpKind::RandNormal, std::move(a), {}, loc, extra);
 }

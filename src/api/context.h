@@ -97,6 +97,9 @@ class Context {
   std::vector<std::pair<RT, RT>> substitutions_;
   std::vector<std::pair<ir::OpId, int>> retained_;
   bool data_parallel_ = false;
+  // Random draws made so far: each draw's stream is its number, so that other ops (e.g. those
+  // only a resumed run has) do not change which values a draw gives.
+  int64_t random_streams_ = 0;
 };
 
 }  // namespace tempo

@@ -125,7 +125,14 @@ expect_error "dqn needs a discrete action space; Pendulum-v1's actions are conti
   train dqn --env Pendulum-v1
 expect_error "--buffer-size 10005 must be a positive multiple of num_envs x steps = 10" \
   train dqn --buffer-size 10005
-expect_error "dqn cannot save or resume yet" train dqn --save "$work/dqn"
+# DQN saves its policy and a training checkpoint (replay buffer included) that --resume loads.
+dqn=(train dqn --iterations 30 --learning-starts 100 --buffer-size 200 --target-every 50 --hidden 8)
+if ! "$tempo" "${dqn[@]}" --save "$work/dqn" --save-every 10 >"$work/dqn.log" 2>&1 ||
+  ! "$tempo" "${dqn[@]}" --resume "$work/dqn" 2>&1 | grep -q "holds all 30 iterations" ||
+  [[ ! -f "$work/dqn/policy.safetensors" ]]; then
+  echo "FAIL: tempo train dqn --save, --resume: $(tail -2 "$work/dqn.log")"
+  failures=$((failures + 1))
+fi
 expect_error "td3 needs a continuous (box) action space; CartPole-v1's actions are discrete" \
   train td3 --env CartPole-v1
 expect_error "--noise-clip must be a number >= 0, got -1" train td3 --env Pendulum-v1 --noise-clip -1

@@ -22,6 +22,7 @@
 
 #include "../expect_error.h"
 #include "rl/algorithms/algorithms.h"
+#include "rl/algorithms/saved_policy.h"
 #include "rl/envs/env.h"
 
 namespace tempo::rl {
@@ -115,6 +116,62 @@ TEST(TrainCheckpoint, ContinuousActionsResumeToo) {  // normal draws, log_std
   TrainConfig cfg = small("a2c", "Pendulum-v1");
   cfg.iterations = 5;
   check_resume(cfg, 1, 3);
+}
+
+// A small off-policy run whose replay buffer holds `buffer` iterations' transitions, learning
+// from the second iteration, DQN's target network copied every third.
+TrainConfig small_off_policy(const std::string& algo, int64_t buffer) {
+  TrainConfig cfg = small(algo, algo == "dqn" ? "CartPole-v1" : "Pendulum-v1");
+  const int64_t per_iteration = cfg.num_envs * cfg.steps;
+  cfg.buffer_size = buffer * per_iteration;
+  cfg.learning_starts = per_iteration;
+  cfg.target_every = 3 * per_iteration;
+  cfg.batch_size = 32;
+  return cfg;
+}
+
+class OffPolicyResumeEqualsUninterrupted : public ::testing::TestWithParam<const char*> {};
+
+// The checkpoint carries the replay buffer, the targets and every optimizer's states: resumed
+// after 4 iterations, a buffer of 2 iterations is all the checkpoint's (it wrapped), one of 10
+// is the checkpoint's 4 and then the resumed run's; DQN's target network dates from before.
+TEST_P(OffPolicyResumeEqualsUninterrupted, CurveAndParametersBitForBit) {
+  for (const int64_t buffer : {2, 10}) {
+    SCOPED_TRACE(::testing::Message() << "buffer of " << buffer << " iterations");
+    EXPECT_EQ(check_resume(small_off_policy(GetParam(), buffer), 2, 5), 4);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, OffPolicyResumeEqualsUninterrupted,
+                         ::testing::Values("dqn", "sac", "td3"));
+
+TEST(TrainCheckpoint, OffPolicyCheckpointHoldsTheBufferAndTargets) {
+  TempDir dir;
+  TrainConfig cfg = small_off_policy("td3", 4);
+  cfg.save_dir = dir.str();
+  cfg.save_every = 3;
+  const TrainResult res = train(cfg, nullptr);
+  const TrainCheckpoint c = load_checkpoint(dir.str());
+  EXPECT_EQ(c.iterations, 7);
+  // The actor's and both critics' 4 tensors: Adam's two moments each, one target each.
+  EXPECT_EQ(c.parameters.size(), 12u);
+  EXPECT_EQ(c.optimizer_states.size(), 24u);
+  EXPECT_EQ(c.targets.size(), 12u);
+  // The latest 4 iterations of 3 envs x 16 steps: observations, actions, rewards, final
+  // observations, terminations.
+  ASSERT_EQ(c.replay.size(), 5u);
+  EXPECT_EQ(c.replay[0].shape, (std::vector<int64_t>{4 * 48, 3}));
+  EXPECT_EQ(c.replay[1].shape, (std::vector<int64_t>{4 * 48, 1}));
+  EXPECT_EQ(c.replay[2].shape, (std::vector<int64_t>{4 * 48}));
+  EXPECT_EQ(c.replay[3].shape, c.replay[0].shape);
+  // The saved policy is the actor, evaluated with its mean squashed into the action box.
+  const SavedPolicy policy = load_policy(dir.str());
+  EXPECT_EQ(policy.algo, "td3");
+  for (double r : evaluate(policy, 2, 3).returns) EXPECT_LT(r, 0.0);  // Pendulum's are negative
+  // The resumed run must have the buffer it was trained with.
+  TrainConfig again = small_off_policy("td3", 2);
+  again.resume_dir = dir.str();
+  expect_user_error([&] { train(again, nullptr); }, {"--buffer-size 192", "--buffer-size 96"});
 }
 
 TEST(TrainCheckpoint, HoldsEverythingAndKeepsOneTensorsFile) {

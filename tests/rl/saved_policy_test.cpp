@@ -50,11 +50,12 @@ int64_t saved_iterations(const std::string& dir) {
   return nn::parse_json(text.str(), "policy.json").get("iterations")->integer;
 }
 
-// A policy for `env` with an MLP of random weights (no training).
-SavedPolicy random_policy(const std::string& env, int64_t hidden, int64_t layers, uint32_t seed) {
+// A policy of `algo` for `env` with an MLP of random weights (no training).
+SavedPolicy random_policy(const std::string& env, int64_t hidden, int64_t layers, uint32_t seed,
+                          const std::string& algo = "ppo") {
   std::unique_ptr<BatchedEnv> e = make_env(env, 1);
   SavedPolicy p;
-  p.algo = "none";
+  p.algo = algo;
   p.env = env;
   p.hidden = hidden;
   p.layers = layers;
@@ -72,7 +73,8 @@ SavedPolicy random_policy(const std::string& env, int64_t hidden, int64_t layers
     p.tensors[std::to_string(k) + ".weight"] = w;
     p.tensors[std::to_string(k) + ".bias"] = b;
   }
-  if (!p.action_space.discrete) p.tensors["log_std"] = HostTensor(DType::Float32, {p.out_dim()});
+  if (!p.action_space.discrete && !p.relu())
+    p.tensors["log_std"] = HostTensor(DType::Float32, {p.out_dim()});
   return p;
 }
 
@@ -86,16 +88,19 @@ std::vector<float> greedy_by_hand(const SavedPolicy& p, const float* obs) {
     for (int64_t o = 0; o < w.shape[0]; ++o) {
       double s = b.at(o);
       for (int64_t in = 0; in < w.shape[1]; ++in) s += w.at(o * w.shape[1] + in) * h[in];
-      next[o] = k < p.layers ? std::tanh(s) : s;
+      next[o] = k == p.layers ? s : p.relu() ? std::max(s, 0.0) : std::tanh(s);
     }
     h = next;
   }
   if (p.action_space.discrete)
     return {static_cast<float>(std::max_element(h.begin(), h.end()) - h.begin())};
   std::vector<float> a;
-  for (size_t k = 0; k < h.size(); ++k)
-    a.push_back(
-        std::clamp(static_cast<float>(h[k]), p.action_space.low[k], p.action_space.high[k]));
+  for (size_t k = 0; k < static_cast<size_t>(p.action_space.numel()); ++k) {
+    const float low = p.action_space.low[k], high = p.action_space.high[k];
+    // SAC's and TD3's mean is squashed into the action box.
+    const double v = p.relu() ? std::tanh(h[k]) * (high - low) / 2 + (high + low) / 2 : h[k];
+    a.push_back(std::clamp(static_cast<float>(v), low, high));
+  }
   return a;
 }
 
@@ -154,8 +159,12 @@ TEST(SavedPolicy, SaveLoadRoundTrip) {
 }
 
 TEST(SavedPolicy, GreedyEvaluationMatchesAHandWrittenLoop) {
-  for (const char* env : {"CartPole-v1", "Acrobot-v1", "Pendulum-v1"}) {
-    SavedPolicy p = random_policy(env, 16, 2, 11);
+  const std::pair<const char*, const char*> cases[] = {
+      {"CartPole-v1", "ppo"}, {"Acrobot-v1", "a2c"},  {"Pendulum-v1", "ppo"},
+      {"CartPole-v1", "dqn"}, {"Pendulum-v1", "sac"}, {"Pendulum-v1", "td3"}};
+  for (const auto& [env, algo] : cases) {
+    SCOPED_TRACE(algo);
+    SavedPolicy p = random_policy(env, 16, 2, 11, algo);
     EvalResult got = evaluate(p, 5, 42);
     std::vector<double> want = returns_by_hand(p, 5, 42);
     ASSERT_EQ(got.returns.size(), want.size()) << env;

@@ -50,6 +50,8 @@ nn::NamedTensors tensors_of(const TrainCheckpoint& c) {
     out.emplace_back(cat("parameter.", k), c.parameters[k]);
   for (size_t k = 0; k < c.optimizer_states.size(); ++k)
     out.emplace_back(cat("optimizer.", k), c.optimizer_states[k]);
+  for (size_t k = 0; k < c.targets.size(); ++k) out.emplace_back(cat("target.", k), c.targets[k]);
+  for (size_t k = 0; k < c.replay.size(); ++k) out.emplace_back(cat("replay.", k), c.replay[k]);
   out.emplace_back("obs", c.obs);
   std::vector<double> curve;
   for (const CurvePoint& p : c.curve) {
@@ -72,6 +74,7 @@ std::string manifest_json(const TrainCheckpoint& c, const std::string& tensors,
     << ",\n  \"tensors_checksum\": " << nn::json_quote(std::to_string(fnv1a(bytes)))
     << ",\n  \"parameters\": " << c.parameters.size()
     << ",\n  \"optimizer_states\": " << c.optimizer_states.size()
+    << ",\n  \"targets\": " << c.targets.size() << ",\n  \"replay\": " << c.replay.size()
     << ",\n  \"episodes\": " << c.episodes << ",\n  \"config\": {";
   for (size_t k = 0; k < c.config.size(); ++k)
     o << (k ? ",\n    " : "\n    ") << nn::json_quote(c.config[k].first) << ": "
@@ -119,6 +122,10 @@ struct ManifestReader {
     if (!v.is_int || v.integer < 0) fail(cat("'", key, "' is not a count"));
     return v.integer;
   }
+  // A count that manifests written before its field existed leave out: 0 there.
+  int64_t count_or_zero(const nn::Json& obj, const std::string& key) const {
+    return obj.get(key) ? integer(obj, key) : 0;
+  }
   std::string string(const nn::Json& obj, const std::string& key) const {
     return get(obj, key, nn::Json::String).str;
   }
@@ -132,13 +139,22 @@ const HostTensor& tensor(const std::map<std::string, HostTensor>& m, const std::
   return it->second;
 }
 
+// The number of tensors of each numbered kind the manifest records.
+struct TensorCounts {
+  size_t parameters, optimizer_states, targets, replay;
+};
+
 // The tensors file's contents into `c` (the manifest read before).
-void read_tensors(const std::string& bytes, const std::string& file, size_t params, size_t states,
+void read_tensors(const std::string& bytes, const std::string& file, const TensorCounts& n,
                   TrainCheckpoint& c) {
   const std::map<std::string, HostTensor> m = nn::safetensors_decode(bytes, file);
-  for (size_t k = 0; k < params; ++k) c.parameters.push_back(tensor(m, cat("parameter.", k), file));
-  for (size_t k = 0; k < states; ++k)
-    c.optimizer_states.push_back(tensor(m, cat("optimizer.", k), file));
+  auto numbered = [&](const char* kind, size_t count, std::vector<HostTensor>& into) {
+    for (size_t k = 0; k < count; ++k) into.push_back(tensor(m, cat(kind, ".", k), file));
+  };
+  numbered("parameter", n.parameters, c.parameters);
+  numbered("optimizer", n.optimizer_states, c.optimizer_states);
+  numbered("target", n.targets, c.targets);
+  numbered("replay", n.replay, c.replay);
   c.obs = tensor(m, "obs", file);
   const HostTensor& curve = tensor(m, "curve", file);
   if (curve.dtype != DType::Float64 || curve.shape.size() != 2 || curve.shape[1] != 2 ||
@@ -161,7 +177,8 @@ void read_tensors(const std::string& bytes, const std::string& file, size_t para
 std::vector<std::pair<std::string, std::string>> checkpoint_config(const TrainConfig& cfg) {
   std::string shape;
   for (int64_t d : cfg.env_options.obs_shape) shape += cat(shape.empty() ? "" : "x", d);
-  return {{"algo", cfg.algo},
+  std::vector<std::pair<std::string, std::string>> flags{
+          {"algo", cfg.algo},
           {"--env", cfg.env},
           {"--obs-shape", shape},
           {"--episode-length", cat(cfg.env_options.episode_length)},
@@ -188,6 +205,22 @@ std::vector<std::pair<std::string, std::string>> checkpoint_config(const TrainCo
           {"--hidden", cat(cfg.hidden)},
           {"--layers", cat(cfg.layers)},
           {"--optimizer", cfg.optimizer}};
+  if (cfg.algo != "dqn" && cfg.algo != "sac" && cfg.algo != "td3") return flags;
+  // The off-policy algorithms' own (recorded only for them: older checkpoints lack them).
+  flags.insert(flags.end(), {{"--buffer-size", cat(cfg.buffer_size)},
+                             {"--batch-size", cat(cfg.batch_size)},
+                             {"--learning-starts", cat(cfg.learning_starts)},
+                             {"--target-every", cat(cfg.target_every)},
+                             {"--eps-start", exact(cfg.eps_start)},
+                             {"--eps-end", exact(cfg.eps_end)},
+                             {"--exploration-fraction", exact(cfg.exploration_fraction)},
+                             {"--policy-lr", exact(cfg.policy_lr)},
+                             {"--tau", exact(cfg.tau)},
+                             {"--exploration-noise", exact(cfg.exploration_noise)},
+                             {"--policy-noise", exact(cfg.policy_noise)},
+                             {"--noise-clip", exact(cfg.noise_clip)},
+                             {"--policy-frequency", cat(cfg.policy_every)}});
+  return flags;
 }
 
 void save_checkpoint(const std::string& dir, const TrainCheckpoint& c) {
@@ -226,8 +259,11 @@ TrainCheckpoint load_checkpoint(const std::string& dir) {
       std::to_string(fnv1a(bytes)) != r.string(doc, "tensors_checksum"))
     throw UserError(cat("corrupt training checkpoint: ", file.string(),
                         " does not have the size and checksum its manifest records"));
-  read_tensors(bytes, file.string(), static_cast<size_t>(r.integer(doc, "parameters")),
-               static_cast<size_t>(r.integer(doc, "optimizer_states")), c);
+  const TensorCounts counts{static_cast<size_t>(r.integer(doc, "parameters")),
+                            static_cast<size_t>(r.integer(doc, "optimizer_states")),
+                            static_cast<size_t>(r.count_or_zero(doc, "targets")),
+                            static_cast<size_t>(r.count_or_zero(doc, "replay"))};
+  read_tensors(bytes, file.string(), counts, c);
   return c;
 }
 
@@ -278,11 +314,12 @@ void CheckpointParts::stats(int64_t done, std::vector<CurvePoint> curve, std::ve
   arrived(done);
 }
 
-void CheckpointParts::tensors(int64_t done, std::vector<HostTensor> parameters,
-                              std::vector<HostTensor> optimizer_states) {
+void CheckpointParts::tensors(int64_t done, TrainCheckpoint part) {
   TrainCheckpoint& c = pending_[done];
-  c.parameters = std::move(parameters);
-  c.optimizer_states = std::move(optimizer_states);
+  c.parameters = std::move(part.parameters);
+  c.optimizer_states = std::move(part.optimizer_states);
+  c.targets = std::move(part.targets);
+  c.replay = std::move(part.replay);
   arrived(done);
 }
 

@@ -4,7 +4,10 @@
 // A directory holds, next to the policy (saved_policy.h):
 //   checkpoint-<iterations>.safetensors  the tensors: "parameter.<k>" (every trained parameter,
 //                        the policy's then the value network's), "optimizer.<k>" (each optimizer
-//                        state, e.g. Adam's moments, in optim::Optimizer::states() order), "obs"
+//                        state, e.g. Adam's moments, in optim::Optimizer::states() order),
+//                        "target.<k>" (each target network's tensor, SAC, TD3 and DQN),
+//                        "replay.<k>" (the off-policy algorithms' replay buffer: each per-step
+//                        field's latest transitions, one row each, oldest first), "obs"
 //                        (the observations the next iteration starts from), "curve" (one row
 //                        (env_steps, mean_return) per iteration done), "recent" (the returns of
 //                        the latest episodes, the reported mean's window), "last_mean"
@@ -36,6 +39,10 @@ struct TrainCheckpoint {
   std::vector<std::pair<std::string, std::string>> config;
   std::vector<HostTensor> parameters;
   std::vector<HostTensor> optimizer_states;
+  std::vector<HostTensor> targets;  // target networks' tensors, in the order the program makes them
+  // The replay buffer (DQN, SAC, TD3): observations, actions, rewards, final observations and
+  // terminations of the latest transitions, (rows, ...) each, oldest first.
+  std::vector<HostTensor> replay;
   HostTensor obs;         // (num_envs, obs_dim)
   std::string env_state;  // BatchedEnv::state()
   std::vector<CurvePoint> curve;
@@ -69,8 +76,8 @@ class CheckpointParts {
   void env(int64_t done, HostTensor obs, std::string state);
   void stats(int64_t done, std::vector<CurvePoint> curve, std::vector<double> recent,
              double last_mean, int64_t episodes);
-  void tensors(int64_t done, std::vector<HostTensor> parameters,
-               std::vector<HostTensor> optimizer_states);
+  // The tensors of `part`: parameters, optimizer states, targets and replay buffer.
+  void tensors(int64_t done, TrainCheckpoint part);
 
  private:
   void arrived(int64_t done);  // saves when all three parts are there

@@ -2,8 +2,9 @@
 // (every T env steps) on a minibatch sampled with replacement from a replay buffer, the TD target
 // from a target network, and a mean squared TD error.
 //
-// The replay buffer is replay.cpp's; the target network is the Q-network's parameters read at the
-// last multiple of K iterations, q[i - i % K].
+// The replay buffer is replay.cpp's; the target network is a copy of the Q-network taken after
+// every K-th iteration of the whole run (twin_q.cpp's Target with tau 1), so that it is the
+// Q-network of the last multiple of K iterations.
 #include "rl/algorithms/program.h"
 
 namespace tempo::rl::detail {
@@ -29,12 +30,14 @@ RT dqn_loss(Acting& a) {
   const TrainConfig& cfg = a.cfg;
   const int64_t K = iterations_of(cfg.target_every, cfg);
   const Replay batch = replay_batch(a);
+  const Target target(a.pi, a.carried);
   RT q = a.pi(batch.obs).gather(1, batch.actions.unsqueeze(1)).squeeze(1);
-  // The target network: the Q-network as it was at the last multiple of K iterations (DQN runs
-  // are not resumed: i counts the whole run's iterations).
-  RT next_q = a.pi.forward_at(a.i.var - a.i.var % K, batch.next_obs).max(1).detach();
-  RT target = (batch.reward + cfg.gamma * (1.0 - batch.terminated) * next_q).detach();
-  return (q - target).square().mean();
+  RT next_q = mlp_with(target.values, batch.next_obs).max(1).detach();
+  RT td_target = (batch.reward + cfg.gamma * (1.0 - batch.terminated) * next_q).detach();
+  RT loss = (q - td_target).square().mean();
+  add_optimizer(a, a.params, loss, 1);
+  target.advance(1, a.ctx.symbol((a.i.var + (1 + a.first_iteration)) % K) == 0.0);
+  return loss;
 }
 
 }  // namespace tempo::rl::detail

@@ -114,6 +114,48 @@ RT normalized(const RT& x) {
   return c / deviation(c);
 }
 
+std::vector<HostTensor> Carried::next_optimizer_states(size_t n) const {
+  const size_t from = optimizer_states.size();
+  if (from + n > resume->optimizer_states.size())
+    throw UserError(cat("--resume: the checkpoint holds ", resume->optimizer_states.size(),
+                        " optimizer states, the program has more"));
+  const auto begin = resume->optimizer_states.begin() + static_cast<std::ptrdiff_t>(from);
+  return {begin, begin + static_cast<std::ptrdiff_t>(n)};
+}
+
+HostTensor Carried::next_target(const nn::Parameter& p) const {
+  const size_t k = targets.size();
+  if (k >= resume->targets.size())
+    throw UserError(cat("--resume: the checkpoint holds ", resume->targets.size(),
+                        " target network tensors, the program has more"));
+  const HostTensor& v = resume->targets[k];
+  if (v.shape != p.type().shape.static_dims() || v.dtype != p.type().dtype)
+    throw UserError(cat("--resume: the checkpoint's target tensor ", k, " is not of type ",
+                        p.type().str(), " (that of '", p.param_name(), "')"));
+  return v;
+}
+
+void add_optimizer(Acting& a, const std::vector<nn::Parameter>& params, const RT& loss, int64_t U) {
+  const TrainConfig& cfg = a.cfg;
+  const int64_t first = a.first_iteration;
+  optim::LearningRate lr = cfg.lr;
+  if (cfg.lr_decay)
+    lr = first == 0 ? optim::linear_decay(a.ctx, cfg.lr, 0.0, a.i.var, a.i.bound)
+                    : optim::linear_decay(a.ctx, cfg.lr, 0.0, a.i.var + first, Expr(cfg.iterations));
+  std::unique_ptr<optim::Optimizer> opt;
+  const bool dqn = cfg.algo == "dqn";
+  if (cfg.optimizer == "sgd")
+    opt = std::make_unique<optim::SGD>(params, lr);
+  else  // PyTorch's eps in DQN, CleanRL's 1e-5 in the policy-gradient algorithms
+    opt = std::make_unique<optim::Adam>(params, lr, 0.9, 0.999, dqn ? 1e-8 : 1e-5);
+  if (a.carried.resume) opt->resume(first * U, a.carried.resume->optimizer_states);
+  // DQN acts learning_starts steps before its first update.
+  if (dqn) opt->delay(iterations_of(cfg.learning_starts, cfg));
+  optim::minimize(loss, *opt, cfg.max_grad_norm);
+  const std::vector<optim::Optimizer::StateTensor>& states = opt->states();
+  a.carried.optimizer_states.insert(a.carried.optimizer_states.end(), states.begin(), states.end());
+}
+
 }  // namespace detail
 
 RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t, int64_t n, Loc loc) {
@@ -186,9 +228,6 @@ void check_action_space(const TrainConfig& c, bool discrete) {
 }
 
 void validate_off_policy(const TrainConfig& c) {
-  if (!c.save_dir.empty() || !c.resume_dir.empty())
-    throw UserError(cat(c.algo, " cannot save or resume yet (--save, --resume): its replay "
-                        "buffer is not part of a training checkpoint"));
   if (c.compile.communicator) throw UserError(cat(c.algo, " does not train data-parallel"));
   const int64_t per_iteration = c.num_envs * c.steps;
   auto whole = [&](const char* flag, int64_t v, bool zero_ok) {
@@ -408,31 +447,6 @@ EnvStep step_env(Context& ctx, const Job& job, const std::shared_ptr<Stats>& sta
   return EnvStep{st[0], st[1], st[2], st[3], bootstraps ? st[4] : RT()};
 }
 
-// The optimizer's updates of `params` minimizing `loss`, with the learning rate decayed over the
-// whole run's iterations; a resumed run continues from the checkpoint's optimizer states. Returns
-// the optimizer's states (what checkpoints save).
-std::vector<optim::Optimizer::StateTensor> add_optimizer(Context& ctx, const TrainConfig& cfg,
-                                                         const std::vector<nn::Parameter>& params,
-                                                         const RT& loss, const Dim& i, int64_t U,
-                                                         const TrainCheckpoint* resume) {
-  const int64_t first = resume ? resume->iterations : 0;
-  optim::LearningRate lr = cfg.lr;
-  if (cfg.lr_decay)
-    lr = first == 0 ? optim::linear_decay(ctx, cfg.lr, 0.0, i.var, i.bound)
-                    : optim::linear_decay(ctx, cfg.lr, 0.0, i.var + first, Expr(cfg.iterations));
-  std::unique_ptr<optim::Optimizer> opt;
-  const bool dqn = cfg.algo == "dqn";
-  if (cfg.optimizer == "sgd")
-    opt = std::make_unique<optim::SGD>(params, lr);
-  else  // PyTorch's eps in DQN, CleanRL's 1e-5 in the policy-gradient algorithms
-    opt = std::make_unique<optim::Adam>(params, lr, 0.9, 0.999, dqn ? 1e-8 : 1e-5);
-  if (resume) opt->resume(first * U, resume->optimizer_states);
-  // DQN acts learning_starts steps before its first update.
-  if (dqn) opt->delay(detail::iterations_of(cfg.learning_starts, cfg));
-  optim::minimize(loss, *opt, cfg.max_grad_norm);
-  return opt->states();
-}
-
 // A sink per iteration reading its last loss: the learning curve and a progress line.
 void add_progress(Context& ctx, const std::shared_ptr<Stats>& stats, const RT& loss, const Dim& i) {
   auto log_fn = [stats](const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
@@ -480,23 +494,40 @@ Expr save_points(const TrainConfig& cfg, const Dim& i, int64_t first) {
   return when;
 }
 
-// The training checkpoint's tensors at the save points: every parameter and optimizer state
-// after the iteration (stats->parts assembles and writes the checkpoint).
+// The training checkpoint's tensors at the save points: every parameter, optimizer state and
+// target after the iteration, and the replay buffer (stats->parts assembles and writes the
+// checkpoint).
 void add_train_checkpoints(Context& ctx, const TrainConfig& cfg, const Stats& stats,
                            const std::vector<nn::Parameter>& params,
-                           const std::vector<optim::Optimizer::StateTensor>& states,
-                           const Dim& i) {
+                           const detail::Carried& carried, const Dim& i) {
   const Expr when = save_points(cfg, i, stats.first);
   std::vector<RT> saved;
   for (const nn::Parameter& p : params) saved.push_back(after_iteration(p, i)[when]);
-  for (const optim::Optimizer::StateTensor& s : states) {
-    if (!s.next.defined()) internal_error(cat("optimizer state '", s.name, "' has no update"));
-    saved.push_back(after_iteration(s.next, i)[when]);
-  }
-  auto fn = [parts = stats.parts, first = stats.first, P = params.size()](
+  for (const auto* states : {&carried.optimizer_states, &carried.targets})
+    for (const optim::Optimizer::StateTensor& s : *states) {
+      if (!s.next.defined()) internal_error(cat("state '", s.name, "' has no update"));
+      saved.push_back(after_iteration(s.next, i)[when]);
+    }
+  for (const RT& field : carried.replay) saved.push_back(field[when]);
+  const size_t P = params.size(), S = carried.optimizer_states.size(),
+               G = carried.targets.size();
+  // A resumed run's buffer starts with the checkpoint's transitions.
+  std::vector<HostTensor> before(carried.replay.size());
+  if (carried.resume && !carried.resume->replay.empty()) before = carried.resume->replay;
+  const int64_t buffer_rows = cfg.buffer_size;
+  auto fn = [parts = stats.parts, first = stats.first, P, S, G, before, buffer_rows](
                 const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
-    parts->tensors(first + p[0] + 1, {in.begin(), in.begin() + static_cast<std::ptrdiff_t>(P)},
-                   {in.begin() + static_cast<std::ptrdiff_t>(P), in.end()});
+    auto range = [&](size_t from, size_t n) {
+      const auto begin = in.begin() + static_cast<std::ptrdiff_t>(from);
+      return std::vector<HostTensor>(begin, begin + static_cast<std::ptrdiff_t>(n));
+    };
+    TrainCheckpoint part;
+    part.parameters = range(0, P);
+    part.optimizer_states = range(P, S);
+    part.targets = range(P + S, G);
+    for (size_t k = P + S + G; k < in.size(); ++k)
+      part.replay.push_back(detail::latest_rows(before[k - P - S - G], in[k], buffer_rows));
+    parts->tensors(first + p[0] + 1, std::move(part));
     return std::vector<HostTensor>{};
   };
   ctx.udf("save_checkpoint", fn, saved, {}, {i});
@@ -506,7 +537,7 @@ void add_train_checkpoints(Context& ctx, const TrainConfig& cfg, const Stats& st
 void add_checkpoints(Context& ctx, const TrainConfig& cfg, const Job& job, const nn::MLP& pi,
                      const nn::Parameter& log_std, const Dim& i, int64_t first) {
   std::vector<std::pair<std::string, nn::Parameter>> policy = pi.named_parameters();
-  if (!job.discrete) policy.emplace_back("log_std", log_std);
+  if (log_std.defined()) policy.emplace_back("log_std", log_std);
   const Expr when = save_points(cfg, i, first);
   std::vector<RT> trained;
   std::vector<std::string> names;
@@ -619,6 +650,20 @@ void restore_parameters(const std::vector<nn::Parameter>& params, const TrainChe
                         " parameters, the program has ", params.size()));
   for (size_t k = 0; k < params.size(); ++k)
     params[k].set_initial(c.parameters[k], cat("the checkpoint in ", dir, " (parameter ", k, ")"));
+}
+
+// Every state the checkpoint carries was taken by the program (restore_parameters checks the
+// parameters).
+void check_carried(const detail::Carried& carried, const TrainCheckpoint& c,
+                   const std::string& dir) {
+  auto check = [&](const char* what, size_t held, size_t used) {
+    if (held != used)
+      throw UserError(cat("--resume ", dir, ": the checkpoint holds ", held, " ", what,
+                          ", the program has ", used));
+  };
+  check("optimizer states", c.optimizer_states.size(), carried.optimizer_states.size());
+  check("target network tensors", c.targets.size(), carried.targets.size());
+  check("replay buffer fields", c.replay.size(), carried.replay.size());
 }
 
 // A resumed run whose checkpoint already holds every iteration: its result.
@@ -748,10 +793,11 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
   o[{i.var + 1, Expr(0)}] = st.next_obs[{i.var, t.bound - 1}];
 
   // ---- learning: each algorithm's loss (reinforce.cpp ... sac.cpp, td3.cpp) ----
+  detail::Carried carried{resume ? &*resume : nullptr, {}, {}, {}};
   detail::Acting acting_program{
-      ctx, cfg,     i,      t,      u, steps, start,     job.discrete, mlp_sizes,     init,
-      pi,  log_std, params, acting, o, a,     st.reward, st.done,      st.terminated, st.final_obs,
-      first, &job.aspace};
+      ctx,   cfg,         i,      t,      u, steps, start,     job.discrete, mlp_sizes,     init,
+      pi,    log_std,     params, acting, o, a,     st.reward, st.done,      st.terminated, st.final_obs,
+      first, &job.aspace, carried};
   RT loss = ppo                       ? detail::ppo_loss(acting_program)
             : dqn                     ? detail::dqn_loss(acting_program)
             : sac                     ? detail::sac_loss(acting_program)
@@ -761,15 +807,14 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
   params = acting_program.params;
   if (resume) restore_parameters(params, *resume, cfg.resume_dir);
   loss = loss.named("loss");
-  // SAC's and TD3's optimizers are their losses' own.
-  const std::vector<optim::Optimizer::StateTensor> states =
-      sac || td3 ? std::vector<optim::Optimizer::StateTensor>{}
-          : add_optimizer(ctx, cfg, params, loss, i, job.U, resume ? &*resume : nullptr);
+  // The off-policy algorithms' optimizers are their losses' own.
+  if (!dqn && !sac && !td3) detail::add_optimizer(acting_program, params, loss, job.U);
+  if (resume) check_carried(carried, *resume, cfg.resume_dir);
 
   add_progress(ctx, stats, ppo ? RT(loss[{i.var, u->bound - 1}]) : loss, i);
   if (!cfg.save_dir.empty() && job.rank == 0)
     add_checkpoints(ctx, cfg, job, pi, log_std, i, first);
-  if (stats->parts) add_train_checkpoints(ctx, cfg, *stats, params, states, i);
+  if (stats->parts) add_train_checkpoints(ctx, cfg, *stats, params, carried, i);
   auto kept = cfg.keep_parameters ? keep_parameters(ctx, params, i)
                                   : std::make_shared<std::vector<HostTensor>>();
   // A resumed program's i counts from 0 again: its draws are those of the whole run's i + first.

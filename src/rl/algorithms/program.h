@@ -10,7 +10,9 @@
 
 #include "nn/distributions.h"
 #include "nn/module.h"
+#include "optim/optim.h"
 #include "rl/algorithms/algorithms.h"
+#include "rl/algorithms/checkpoint.h"
 
 namespace tempo::rl::detail {
 
@@ -27,6 +29,23 @@ class Policy {
  private:
   std::optional<nn::Categorical> categorical_;
   std::optional<nn::Normal> normal_;
+};
+
+// What a training checkpoint carries besides the parameters and the environments
+// (checkpoint.h): optimizer states, target networks and the replay buffer, gathered as the
+// learners make them. A resumed run (`resume` set) starts each from the checkpoint's value, taken
+// in the order the program makes them.
+struct Carried {
+  const TrainCheckpoint* resume = nullptr;
+  std::vector<optim::Optimizer::StateTensor> optimizer_states, targets;
+  // The replay buffer's fields (Replay's order) as this process's program holds them: the
+  // transitions since it started, (rows, ...) over i; a resumed run's checkpoint holds the ones
+  // before.
+  std::vector<RT> replay;
+  // The checkpoint's next n optimizer states, for one optimizer.
+  std::vector<HostTensor> next_optimizer_states(size_t n) const;
+  // The checkpoint's value of the next target tensor, a copy of p.
+  HostTensor next_target(const nn::Parameter& p) const;
 };
 
 // The acting program over iterations i and timesteps t: o[0, 0] = reset(), o[i, t + 1] =
@@ -52,7 +71,14 @@ struct Acting {
   RT reward, done, terminated, final_obs;
   int64_t first_iteration = 0;  // the whole run's iteration at i = 0 (a resumed run's start)
   const Space* action_space = nullptr;
+  Carried& carried;
 };
+
+// The optimizer of TrainConfig::optimizer minimizing `loss` over `params` (U steps an
+// iteration), its learning rate decayed over the whole run's iterations (TrainConfig::lr_decay),
+// DQN's after learning starts; a resumed run continues from the checkpoint's optimizer states.
+// The states join a.carried.
+void add_optimizer(Acting& a, const std::vector<nn::Parameter>& params, const RT& loss, int64_t U);
 
 // The index reading all of x's temporal dims at the current point, with t replaced by `entry`.
 Expr index_with(const RT& x, const Dim& t, const Expr& entry);
@@ -77,7 +103,10 @@ RT dqn_loss(Acting& a);  // a.pi is the Q-network
 struct Replay {
   RT obs, actions, reward, next_obs, terminated;
 };
-Replay replay_batch(const Acting& a);
+Replay replay_batch(Acting& a);  // its fields join a.carried
+// The last n rows of cat(before, after) along dim 0 (before may be empty: HostTensor()); the
+// replay buffer a checkpoint saves.
+HostTensor latest_rows(const HostTensor& before, const HostTensor& after, int64_t n);
 // The iterations a size in env steps spans (validate() checks that it divides).
 int64_t iterations_of(int64_t env_steps, const TrainConfig& cfg);
 
@@ -95,17 +124,21 @@ RT random_until_learning(Context& ctx, const TrainConfig& cfg, const ActionBox& 
 // A ReLU MLP's forward pass with the given weights and biases, in nn::Linear's layout.
 RT mlp_with(const std::vector<RT>& weights_and_biases, RT x);
 // A network's Polyak-averaged copy: states over the parameters' steps that start as the
-// network's initial values; advance() defines them after the network's update (at the steps
-// where `when` holds, if given).
+// network's initial values (a resumed run's: the checkpoint's); advance() defines them after the
+// network's update (at the steps where `when` holds, if given; tau 1 copies it). The states join
+// `carried`.
 struct Target {
-  explicit Target(const nn::MLP& net);
+  Target(const nn::MLP& net, Carried& carried);
   void advance(double tau, const RT& when = RT()) const;
   std::vector<nn::Parameter> params;
   std::vector<RT> values;
+
+ private:
+  Carried* carried_;
 };
 // Two Q-networks over cat(observation, action) and their targets.
 struct TwinQ {
-  explicit TwinQ(const Acting& a);
+  explicit TwinQ(Acting& a);
   // Both networks' mean squared error to target at (obs, actions).
   RT loss(const RT& obs, const RT& actions, const RT& target) const;
   // The smaller of the targets' values (B).
@@ -115,8 +148,9 @@ struct TwinQ {
   Target target1, target2;
 };
 // Adam minimizing `loss` over `params`, updating after `delay` iterations, then every `every`-th;
-// returns whether it updates at the current iteration (Optimizer::updating).
-RT minimize_after(const RT& loss, const std::vector<nn::Parameter>& params, double lr,
+// returns whether it updates at the current iteration (Optimizer::updating). A resumed run
+// continues from the checkpoint's states; the states join a.carried.
+RT minimize_after(Acting& a, const RT& loss, const std::vector<nn::Parameter>& params, double lr,
                   int64_t delay, int64_t every = 1);
 
 RT sac_loss(Acting& a);  // a.pi is the actor; returns the critics' loss, minimized with the rest

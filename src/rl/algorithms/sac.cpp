@@ -58,18 +58,18 @@ RT sac_loss(Acting& a) {
                   .detach();
   RT q_loss = q.loss(batch.obs, batch.actions, target);
   const std::vector<nn::Parameter> critics = q.parameters();
-  minimize_after(q_loss, critics, cfg.lr, delay);
+  minimize_after(a, q_loss, critics, cfg.lr, delay);
 
   // The actor: the entropy-regularized value of a fresh reparameterized action.
   const Squashed now = squashed_sample(a.pi(batch.obs), box);
   RT now_in = cat({batch.obs, now.action}, 1);
   RT actor_loss = (alpha * now.log_prob - q.q1(now_in).minimum(q.q2(now_in)).squeeze(1)).mean();
-  minimize_after(actor_loss, a.pi.parameters(), cfg.policy_lr, delay);
+  minimize_after(a, actor_loss, a.pi.parameters(), cfg.policy_lr, delay);
 
   // The entropy coefficient, towards an entropy of -|A|.
   RT alpha_loss =
       (-log_alpha.exp() * (now.log_prob.detach() - static_cast<double>(box.A))).mean();
-  minimize_after(alpha_loss, {log_alpha}, cfg.lr, delay);
+  minimize_after(a, alpha_loss, {log_alpha}, cfg.lr, delay);
 
   q.target1.advance(cfg.tau);
   q.target2.advance(cfg.tau);

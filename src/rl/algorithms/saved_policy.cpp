@@ -1,6 +1,8 @@
 // Trained policies on disk (safetensors + JSON) and their greedy evaluation as a compiled
 // recurrent-tensor program: o[0] = the current observations, o[t + 1] = step(greedy(pi(o[t]))).
 #include "rl/algorithms/saved_policy.h"
+
+#include "rl/algorithms/program.h"
 #include "driver/compile.h"
 
 #include <algorithm>
@@ -63,7 +65,7 @@ std::string config_json(const SavedPolicy& p) {
     << ", \"episode_length\": " << p.env_options.episode_length
     << ", \"num_actions\": " << p.env_options.num_actions << "},\n"
     << "  \"network\": {\"kind\": \"mlp\", \"hidden\": " << p.hidden << ", \"layers\": " << p.layers
-    << ", \"activation\": \"tanh\"},\n"
+    << ", \"activation\": \"" << (p.relu() ? "relu" : "tanh") << "\"},\n"
     << "  \"observation_space\": " << space_json(p.observation_space) << ",\n"
     << "  \"action_space\": " << space_json(p.action_space) << ",\n"
     << "  \"seed\": " << p.seed << ",\n"
@@ -195,8 +197,9 @@ SavedPolicy load_policy(const std::string& dir) {
   p.env_options.episode_length = r.integer(eo, "episode_length");
   p.env_options.num_actions = r.integer(eo, "num_actions");
   const nn::Json& net = r.get(doc, "network", nn::Json::Object);
-  if (r.string(net, "kind") != "mlp" || r.string(net, "activation") != "tanh")
-    r.fail("the network is not a tanh MLP");
+  const char* activation = p.relu() ? "relu" : "tanh";
+  if (r.string(net, "kind") != "mlp" || r.string(net, "activation") != activation)
+    r.fail(cat("the network is not a ", activation, " MLP (", p.algo, "'s policy network)"));
   p.hidden = r.integer(net, "hidden");
   p.layers = r.integer(net, "layers");
   if (p.hidden < 1 || p.layers < 0) r.fail("the network's hidden width or layers are not valid");
@@ -221,7 +224,7 @@ EvalResult evaluate(const SavedPolicy& policy, BatchedEnv& env, uint64_t seed) {
     throw UserError(cat("the policy was trained on ", policy.env, " (", policy.obs_dim(),
                         " observations, ", policy.out_dim(), " action outputs); ", env.name(),
                         " does not have the same spaces"));
-  const int64_t N = env.num_envs(), D = policy.obs_dim(), A = policy.out_dim();
+  const int64_t N = env.num_envs(), D = policy.obs_dim(), A = aspace.numel();
   const bool discrete = aspace.discrete;
   // Between runs of the program: the observations to continue from and the episodes' returns.
   struct State {
@@ -243,11 +246,15 @@ EvalResult evaluate(const SavedPolicy& policy, BatchedEnv& env, uint64_t seed) {
   auto observe = [st, N, D](const std::vector<HostTensor>&, const std::vector<int64_t>&) {
     return std::vector<HostTensor>{HostTensor::from(st->obs, {N, D})};
   };
-  nn::MLP pi(ctx, mlp_sizes(policy), nn::Steps(), nn::tanh);
+  nn::MLP pi(ctx, mlp_sizes(policy), nn::Steps(), policy.relu() ? nn::relu : nn::tanh);
   pi.init_from(policy.tensors, "the saved policy.safetensors");
   RT o = ctx.placeholder(obs_type, {t}, "obs");
-  RT out = pi(o);  // (N, A): logits or the actions' mean
+  RT out = pi(o);  // (N, outputs): logits or the actions' mean (SAC: then their log-stds)
   RT action = discrete ? out.argmax(-1) : out;
+  if (policy.algo == "sac" || policy.algo == "td3") {  // the mean squashed into the box
+    const detail::ActionBox box(ctx, aspace);
+    action = (policy.algo == "sac" ? out.slice(1, 0, A) : out).tanh() * box.scale + box.bias;
+  }
   auto step = [st, &env, &aspace, discrete, N, D, A](const std::vector<HostTensor>& in,
                                                      const std::vector<int64_t>&) {
     std::vector<float> act(static_cast<size_t>(in[0].numel()));

@@ -28,7 +28,9 @@ struct SavedPolicy {
   std::string algo;  // the algorithm that trained it
   std::string env;   // the environment's name (make_env)
   EnvOptions env_options;
-  int64_t hidden = 0, layers = 0;  // the MLP: obs -> hidden x layers (tanh) -> actions
+  // The MLP: obs -> hidden x layers -> outputs, tanh (PPO, A2C, REINFORCE) or ReLU (DQN's
+  // Q-network, SAC's and TD3's actors).
+  int64_t hidden = 0, layers = 0;
   Space observation_space, action_space;
   uint64_t seed = 0;
   int64_t iterations = 0;  // training iterations done when it was saved
@@ -36,8 +38,12 @@ struct SavedPolicy {
   std::map<std::string, HostTensor> tensors;
 
   int64_t obs_dim() const { return observation_space.numel(); }
-  // The network's outputs: logits for discrete actions, else the actions' mean.
-  int64_t out_dim() const { return action_space.discrete ? action_space.n : action_space.numel(); }
+  bool relu() const { return algo == "dqn" || algo == "sac" || algo == "td3"; }
+  // The network's outputs: logits (Q-values for DQN) for discrete actions, else the actions'
+  // mean (SAC: and their log-stds; SAC and TD3 squash the mean into the action box).
+  int64_t out_dim() const {
+    return action_space.discrete ? action_space.n : (algo == "sac" ? 2 : 1) * action_space.numel();
+  }
 };
 
 // The directory's two files (see the top of this file); the directory must exist.
@@ -55,8 +61,8 @@ struct EvalResult {
   double mean_return = 0.0;
 };
 
-// Runs the policy greedily (the most likely action; for continuous actions the mean, clipped to
-// the action bounds) for one episode in each of `episodes` copies of its environment, reset with
+// Runs the policy greedily (the most likely action; for continuous actions the mean, squashed
+// into the action box for SAC and TD3, clipped to the action bounds) for one episode in each of `episodes` copies of its environment, reset with
 // `seed` (copy k with seed + k), as a compiled recurrent-tensor program over the timesteps.
 EvalResult evaluate(const SavedPolicy& policy, int64_t episodes, uint64_t seed);
 // The same in a given environment (one episode per env copy); its spaces must match the policy's.

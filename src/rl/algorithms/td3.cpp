@@ -27,7 +27,7 @@ RT td3_loss(Acting& a) {
   const TrainConfig& cfg = a.cfg;
   const int64_t delay = iterations_of(cfg.learning_starts, cfg);
   const TwinQ q(a);
-  const Target actor_target(a.pi);
+  const Target actor_target(a.pi, a.carried);
   const ActionBox box(a.ctx, *a.action_space);
   const Replay batch = replay_batch(a);
 
@@ -43,7 +43,7 @@ RT td3_loss(Acting& a) {
                   .detach();
   RT q_loss = q.loss(batch.obs, batch.actions, target);
   const std::vector<nn::Parameter> critics = q.parameters();
-  minimize_after(q_loss, critics, cfg.lr, delay);
+  minimize_after(a, q_loss, critics, cfg.lr, delay);
 
   // The actor: ascends the first critic, as updated this iteration, at its own action.
   std::vector<RT> q1_updated;
@@ -51,7 +51,7 @@ RT td3_loss(Acting& a) {
   RT actor_loss =
       -mlp_with(q1_updated, cat({batch.obs, deterministic(a.pi(batch.obs), box)}, 1)).mean();
   RT policy_updates =
-      minimize_after(actor_loss, a.pi.parameters(), cfg.policy_lr, delay, cfg.policy_every);
+      minimize_after(a, actor_loss, a.pi.parameters(), cfg.policy_lr, delay, cfg.policy_every);
 
   q.target1.advance(cfg.tau, policy_updates);
   q.target2.advance(cfg.tau, policy_updates);

@@ -37,18 +37,23 @@ RT mlp_with(const std::vector<RT>& weights_and_biases, RT x) {
   return x;
 }
 
-Target::Target(const nn::MLP& net) {
+Target::Target(const nn::MLP& net, Carried& carried) : carried_(&carried) {
   for (const auto& [name, p] : net.named_parameters()) {
+    const std::string full = "target." + name;
+    RT initial = carried.resume ? p.ctx().tensor(carried.next_target(p)) : RT(p[Expr(0)]);
     params.push_back(p);
-    values.push_back(p.steps().state(RT(p[Expr(0)]), "target." + name));
+    values.push_back(p.steps().state(initial, full));
+    carried.targets.push_back({full, values.back(), RT()});
   }
 }
 
 void Target::advance(double tau, const RT& when) const {
   for (size_t k = 0; k < params.size(); ++k) {
-    RT averaged = tau * params[k].update() + (1 - tau) * values[k];
-    params[k].steps().advance(values[k],
-                              when.defined() ? where(when, averaged, values[k]) : averaged);
+    RT averaged = tau == 1 ? params[k].update() : tau * params[k].update() + (1 - tau) * values[k];
+    RT next = when.defined() ? where(when, averaged, values[k]) : averaged;
+    params[k].steps().advance(values[k], next);
+    for (optim::Optimizer::StateTensor& s : carried_->targets)
+      if (s.state.op() == values[k].op()) s.next = next;
   }
 }
 
@@ -62,7 +67,8 @@ nn::MLP q_network(const Acting& a) {
 
 }  // namespace
 
-TwinQ::TwinQ(const Acting& a) : q1(q_network(a)), q2(q_network(a)), target1(q1), target2(q2) {}
+TwinQ::TwinQ(Acting& a)
+    : q1(q_network(a)), q2(q_network(a)), target1(q1, a.carried), target2(q2, a.carried) {}
 
 RT TwinQ::loss(const RT& obs, const RT& actions, const RT& target) const {
   RT in = cat({obs, actions}, 1);
@@ -81,11 +87,16 @@ std::vector<nn::Parameter> TwinQ::parameters() const {
   return all;
 }
 
-RT minimize_after(const RT& loss, const std::vector<nn::Parameter>& params, double lr,
+RT minimize_after(Acting& a, const RT& loss, const std::vector<nn::Parameter>& params, double lr,
                   int64_t delay, int64_t every) {
   optim::Adam opt(params, lr);
   opt.delay(delay, every);
+  // One step an iteration; Adam keeps two states a parameter.
+  if (a.carried.resume)
+    opt.resume(a.first_iteration, a.carried.next_optimizer_states(2 * params.size()));
   optim::minimize(loss, opt);
+  const std::vector<optim::Optimizer::StateTensor>& states = opt.states();
+  a.carried.optimizer_states.insert(a.carried.optimizer_states.end(), states.begin(), states.end());
   return opt.updating(params.front());
 }
 
