@@ -237,6 +237,7 @@ const std::vector<Keyword<rl::TrainConfig>>& train_keywords() {
       keyword("policy_noise", &C::policy_noise),
       keyword("noise_clip", &C::noise_clip),
       keyword("policy_every", &C::policy_every),
+      keyword("warm_up", &C::warm_up),
       keyword("hidden", &C::hidden),
       keyword("layers", &C::layers),
       keyword("optimizer", &C::optimizer),

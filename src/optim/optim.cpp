@@ -132,7 +132,7 @@ void Optimizer::resume(int64_t steps_done, std::vector<HostTensor> initial) {
   if (stepped_)
     throw UserError(cat("optimizer created at ", where(loc_), ": resume() after step()"));
   steps_done_ = steps_done;
-  initial_ = std::move(initial);
+  if (!initial.empty()) initial_ = std::move(initial);
 }
 
 void Optimizer::step(const std::vector<RT>& grads, Loc loc) {

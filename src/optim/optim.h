@@ -69,8 +69,9 @@ class Optimizer {
   };
   const std::vector<StateTensor>& states() const { return states_; }
   // Continues a run from a checkpoint: `steps_done` steps ran before the first one here (Adam's
-  // bias corrections count them) and the states start from `initial` (one per state, in the
-  // order states() lists them) instead of zeros. Call before step(); step() throws UserError
+  // bias corrections count them, as do delay()'s) and the states start from `initial` (one per
+  // state, in the order states() lists them; none: from zeros, e.g. after a warm-up that did
+  // not update). Call before step(); step() throws UserError
   // when `initial` does not match the states it makes.
   void resume(int64_t steps_done, std::vector<HostTensor> initial);
   // The first `steps` steps leave the parameters and the states as they are (a warm-up, e.g.

@@ -58,9 +58,8 @@ TEST(Dqn, ReplayWindowStoreIsExact) {
     EXPECT_EQ(windows.parameters[k].data, points.parameters[k].data) << "parameter " << k;
 }
 
-// Fusion merges ops although the learner reads the past through the target network
-// (q[i - i % K]): a path through that read never comes back earlier. The same run unfused: the
-// same values.
+// Fusion merges ops although the learner reads the target network, a state copied from the
+// Q-network every K iterations. The same run unfused: the same values.
 TEST(Dqn, FusionIsExact) {
   if (std::getenv("TEMPO_NO_PASS")) GTEST_SKIP() << "compares fusion on and off itself";
   TrainConfig c = short_dqn(200);
@@ -76,6 +75,41 @@ TEST(Dqn, FusionIsExact) {
     EXPECT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << "iteration " << k;
   }
   EXPECT_LT(fused.launches, unfused.launches);
+}
+
+// The iterations before learning starts run as an acting-only program and the learning program
+// continues from its replay buffer and environments: the same run, bit for bit, as one program
+// that computes (and discards) updates from the start, with fewer launches. The buffer (30
+// iterations) rolls after the warm-up (20).
+TEST(OffPolicy, WarmUpProgramIsExact) {
+  for (const std::string algo : {"dqn", "sac", "td3"}) {
+    SCOPED_TRACE(algo);
+    TrainConfig c = TrainConfig::defaults(algo);
+    c.env = algo == "dqn" ? "CartPole-v1" : "Pendulum-v1";
+    const int64_t per_iteration = c.num_envs * c.steps;
+    c.iterations = 60;
+    c.learning_starts = 20 * per_iteration;
+    c.buffer_size = 30 * per_iteration;
+    c.target_every = 7 * per_iteration;
+    c.hidden = 16;
+    c.batch_size = 16;
+    c.keep_parameters = true;
+    std::ostringstream log;
+    const TrainResult warm = train(c, &log);
+    EXPECT_NE(log.str().find("iteration 20 "), std::string::npos) << log.str();
+    c.warm_up = false;
+    const TrainResult single = train(c, nullptr);
+    ASSERT_EQ(warm.curve.size(), single.curve.size());
+    for (size_t k = 0; k < warm.curve.size(); ++k) {
+      const double a = warm.curve[k].mean_return, b = single.curve[k].mean_return;
+      EXPECT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << "iteration " << k;
+    }
+    ASSERT_EQ(warm.parameters.size(), single.parameters.size());
+    for (size_t k = 0; k < warm.parameters.size(); ++k)
+      EXPECT_EQ(warm.parameters[k].data, single.parameters[k].data) << "parameter " << k;
+    EXPECT_EQ(warm.episodes, single.episodes);
+    EXPECT_LT(warm.launches, single.launches);
+  }
 }
 
 // A short run of `algo` on Pendulum (small networks and batches, learning from step 100) that
@@ -137,7 +171,6 @@ TEST(Dqn, BadConfigurationIsAUserError) {
   bad([](TrainConfig& c) { c.batch_size = 0; });
   bad([](TrainConfig& c) { c.eps_start = 1.5; });
   bad([](TrainConfig& c) { c.exploration_fraction = -0.1; });
-  bad([](TrainConfig& c) { c.save_dir = "/tmp/dqn"; });  // the buffer is not checkpointed
   EXPECT_NO_THROW(validate(TrainConfig::defaults("dqn")));
   // Continuous actions: named in the error, before anything compiles.
   TrainConfig c = TrainConfig::defaults("dqn");

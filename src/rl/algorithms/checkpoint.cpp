@@ -293,6 +293,9 @@ CheckpointParts::CheckpointParts(const TrainConfig& cfg, std::string dir)
       every_(cfg.save_every),
       total_(cfg.iterations) {}
 
+CheckpointParts::CheckpointParts(int64_t total, std::function<void(TrainCheckpoint)> sink)
+    : sink_(std::move(sink)), total_(total) {}
+
 bool CheckpointParts::wanted(int64_t done) const {
   return done == total_ || (every_ > 0 && done % every_ == 0);
 }
@@ -330,7 +333,10 @@ void CheckpointParts::arrived(int64_t done) {
   parts_.erase(done);
   c.iterations = done;
   c.config = config_;
-  save_checkpoint(dir_, c);
+  if (sink_)
+    sink_(std::move(c));
+  else
+    save_checkpoint(dir_, c);
 }
 
 }  // namespace detail

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -49,6 +50,9 @@ struct TrainCheckpoint {
   std::vector<double> recent;
   double last_mean = 0.0;
   int64_t episodes = 0;
+  // A warm-up's (never saved): acting only, so the parameters, optimizer states and targets are
+  // left out and the learners start from their initial values.
+  bool acting_only = false;
 };
 
 // The flags of `cfg` that a checkpoint records and a resumed run must match.
@@ -71,6 +75,8 @@ namespace detail {
 class CheckpointParts {
  public:
   CheckpointParts(const TrainConfig& cfg, std::string dir);
+  // Hands the checkpoint after `total` iterations to `sink` instead of saving (a warm-up's end).
+  CheckpointParts(int64_t total, std::function<void(TrainCheckpoint)> sink);
   // Whether the run saves a checkpoint after `done` iterations (every save_every, and the last).
   bool wanted(int64_t done) const;
   void env(int64_t done, HostTensor obs, std::string state);
@@ -83,8 +89,9 @@ class CheckpointParts {
   void arrived(int64_t done);  // saves when all three parts are there
 
   std::string dir_;
+  std::function<void(TrainCheckpoint)> sink_;
   std::vector<std::pair<std::string, std::string>> config_;
-  int64_t every_, total_;
+  int64_t every_ = 0, total_;
   std::map<int64_t, TrainCheckpoint> pending_;
   std::map<int64_t, int> parts_;
 };

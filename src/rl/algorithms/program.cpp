@@ -53,7 +53,7 @@ struct Stats {
   std::map<int64_t, Clock::time_point> stepped;
   std::optional<Clock::time_point> last_step_of_iteration;
   std::vector<double> iteration_seconds;
-  Clock::time_point start;
+  std::optional<Clock::time_point> start;  // when the run's first program started running
   int64_t envs = 0, steps = 0;
   std::deque<double> recent;  // the last kRecentEpisodes finished episodes' returns
   std::vector<CurvePoint> curve;
@@ -62,6 +62,7 @@ struct Stats {
   std::ostream* log = nullptr;
   std::function<void(const std::vector<CurvePoint>&)> on_iteration;
   int64_t first = 0;  // the whole run's iteration at i = 0 (a resumed run's start)
+  int64_t process_first = 0;  // the iteration this process started from (speeds count after it)
   // A progress line every log_every iterations and after the last (of `total`).
   int64_t log_every = 1, total = 0;
   std::shared_ptr<detail::CheckpointParts> parts;  // null: no training checkpoints
@@ -148,7 +149,9 @@ void add_optimizer(Acting& a, const std::vector<nn::Parameter>& params, const RT
     opt = std::make_unique<optim::SGD>(params, lr);
   else  // PyTorch's eps in DQN, CleanRL's 1e-5 in the policy-gradient algorithms
     opt = std::make_unique<optim::Adam>(params, lr, 0.9, 0.999, dqn ? 1e-8 : 1e-5);
-  if (a.carried.resume) opt->resume(first * U, a.carried.resume->optimizer_states);
+  if (a.carried.resume)
+    opt->resume(first * U, a.carried.learned() ? a.carried.resume->optimizer_states
+                                               : std::vector<HostTensor>{});
   // DQN acts learning_starts steps before its first update.
   if (dqn) opt->delay(iterations_of(cfg.learning_starts, cfg));
   optim::minimize(loss, *opt, cfg.max_grad_norm);
@@ -463,11 +466,11 @@ void add_progress(Context& ctx, const std::shared_ptr<Stats>& stats, const RT& l
     }
     const int64_t done = stats->first + it + 1;  // iterations of the whole run
     int64_t env_steps = done * stats->envs * stats->steps;
-    const int64_t here = (it + 1) * stats->envs * stats->steps;  // this process's (speed)
+    const int64_t here = (done - stats->process_first) * stats->envs * stats->steps;  // speed
     auto when = stats->stepped.find(it);
     Clock::time_point now = when != stats->stepped.end() ? when->second : Clock::now();
     if (when != stats->stepped.end()) stats->stepped.erase(when);
-    double secs = std::chrono::duration<double>(now - stats->start).count();
+    double secs = std::chrono::duration<double>(now - *stats->start).count();
     stats->curve.push_back({env_steps, stats->last_mean});
     if (stats->log && (done % stats->log_every == 0 || done == stats->total)) {
       std::ostringstream line;
@@ -595,19 +598,21 @@ double final_mean_return(const std::vector<CurvePoint>& curve) {
   return n ? sum / static_cast<double>(n) : std::nan("");
 }
 
-// Compiles and runs the program; the result with what its sinks recorded.
+// Compiles and runs the program; the result with what its sinks recorded. `learning`: the
+// learning program (not the warm-up), the one TrainConfig::on_compiled sees.
 TrainResult compile_and_run(Context& ctx, const TrainConfig& cfg, const Bounds& bounds,
-                            Stats& stats, const std::vector<HostTensor>& kept) {
+                            Stats& stats, const std::vector<HostTensor>& kept, bool learning) {
   CompileOptions co = cfg.compile;
   co.passes.interleave |= co.proximity;
   Clock::time_point c0 = Clock::now();
   Executable exe = compile(ctx, bounds, co);
   TrainResult res;
   res.compile_seconds = std::chrono::duration<double>(Clock::now() - c0).count();
-  if (cfg.on_compiled) cfg.on_compiled(exe);
-  stats.start = Clock::now();
+  if (cfg.on_compiled && learning) cfg.on_compiled(exe);
+  const Clock::time_point run_start = Clock::now();
+  if (!stats.start) stats.start = run_start;
   exe.run();
-  res.run_seconds = std::chrono::duration<double>(Clock::now() - stats.start).count();
+  res.run_seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
   if (const std::shared_ptr<Communicator>& comm = co.communicator) {
     res.collectives = comm->collectives();
     res.collective_seconds = comm->collective_seconds();
@@ -661,8 +666,10 @@ void check_carried(const detail::Carried& carried, const TrainCheckpoint& c,
       throw UserError(cat("--resume ", dir, ": the checkpoint holds ", held, " ", what,
                           ", the program has ", used));
   };
-  check("optimizer states", c.optimizer_states.size(), carried.optimizer_states.size());
-  check("target network tensors", c.targets.size(), carried.targets.size());
+  if (carried.learned()) {
+    check("optimizer states", c.optimizer_states.size(), carried.optimizer_states.size());
+    check("target network tensors", c.targets.size(), carried.targets.size());
+  }
   check("replay buffer fields", c.replay.size(), carried.replay.size());
 }
 
@@ -681,42 +688,40 @@ TrainResult finished_run(const TrainConfig& cfg, const TrainCheckpoint& c, std::
 
 // What the progress sink carries over from the checkpoint: the curve and the episodes' window.
 void restore_stats(Stats& stats, const TrainCheckpoint& c) {
-  stats.first = c.iterations;
+  stats.first = stats.process_first = c.iterations;
   stats.curve = c.curve;
   stats.recent.assign(c.recent.begin(), c.recent.end());
   stats.last_mean = c.last_mean;
   stats.episodes = c.episodes;
 }
 
-}  // namespace
+// The iterations a run acts at random (SAC, TD3) or epsilon-greedily (DQN) before its first
+// update, run as a program of their own (TrainConfig::warm_up); 0 when there are none to run so.
+int64_t warm_up_iterations(const TrainConfig& cfg, bool resumed) {
+  const bool off_policy = cfg.algo == "dqn" || cfg.algo == "sac" || cfg.algo == "td3";
+  if (!cfg.warm_up || !off_policy || resumed) return 0;
+  const int64_t D = detail::iterations_of(cfg.learning_starts, cfg);
+  return D < cfg.iterations ? D : 0;
+}
 
-TrainResult train(const TrainConfig& given, std::ostream* log) {
-  validate(given);
-  TrainConfig cfg = given;
-  if (cfg.save_dir.empty()) cfg.save_dir = cfg.resume_dir;  // a resumed run keeps saving there
-  Job job = make_job(cfg);
-  const std::optional<TrainCheckpoint> resume = load_resume(cfg, job);
-  const int64_t first = resume ? resume->iterations : 0;  // iterations done before this process
-  if (resume && first == cfg.iterations) return finished_run(cfg, *resume, log);
-  if (resume && log) *log << "resuming from " << cfg.resume_dir << " after iteration " << first << "\n";
-  job.I = cfg.iterations - first;
+// The second result added into the first: a run of two programs.
+void add_into(TrainResult& total, const TrainResult& more) {
+  total.compile_seconds += more.compile_seconds;
+  total.run_seconds += more.run_seconds;
+  total.launches += more.launches;
+  total.peak_tracked_bytes = std::max(total.peak_tracked_bytes, more.peak_tracked_bytes);
+  total.peak_host_bytes = std::max(total.peak_host_bytes, more.peak_host_bytes);
+}
+
+// One compiled program of the run: acting over job.I iterations after `from`'s (if any), and
+// when `learn` the algorithm's learning, the saves and the kept parameters. `from`: a checkpoint
+// to continue (a resumed run's, or the warm-up's).
+TrainResult run_program(const TrainConfig& cfg, const Job& job,
+                        const std::shared_ptr<Stats>& stats, const TrainCheckpoint* from,
+                        bool learn) {
+  const int64_t first = from ? from->iterations : 0;
   const int64_t N = job.N, obs_dim = job.obs_dim;
   const bool ppo = cfg.algo == "ppo";
-  if (job.rank != 0) log = nullptr;  // rank 0 reports
-  auto stats = std::make_shared<Stats>();
-  stats->envs = N * job.world;  // env steps count every rank's
-  stats->steps = job.T;
-  stats->log = log;
-  stats->on_iteration = cfg.on_iteration;
-  stats->total = cfg.iterations;
-  stats->log_every = std::max<int64_t>(1, cfg.iterations / 1000);  // DQN's many short ones
-  if (resume) restore_stats(*stats, *resume);
-  // Before compiling: a run whose results cannot be kept fails now, not at its end.
-  if (!cfg.save_dir.empty()) check_writable_dir(cfg.save_dir, "--save");
-  // Training checkpoints: one process, an environment that can save its state.
-  if (!cfg.save_dir.empty() && !job.comm && !job.env->state().empty())
-    stats->parts = std::make_shared<detail::CheckpointParts>(cfg, cfg.save_dir);
-
   Context ctx;
   // With a communicator the program has the same ops for every world size (one rank and two
   // compute the same thing): parameters broadcast from rank 0, gradients averaged.
@@ -727,7 +732,8 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
   std::optional<Dim> u;
   if (ppo) u = ctx.dim("u", "U");
   const nn::Steps steps = u ? nn::Steps{i, *u} : nn::Steps{i};
-  const Expr start = steps.start_of(i);  // the parameters that act in iteration i
+  // The parameters that act in iteration i (the warm-up's never change: their initial values).
+  const Expr start = learn ? steps.start_of(i) : Expr(0);
 
   // ---- acting ----
   // Env copy k is seeded seed + k (rl/envs/env.h): this rank's copies are the job's copies
@@ -735,11 +741,11 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
   const uint64_t seed = cfg.compile.seed + static_cast<uint64_t>(job.rank * N);
   // A resumed run restores the environments and starts from the checkpoint's observations.
   std::optional<std::pair<HostTensor, std::string>> restart;
-  if (resume) restart.emplace(resume->obs, resume->env_state);
+  if (from) restart.emplace(from->obs, from->env_state);
   auto reset_fn = [env = job.env, seed, N, obs_dim, restart](const std::vector<HostTensor>&,
                                                              const std::vector<int64_t>&) {
     if (restart) {
-      env->set_state(restart->second);
+      if (!restart->second.empty()) env->set_state(restart->second);  // empty: the warm-up's env
       return std::vector<HostTensor>{restart->first};
     }
     return std::vector<HostTensor>{HostTensor::from(env->reset(seed), {N, obs_dim})};
@@ -793,11 +799,19 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
   o[{i.var + 1, Expr(0)}] = st.next_obs[{i.var, t.bound - 1}];
 
   // ---- learning: each algorithm's loss (reinforce.cpp ... sac.cpp, td3.cpp) ----
-  detail::Carried carried{resume ? &*resume : nullptr, {}, {}, {}};
+  detail::Carried carried{from, {}, {}, {}};
   detail::Acting acting_program{
       ctx,   cfg,         i,      t,      u, steps, start,     job.discrete, mlp_sizes,     init,
       pi,    log_std,     params, acting, o, a,     st.reward, st.done,      st.terminated, st.final_obs,
       first, &job.aspace, carried};
+  Bounds bounds{{i.bound, job.I}, {t.bound, job.T}};
+  if (u) bounds.emplace_back(u->bound, job.U);
+  if (!learn) {  // the warm-up: the replay buffer and the curve
+    detail::add_replay_windows(acting_program);
+    add_progress(ctx, stats, ctx.constant(std::nan(""), {}), i);
+    add_train_checkpoints(ctx, cfg, *stats, {}, carried, i);
+    return compile_and_run(ctx, cfg, bounds, *stats, {}, false);
+  }
   RT loss = ppo                       ? detail::ppo_loss(acting_program)
             : dqn                     ? detail::dqn_loss(acting_program)
             : sac                     ? detail::sac_loss(acting_program)
@@ -805,11 +819,11 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
             : cfg.algo != "reinforce" ? detail::a2c_loss(acting_program)
                                       : detail::reinforce_loss(acting_program);
   params = acting_program.params;
-  if (resume) restore_parameters(params, *resume, cfg.resume_dir);
+  if (carried.learned()) restore_parameters(params, *from, cfg.resume_dir);
   loss = loss.named("loss");
   // The off-policy algorithms' optimizers are their losses' own.
   if (!dqn && !sac && !td3) detail::add_optimizer(acting_program, params, loss, job.U);
-  if (resume) check_carried(carried, *resume, cfg.resume_dir);
+  if (from) check_carried(carried, *from, cfg.resume_dir);
 
   add_progress(ctx, stats, ppo ? RT(loss[{i.var, u->bound - 1}]) : loss, i);
   if (!cfg.save_dir.empty() && job.rank == 0)
@@ -819,9 +833,56 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
                                   : std::make_shared<std::vector<HostTensor>>();
   // A resumed program's i counts from 0 again: its draws are those of the whole run's i + first.
   if (first > 0) offset_random_draws(ctx, i, first);
-  Bounds bounds{{i.bound, job.I}, {t.bound, job.T}};
-  if (u) bounds.emplace_back(u->bound, job.U);
-  return compile_and_run(ctx, cfg, bounds, *stats, *kept);
+  return compile_and_run(ctx, cfg, bounds, *stats, *kept, true);
+}
+
+}  // namespace
+
+TrainResult train(const TrainConfig& given, std::ostream* log) {
+  validate(given);
+  TrainConfig cfg = given;
+  if (cfg.save_dir.empty()) cfg.save_dir = cfg.resume_dir;  // a resumed run keeps saving there
+  Job job = make_job(cfg);
+  const std::optional<TrainCheckpoint> resume = load_resume(cfg, job);
+  const int64_t first = resume ? resume->iterations : 0;  // iterations done before this process
+  if (resume && first == cfg.iterations) return finished_run(cfg, *resume, log);
+  if (resume && log) *log << "resuming from " << cfg.resume_dir << " after iteration " << first << "\n";
+  if (job.rank != 0) log = nullptr;  // rank 0 reports
+  auto stats = std::make_shared<Stats>();
+  stats->envs = job.N * job.world;  // env steps count every rank's
+  stats->steps = job.T;
+  stats->log = log;
+  stats->on_iteration = cfg.on_iteration;
+  stats->total = cfg.iterations;
+  stats->log_every = std::max<int64_t>(1, cfg.iterations / 1000);  // DQN's many short ones
+  if (resume) restore_stats(*stats, *resume);
+  // Before compiling: a run whose results cannot be kept fails now, not at its end.
+  if (!cfg.save_dir.empty()) check_writable_dir(cfg.save_dir, "--save");
+
+  // The warm-up: acting only, up to the first update; the learning program continues from it as
+  // from a checkpoint (its replay buffer, environments and curve), its learners' states fresh.
+  std::optional<TrainCheckpoint> warm;
+  TrainResult warm_result;
+  if (const int64_t D = warm_up_iterations(cfg, resume.has_value())) {
+    stats->parts = std::make_shared<detail::CheckpointParts>(
+        D, [&warm](TrainCheckpoint c) { warm = std::move(c); });
+    TrainConfig acting = cfg;
+    acting.save_every = 0;  // its one checkpoint is the warm-up's end
+    job.I = D;
+    warm_result = run_program(acting, job, stats, nullptr, false);
+    if (!warm) internal_error("the warm-up program ended without its checkpoint");
+    warm->acting_only = true;
+    stats->first = D;
+  }
+  // Training checkpoints: one process, an environment that can save its state.
+  stats->parts = nullptr;
+  if (!cfg.save_dir.empty() && !job.comm && !job.env->state().empty())
+    stats->parts = std::make_shared<detail::CheckpointParts>(cfg, cfg.save_dir);
+  const TrainCheckpoint* from = warm ? &*warm : resume ? &*resume : nullptr;
+  job.I = cfg.iterations - (from ? from->iterations : 0);
+  TrainResult res = run_program(cfg, job, stats, from, true);
+  if (warm) add_into(res, warm_result);
+  return res;
 }
 
 }  // namespace tempo::rl

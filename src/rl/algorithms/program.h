@@ -34,9 +34,11 @@ class Policy {
 // What a training checkpoint carries besides the parameters and the environments
 // (checkpoint.h): optimizer states, target networks and the replay buffer, gathered as the
 // learners make them. A resumed run (`resume` set) starts each from the checkpoint's value, taken
-// in the order the program makes them.
+// in the order the program makes them; after a warm-up's checkpoint (acting only) only the
+// replay buffer, the learners starting afresh.
 struct Carried {
   const TrainCheckpoint* resume = nullptr;
+  bool learned() const { return resume && !resume->acting_only; }
   std::vector<optim::Optimizer::StateTensor> optimizer_states, targets;
   // The replay buffer's fields (Replay's order) as this process's program holds them: the
   // transitions since it started, (rows, ...) over i; a resumed run's checkpoint holds the ones
@@ -104,6 +106,9 @@ struct Replay {
   RT obs, actions, reward, next_obs, terminated;
 };
 Replay replay_batch(Acting& a);  // its fields join a.carried
+// The replay buffer's fields (Replay's order, over the latest buffer_size transitions) into
+// a.carried.replay: what replay_batch samples from, and a warm-up's checkpoint saves.
+void add_replay_windows(Acting& a);
 // The last n rows of cat(before, after) along dim 0 (before may be empty: HostTensor()); the
 // replay buffer a checkpoint saves.
 HostTensor latest_rows(const HostTensor& before, const HostTensor& after, int64_t n);

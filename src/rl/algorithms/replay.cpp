@@ -78,14 +78,19 @@ int64_t iterations_of(int64_t env_steps, const TrainConfig& cfg) {
   return env_steps / (cfg.num_envs * cfg.steps);
 }
 
+void add_replay_windows(Acting& a) {
+  const int64_t W = iterations_of(a.cfg.buffer_size, a.cfg);
+  for (const RT* x : {&a.obs, &a.actions, &a.reward, &a.final_obs, &a.terminated})
+    a.carried.replay.push_back(replay_window(*x, a, W));
+}
+
 Replay replay_batch(Acting& a) {
   const TrainConfig& cfg = a.cfg;
   const int64_t N = cfg.num_envs, T = cfg.steps, B = cfg.batch_size;
   const int64_t W = iterations_of(cfg.buffer_size, cfg);
   const uint64_t seed = cfg.compile.seed;
   const int64_t first = a.first_iteration;
-  for (const RT* x : {&a.obs, &a.actions, &a.reward, &a.final_obs, &a.terminated})
-    a.carried.replay.push_back(replay_window(*x, a, W));
+  add_replay_windows(a);
   const std::vector<HostTensor> saved =
       a.carried.resume ? checked_saved_buffer(*a.carried.resume, a.carried.replay,
                                               std::min(first, W) * T * N)

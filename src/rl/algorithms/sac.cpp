@@ -58,7 +58,7 @@ RT sac_loss(Acting& a) {
                   .detach();
   RT q_loss = q.loss(batch.obs, batch.actions, target);
   const std::vector<nn::Parameter> critics = q.parameters();
-  minimize_after(a, q_loss, critics, cfg.lr, delay);
+  RT critics_update = minimize_after(a, q_loss, critics, cfg.lr, delay);
 
   // The actor: the entropy-regularized value of a fresh reparameterized action.
   const Squashed now = squashed_sample(a.pi(batch.obs), box);
@@ -71,8 +71,9 @@ RT sac_loss(Acting& a) {
       (-log_alpha.exp() * (now.log_prob.detach() - static_cast<double>(box.A))).mean();
   minimize_after(a, alpha_loss, {log_alpha}, cfg.lr, delay);
 
-  q.target1.advance(cfg.tau);
-  q.target2.advance(cfg.tau);
+  // The targets follow the critics' updates only: before learning starts they stay as they are.
+  q.target1.advance(cfg.tau, critics_update);
+  q.target2.advance(cfg.tau, critics_update);
   for (const nn::Parameter& p : critics) a.params.push_back(p);
   a.params.push_back(log_alpha);
   return q_loss;

@@ -40,7 +40,7 @@ RT mlp_with(const std::vector<RT>& weights_and_biases, RT x) {
 Target::Target(const nn::MLP& net, Carried& carried) : carried_(&carried) {
   for (const auto& [name, p] : net.named_parameters()) {
     const std::string full = "target." + name;
-    RT initial = carried.resume ? p.ctx().tensor(carried.next_target(p)) : RT(p[Expr(0)]);
+    RT initial = carried.learned() ? p.ctx().tensor(carried.next_target(p)) : RT(p[Expr(0)]);
     params.push_back(p);
     values.push_back(p.steps().state(initial, full));
     carried.targets.push_back({full, values.back(), RT()});
@@ -93,7 +93,9 @@ RT minimize_after(Acting& a, const RT& loss, const std::vector<nn::Parameter>& p
   opt.delay(delay, every);
   // One step an iteration; Adam keeps two states a parameter.
   if (a.carried.resume)
-    opt.resume(a.first_iteration, a.carried.next_optimizer_states(2 * params.size()));
+    opt.resume(a.first_iteration, a.carried.learned()
+                                      ? a.carried.next_optimizer_states(2 * params.size())
+                                      : std::vector<HostTensor>{});
   optim::minimize(loss, opt);
   const std::vector<optim::Optimizer::StateTensor>& states = opt.states();
   a.carried.optimizer_states.insert(a.carried.optimizer_states.end(), states.begin(), states.end());
