@@ -160,7 +160,7 @@ const std::vector<Option>& all_options() {
        "              sac, td3 5000) and between dqn's target network copies (500)\n"},
       {"--target-every", true, [](A& a, S f, S v) { a.cfg.target_every = parse_int(f, v); }, ""},
       {"--no-warm-up", false, [](A& a, S, S) { a.cfg.warm_up = false; },
-       "--no-warm-up  dqn, sac, td3: act before learning starts in the learning program, its\n"
+       "--no-warm-up  sac, td3: act before learning starts in the learning program, its\n"
        "              updates computed and discarded (default: a program that only acts)\n"},
       {"--eps-start", true, [](A& a, S f, S v) { a.cfg.eps_start = parse_double(f, v); },
        "--eps-start, --eps-end, --exploration-fraction  dqn: epsilon linear from start to\n"

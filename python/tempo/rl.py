@@ -57,8 +57,8 @@ def train(algo, env="CartPole-v1", log=True, **config):
     lr_decay, gamma, gae_lambda, ent_coef, vf_coef, max_grad_norm, clip, epochs, minibatches,
     n_step, hidden, layers, DQN's, SAC's and TD3's buffer_size, batch_size and learning_starts,
     DQN's target_every, eps_start, eps_end and exploration_fraction, SAC's and TD3's policy_lr
-    and tau, TD3's exploration_noise, policy_noise, noise_clip and policy_every, warm_up (DQN,
-    SAC, TD3: the steps before learning starts run as an acting-only program; default True),
+    and tau, TD3's exploration_noise, policy_noise, noise_clip and policy_every, warm_up (SAC,
+    TD3: the steps before learning starts run as an acting-only program; default True),
     truncation ("bootstrap": A2C, PPO and DQN
     bootstrap a truncated episode from its last observation's value, the default;
     "terminate": no value after it, as CleanRL's ppo.py), seed, memory_budget, save_dir (the policy is saved there at the end

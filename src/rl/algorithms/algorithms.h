@@ -133,10 +133,10 @@ struct TrainConfig {
   // the run must be those the checkpoint was trained with (UserError naming one that differs).
   // Without a save_dir, checkpoints keep going to this directory.
   std::string resume_dir;
-  // DQN, SAC and TD3: the iterations before learning starts run as a program of their own that
-  // only acts (the learning program continues from its replay buffer and environments), so no
-  // update is computed before the first one counts. The same curve and parameters either way;
-  // training checkpoints start after it.
+  // SAC and TD3: the iterations before learning starts run as a program of their own that only
+  // acts (the learning program continues from its replay buffer and environments), so no update
+  // is computed before the first one counts. The same curve and parameters either way; training
+  // checkpoints start after it.
   bool warm_up = true;
   // Returns the trained parameters (TrainResult::parameters), e.g. to compare ranks.
   bool keep_parameters = false;
