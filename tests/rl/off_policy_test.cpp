@@ -14,6 +14,18 @@
 namespace tempo::rl {
 namespace {
 
+// The same curve (NaN where neither saw an episode end) and the same parameters, bit for bit.
+void expect_same_run(const TrainResult& a, const TrainResult& b) {
+  ASSERT_EQ(a.curve.size(), b.curve.size());
+  for (size_t k = 0; k < a.curve.size(); ++k) {
+    const double x = a.curve[k].mean_return, y = b.curve[k].mean_return;
+    EXPECT_TRUE(x == y || (std::isnan(x) && std::isnan(y))) << "iteration " << k;
+  }
+  ASSERT_EQ(a.parameters.size(), b.parameters.size());
+  for (size_t k = 0; k < a.parameters.size(); ++k)
+    EXPECT_EQ(a.parameters[k].data, b.parameters[k].data) << "parameter " << k;
+}
+
 // A short DQN run: 1,000 steps of random play fill the buffer, then an update every 10 steps.
 TrainConfig short_dqn(int64_t iterations) {
   TrainConfig c = TrainConfig::defaults("dqn");
@@ -47,15 +59,7 @@ TEST(Dqn, ReplayWindowStoreIsExact) {
   c.keep_parameters = true;
   TrainResult windows = train(c, nullptr);
   c.compile.block_stores = false;
-  TrainResult points = train(c, nullptr);
-  ASSERT_EQ(windows.curve.size(), points.curve.size());
-  for (size_t k = 0; k < windows.curve.size(); ++k) {
-    const double a = windows.curve[k].mean_return, b = points.curve[k].mean_return;
-    EXPECT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << "iteration " << k;
-  }
-  ASSERT_EQ(windows.parameters.size(), points.parameters.size());
-  for (size_t k = 0; k < windows.parameters.size(); ++k)
-    EXPECT_EQ(windows.parameters[k].data, points.parameters[k].data) << "parameter " << k;
+  expect_same_run(windows, train(c, nullptr));
 }
 
 // Fusion merges ops although the learner reads the target network, a state copied from the
@@ -99,14 +103,7 @@ TEST(OffPolicy, WarmUpProgramIsExact) {
     EXPECT_NE(log.str().find("iteration 20 "), std::string::npos) << log.str();
     c.warm_up = false;
     const TrainResult single = train(c, nullptr);
-    ASSERT_EQ(warm.curve.size(), single.curve.size());
-    for (size_t k = 0; k < warm.curve.size(); ++k) {
-      const double a = warm.curve[k].mean_return, b = single.curve[k].mean_return;
-      EXPECT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << "iteration " << k;
-    }
-    ASSERT_EQ(warm.parameters.size(), single.parameters.size());
-    for (size_t k = 0; k < warm.parameters.size(); ++k)
-      EXPECT_EQ(warm.parameters[k].data, single.parameters[k].data) << "parameter " << k;
+    expect_same_run(warm, single);
     EXPECT_EQ(warm.episodes, single.episodes);
     EXPECT_LT(warm.launches, single.launches);
   }
