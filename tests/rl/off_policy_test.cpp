@@ -82,9 +82,9 @@ TEST(Dqn, FusionIsExact) {
 }
 
 // SAC's and TD3's iterations before learning starts run as an acting-only program and the
-// learning program continues from its replay buffer and environments: the same run, bit for bit, as one program
-// that computes (and discards) updates from the start, with fewer launches. The buffer (30
-// iterations) rolls after the warm-up (20).
+// learning program continues from its replay buffer and environments: the same run, bit for bit,
+// as one program that computes (and discards) updates from the start, with fewer launches. The
+// buffer (30 iterations) rolls after the warm-up (20).
 TEST(OffPolicy, WarmUpProgramIsExact) {
   for (const std::string algo : {"sac", "td3"}) {
     SCOPED_TRACE(algo);

@@ -141,8 +141,9 @@ void add_optimizer(Acting& a, const std::vector<nn::Parameter>& params, const RT
   const int64_t first = a.first_iteration;
   optim::LearningRate lr = cfg.lr;
   if (cfg.lr_decay)
-    lr = first == 0 ? optim::linear_decay(a.ctx, cfg.lr, 0.0, a.i.var, a.i.bound)
-                    : optim::linear_decay(a.ctx, cfg.lr, 0.0, a.i.var + first, Expr(cfg.iterations));
+    lr = first == 0
+             ? optim::linear_decay(a.ctx, cfg.lr, 0.0, a.i.var, a.i.bound)
+             : optim::linear_decay(a.ctx, cfg.lr, 0.0, a.i.var + first, Expr(cfg.iterations));
   std::unique_ptr<optim::Optimizer> opt;
   const bool dqn = cfg.algo == "dqn";
   if (cfg.optimizer == "sgd")
@@ -802,9 +803,9 @@ TrainResult run_program(const TrainConfig& cfg, const Job& job,
   // ---- learning: each algorithm's loss (reinforce.cpp ... sac.cpp, td3.cpp) ----
   detail::Carried carried{from, {}, {}, {}};
   detail::Acting acting_program{
-      ctx,   cfg,         i,      t,      u, steps, start,     job.discrete, mlp_sizes,     init,
-      pi,    log_std,     params, acting, o, a,     st.reward, st.done,      st.terminated, st.final_obs,
-      first, &job.aspace, carried};
+      ctx, cfg, i, t, u, steps, start, job.discrete, mlp_sizes, init, pi, log_std, params,
+      acting, o, a, st.reward, st.done, st.terminated, st.final_obs, first, &job.aspace,
+      carried};
   Bounds bounds{{i.bound, job.I}, {t.bound, job.T}};
   if (u) bounds.emplace_back(u->bound, job.U);
   if (!learn) {  // the warm-up: the replay buffer and the curve
@@ -855,7 +856,8 @@ TrainResult train(const TrainConfig& given, std::ostream* log) {
   const std::optional<TrainCheckpoint> resume = load_resume(cfg, job);
   const int64_t first = resume ? resume->iterations : 0;  // iterations done before this process
   if (resume && first == cfg.iterations) return finished_run(cfg, *resume, log);
-  if (resume && log) *log << "resuming from " << cfg.resume_dir << " after iteration " << first << "\n";
+  if (resume && log)
+    *log << "resuming from " << cfg.resume_dir << " after iteration " << first << "\n";
   if (job.rank != 0) log = nullptr;  // rank 0 reports
   auto stats = std::make_shared<Stats>();
   stats->envs = job.N * job.world;  // env steps count every rank's

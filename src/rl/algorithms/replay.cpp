@@ -109,8 +109,9 @@ Replay replay_batch(Acting& a) {
       const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;
       const auto row = static_cast<int64_t>(u * static_cast<double>(whole));
       idx.set(k, static_cast<double>(saved_rows ? std::max<int64_t>(row - before, 0) : row));
-      saved_idx.set(k, static_cast<double>(std::clamp<int64_t>(saved_rows - before + row, 0,
-                                                               std::max<int64_t>(saved_rows - 1, 0))));
+      const int64_t last_saved = std::max<int64_t>(saved_rows - 1, 0);
+      saved_idx.set(k, static_cast<double>(
+                           std::clamp<int64_t>(saved_rows - before + row, 0, last_saved)));
       in_saved.set(k, row < before ? 1.0 : 0.0);
     }
     if (!saved_rows) return std::vector<HostTensor>{idx};

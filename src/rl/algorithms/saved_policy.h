@@ -62,8 +62,9 @@ struct EvalResult {
 };
 
 // Runs the policy greedily (the most likely action; for continuous actions the mean, squashed
-// into the action box for SAC and TD3, clipped to the action bounds) for one episode in each of `episodes` copies of its environment, reset with
-// `seed` (copy k with seed + k), as a compiled recurrent-tensor program over the timesteps.
+// into the action box for SAC and TD3, clipped to the action bounds) for one episode in each of
+// `episodes` copies of its environment, reset with `seed` (copy k with seed + k), as a compiled
+// recurrent-tensor program over the timesteps.
 EvalResult evaluate(const SavedPolicy& policy, int64_t episodes, uint64_t seed);
 // The same in a given environment (one episode per env copy); its spaces must match the policy's.
 EvalResult evaluate(const SavedPolicy& policy, BatchedEnv& env, uint64_t seed);
