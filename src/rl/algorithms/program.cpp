@@ -600,13 +600,26 @@ double final_mean_return(const std::vector<CurvePoint>& curve) {
 }
 
 // Compiles and runs the program; the result with what its sinks recorded. `learning`: the
-// learning program (not the warm-up), the one TrainConfig::on_compiled sees.
+// learning program (not the warm-up), the one TrainConfig::on_compiled sees. `near`: scheduled
+// with proximity constraints where isl can (a program too large for them within isl's bounds,
+// e.g. with every pass off, is scheduled without).
 TrainResult compile_and_run(Context& ctx, const TrainConfig& cfg, const Bounds& bounds,
-                            Stats& stats, const std::vector<HostTensor>& kept, bool learning) {
+                            Stats& stats, const std::vector<HostTensor>& kept, bool learning,
+                            bool near = false) {
   CompileOptions co = cfg.compile;
   co.passes.interleave |= co.proximity;
   Clock::time_point c0 = Clock::now();
-  Executable exe = compile(ctx, bounds, co);
+  std::optional<Executable> compiled;
+  if (near && !co.proximity) {
+    CompileOptions with = co;
+    with.proximity = with.passes.interleave = true;
+    try {
+      compiled.emplace(compile(ctx, bounds, with));
+    } catch (const UserError&) {
+    }
+  }
+  if (!compiled) compiled.emplace(compile(ctx, bounds, co));
+  Executable& exe = *compiled;
   TrainResult res;
   res.compile_seconds = std::chrono::duration<double>(Clock::now() - c0).count();
   if (cfg.on_compiled && learning) cfg.on_compiled(exe);
@@ -838,12 +851,8 @@ TrainResult run_program(const TrainConfig& cfg, const Job& job,
   // Reading a checkpoint's replay rows, isl's default schedule left the deallocation of every
   // iteration's updates after the loop (SAC, 300 iterations: a 567 MiB peak, not 4 MiB);
   // proximity constraints keep it in the loop.
-  if (!carried.replay.empty() && from) {
-    TrainConfig near = cfg;
-    near.compile.proximity = true;
-    return compile_and_run(ctx, near, bounds, *stats, *kept, true);
-  }
-  return compile_and_run(ctx, cfg, bounds, *stats, *kept, true);
+  const bool near = !carried.replay.empty() && from;
+  return compile_and_run(ctx, cfg, bounds, *stats, *kept, true, near);
 }
 
 }  // namespace
