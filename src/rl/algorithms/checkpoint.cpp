@@ -46,12 +46,13 @@ HostTensor f64(const std::vector<double>& v, std::vector<int64_t> shape) {
 
 nn::NamedTensors tensors_of(const TrainCheckpoint& c) {
   nn::NamedTensors out;
-  for (size_t k = 0; k < c.parameters.size(); ++k)
-    out.emplace_back(cat("parameter.", k), c.parameters[k]);
-  for (size_t k = 0; k < c.optimizer_states.size(); ++k)
-    out.emplace_back(cat("optimizer.", k), c.optimizer_states[k]);
-  for (size_t k = 0; k < c.targets.size(); ++k) out.emplace_back(cat("target.", k), c.targets[k]);
-  for (size_t k = 0; k < c.replay.size(); ++k) out.emplace_back(cat("replay.", k), c.replay[k]);
+  auto numbered = [&](const char* kind, const std::vector<HostTensor>& tensors) {
+    for (size_t k = 0; k < tensors.size(); ++k) out.emplace_back(cat(kind, ".", k), tensors[k]);
+  };
+  numbered("parameter", c.parameters);
+  numbered("optimizer", c.optimizer_states);
+  numbered("target", c.targets);
+  numbered("replay", c.replay);
   out.emplace_back("obs", c.obs);
   std::vector<double> curve;
   for (const CurvePoint& p : c.curve) {

@@ -515,9 +515,10 @@ void add_train_checkpoints(Context& ctx, const TrainConfig& cfg, const Stats& st
   for (const RT& field : carried.replay) saved.push_back(field[when]);
   const size_t P = params.size(), S = carried.optimizer_states.size(),
                G = carried.targets.size();
-  // A resumed run's buffer starts with the checkpoint's transitions.
-  std::vector<HostTensor> before(carried.replay.size());
-  if (carried.resume && !carried.resume->replay.empty()) before = carried.resume->replay;
+  // A resumed run's buffer starts with the checkpoint's transitions (the checkpoint outlives the
+  // program's runs).
+  const std::vector<HostTensor>* before =
+      carried.resume && !carried.resume->replay.empty() ? &carried.resume->replay : nullptr;
   const int64_t buffer_rows = cfg.buffer_size;
   auto fn = [parts = stats.parts, first = stats.first, P, S, G, before, buffer_rows](
                 const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
@@ -530,7 +531,8 @@ void add_train_checkpoints(Context& ctx, const TrainConfig& cfg, const Stats& st
     part.optimizer_states = range(P, S);
     part.targets = range(P + S, G);
     for (size_t k = P + S + G; k < in.size(); ++k)
-      part.replay.push_back(detail::latest_rows(before[k - P - S - G], in[k], buffer_rows));
+      part.replay.push_back(
+          detail::latest_rows(before ? (*before)[k - P - S - G] : HostTensor(), in[k], buffer_rows));
     parts->tensors(first + p[0] + 1, std::move(part));
     return std::vector<HostTensor>{};
   };

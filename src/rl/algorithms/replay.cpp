@@ -31,10 +31,9 @@ RT replay_window(const RT& x, const Acting& a, int64_t W) {
   return w.reshape(Shape(dims));
 }
 
-// The checkpoint's buffer a resumed run starts from: one (rows, ...) tensor per field of
+// Checks the checkpoint's buffer a resumed run starts from: one (rows, ...) tensor per field of
 // `windows` (the program's), rows = the transitions of the last min(first, W) iterations.
-std::vector<HostTensor> checked_saved_buffer(const TrainCheckpoint& c,
-                                             const std::vector<RT>& windows, int64_t rows) {
+void check_saved_buffer(const TrainCheckpoint& c, const std::vector<RT>& windows, int64_t rows) {
   if (c.replay.size() != windows.size())
     throw UserError(cat("--resume: the checkpoint holds ", c.replay.size(),
                         " replay buffer fields, the program has ", windows.size()));
@@ -49,7 +48,6 @@ std::vector<HostTensor> checked_saved_buffer(const TrainCheckpoint& c,
                           " transitions of ", ir::dtype_name(windows[k].dtype()),
                           " rows of the program's shape ", windows[k].shape().str()));
   }
-  return c.replay;
 }
 
 }  // namespace
@@ -91,11 +89,8 @@ Replay replay_batch(Acting& a) {
   const uint64_t seed = cfg.compile.seed;
   const int64_t first = a.first_iteration;
   add_replay_windows(a);
-  const std::vector<HostTensor> saved =
-      a.carried.resume ? checked_saved_buffer(*a.carried.resume, a.carried.replay,
-                                              std::min(first, W) * T * N)
-                       : std::vector<HostTensor>{};
   const int64_t saved_rows = std::min(first, W) * T * N;
+  if (a.carried.resume) check_saved_buffer(*a.carried.resume, a.carried.replay, saved_rows);
   // Minibatch rows drawn uniformly, with replacement, among the transitions in the buffer, and,
   // in a resumed run, where each lies: in the checkpoint's rows or in this program's window.
   auto sample_fn = [seed, N, T, W, B, first, saved_rows](const std::vector<HostTensor>&,
@@ -127,7 +122,7 @@ Replay replay_batch(Acting& a) {
     if (saved_rows) {
       std::vector<Expr> mask_shape(sampled.shape().rank(), Expr(1));
       mask_shape[0] = Expr(B);
-      RT from_saved = a.ctx.tensor(saved[k]).index_select(0, drawn[1]);
+      RT from_saved = a.ctx.tensor(a.carried.resume->replay[k]).index_select(0, drawn[1]);
       sampled = where(drawn[2].reshape(Shape(mask_shape)), from_saved, sampled);
     }
     fields.push_back(sampled);
