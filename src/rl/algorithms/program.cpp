@@ -530,9 +530,10 @@ void add_train_checkpoints(Context& ctx, const TrainConfig& cfg, const Stats& st
     part.parameters = range(0, P);
     part.optimizer_states = range(P, S);
     part.targets = range(P + S, G);
-    for (size_t k = P + S + G; k < in.size(); ++k)
-      part.replay.push_back(
-          detail::latest_rows(before ? (*before)[k - P - S - G] : HostTensor(), in[k], buffer_rows));
+    for (size_t k = P + S + G; k < in.size(); ++k) {
+      const HostTensor none, &old = before ? (*before)[k - P - S - G] : none;
+      part.replay.push_back(detail::latest_rows(old, in[k], buffer_rows));
+    }
     parts->tensors(first + p[0] + 1, std::move(part));
     return std::vector<HostTensor>{};
   };
