@@ -246,6 +246,9 @@ const std::vector<Option>& all_options() {
        "--resume DIR  continue the run whose training checkpoint is in DIR, with the same flags,\n"
        "              to the result of the uninterrupted run; saves go on in DIR unless --save\n"
        "              names another\n"},
+      {"--device", true, [](A& a, S, S v) { a.cfg.compile.device = v; },
+       "--device D    where the program runs: cpu, cuda or cuda:N (default: $TEMPO_DEVICE, else\n"
+       "              cuda on a machine with a GPU and a CUDA build, else cpu)\n"},
       {"--profile", false, [](A& a, S, S) { a.cfg.compile.profile = true; },
        "--profile     time every launch; print where the run's time went\n"},
       {"--seed", true,

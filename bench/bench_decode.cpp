@@ -13,7 +13,7 @@
 // batch 16 and at T = 2048 and 8192 only; --traffic: the D768 model's time and memory traffic
 // per token against the machine's memory bandwidth; --gpu: the Llama-3.2-1B shape with random
 // weights, Tempo and the grown cache both on $TEMPO_DEVICE, causal and window:512, batch 1 and
-// 16, T up to 16384, the grown cache up to 4096)
+// 16, T = 1024, 4096 and 16384 or the lengths that follow --gpu, the grown cache up to 4096)
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -316,13 +316,16 @@ int main(int argc, char** argv) {
   if (gpu) {  // the shape of TEMPO's decoding figures, on the device
     const LlamaConfig g = LlamaConfig::llama_3_2_1b();
     const LlamaWeights gw = LlamaWeights::random(g, 1);
+    std::vector<int64_t> lengths;
+    for (int k = 2; k < argc; ++k) lengths.push_back(std::stoll(argv[k]));
+    if (lengths.empty()) lengths = {1024, 4096, 16384};
     std::cout << "## Greedy decoding, Llama-3.2-1B shape (random weights) on " << device()
               << "\n\n| attention | batch | T | Tempo ms/token | grown cache ms/token | "
                  "Tempo/grown | Tempo tracked MiB | tokens agree |\n"
                  "|---|---|---|---|---|---|---|---|\n";
     for (const AttentionPattern& p : {AttentionPattern::sliding(512), AttentionPattern::causal()})
       for (int64_t B : {int64_t{1}, int64_t{16}})
-        for (int64_t T : {int64_t{1024}, int64_t{4096}, int64_t{16384}}) {
+        for (int64_t T : lengths) {
           torch::manual_seed(0);
           torch::Tensor first = torch::randint(g.vocab, {B}, torch::kInt64);
           const Run tp = tempo_decode(g, gw, first, T, p, 0);

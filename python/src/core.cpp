@@ -455,6 +455,7 @@ const std::vector<Keyword<CompileOptions>>& compile_keywords() {
       keyword("donation", &O::donation),
       keyword("verbose", &O::verbose),
       keyword("profile", &O::profile),
+      keyword("device", &O::device),
       {"memory_budget",
        [](O& o, py::handle value) {
          o.memory_budget = py::isinstance<py::str>(value)
@@ -1011,7 +1012,7 @@ void bind_context(py::module_& m) {
           "Compiles the program with values for its bounds ({'T': 100} or {T: 100}) and "
           "options (deallocate, proximity, fuse, codegen, block_stores, donation, "
           "memory_budget, memory_timeline, schedule_memory_limit, schedule_time_limit, "
-          "swap_policy, seed, verbose, profile, dump, "
+          "swap_policy, seed, device, verbose, profile, dump, "
           "dump_dir, no_pass, tiles, tile_above_bytes, static_tiles). dump names compile "
           "stages whose result is written ('passes,schedule' or 'all'). swap_policy(candidates, excess) -> indices "
           "chooses what to swap under memory_budget: candidates are dicts {'rt', 'bytes'}.");

@@ -244,6 +244,7 @@ const std::vector<Keyword<rl::TrainConfig>>& train_keywords() {
       compile_keyword("verbose"),
       compile_keyword("codegen"),
       compile_keyword("profile"),
+      compile_keyword("device"),
       compile_keyword("memory_budget"),
       keyword("save_dir", &C::save_dir),
       keyword("save_every", &C::save_every),

@@ -242,7 +242,8 @@ void make_backend(Compilation& c) {
   bo.process_group = driver::process_group_of(c.options.communicator);
   if (bo.process_group)
     driver::check_same_schedule(*bo.process_group, impl.schedule.str(impl.graph), where(c.loc));
-  impl.backend = backend::make_libtorch_backend(backend::default_device(), bo);
+  impl.backend = backend::make_libtorch_backend(
+      c.options.device.empty() ? backend::default_device() : c.options.device, bo);
   impl.backend->seed(c.options.seed);
 }
 

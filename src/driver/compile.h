@@ -41,9 +41,9 @@ struct CompileOptions {
   // each (TEMPO §4.4): isl's scheduling time grows fast with the number of statements.
   bool fuse = true;
   PassOptions passes;  // the optimization pipeline (PassOptions::none() turns it off)
-  // Elementwise parts of fused regions run as generated C++ loops, compiled once per program and
-  // cached on disk ($TEMPO_CACHE_DIR, else ~/.cache/tempo); CPU only. TEMPO_NO_CODEGEN=1 turns
-  // it off without recompiling the program.
+  // Elementwise parts of fused regions run as generated code, C++ loops on the CPU and CUDA
+  // kernels (NVRTC) on a GPU, compiled once per program and cached on disk ($TEMPO_CACHE_DIR,
+  // else ~/.cache/tempo). TEMPO_NO_CODEGEN=1 turns it off without recompiling the program.
   bool codegen = true;
   // Outputs read as x[0:t+1] or x[t:T] along their last dimension live in one block per run of
   // that dimension (TEMPO §6), so those reads are views, not copies. TEMPO_NO_BLOCK_STORES=1
@@ -69,6 +69,9 @@ struct CompileOptions {
   int64_t schedule_memory_limit = 0;
   double schedule_time_limit = 300;
   uint64_t seed = 0;  // random number generation
+  // The device the program runs on: "cpu", "cuda" or "cuda:N". Empty: $TEMPO_DEVICE, else
+  // "cuda" in a CUDA build on a machine with a GPU, else "cpu".
+  std::string device;
   // The process group of a data-parallel job (api/distributed.h): the program's collective ops
   // (AllReduce, Broadcast) run over it. Null: one process, where collectives are identities.
   std::shared_ptr<Communicator> communicator;

@@ -253,8 +253,9 @@ TEST_F(CudaCodegen, KernelsOfAProgramCompileWithNvrtc) {
   std::vector<RT> outs = program(ctx);
   CompileOptions o;
   o.passes.vectorize = false;
+  o.device = "cpu";  // the C++ loops run, and every CUDA kernel is compiled to PTX beside them
   Executable exe = compile(ctx, {{Expr::bound("T"), 2}}, o);
-  exe.run();  // on the CPU, with the generated C++ loops
+  exe.run();
   const std::vector<std::string> sources = cached(".cu"), ptx = cached(".ptx");
   ASSERT_EQ(sources.size(), 1u);
   ASSERT_EQ(ptx.size(), 1u);

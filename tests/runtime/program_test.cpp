@@ -35,6 +35,7 @@ TEST(Program, ProfileAndAllocator) {
   RT last = s[t.bound - 1].retain();
   CompileOptions o;
   o.profile = true;
+  o.device = "cpu";  // whose caching allocator is checked
   Executable exe = compile(ctx, {{t.bound, 50}}, o);
   exe.run();
   const int64_t hits = backend::cpu_allocator_stats().cache_hits;
@@ -48,6 +49,29 @@ TEST(Program, ProfileAndAllocator) {
     EXPECT_TRUE(backend::cpu_allocator_stats().installed);
     EXPECT_GT(backend::cpu_allocator_stats().cache_hits, hits);
   }
+}
+
+// CompileOptions::device picks where the program runs; a device that is not one is a one-line
+// error naming it.
+TEST(Program, DeviceOption) {
+  Context ctx;
+  Dim t = ctx.dim("t", "T");
+  RT x = scalar_source(ctx, {t}, [](const auto& p) { return static_cast<double>(p[0]); });
+  RT y = (x * 2.0).retain();
+  CompileOptions o;
+  o.device = "cpu";
+  Executable exe = compile(ctx, {{t.bound, 4}}, o);
+  exe.run();
+  EXPECT_DOUBLE_EQ(exe.get(y, {3}).at(0), 6.0);
+  auto error_for = [&](const std::string& device) {
+    o.device = device;
+    return error_of([&] { compile(ctx, {{t.bound, 4}}, o); });
+  };
+  EXPECT_NE(error_for("gpu").find("unknown device \"gpu\""), std::string::npos);
+  EXPECT_NE(error_for("xla").find("device \"xla\" is not supported"), std::string::npos);
+#ifndef TEMPO_CUDA
+  EXPECT_NE(error_for("cuda").find("needs a CUDA build"), std::string::npos);
+#endif
 }
 
 TEST(Program, AffineMap) {
