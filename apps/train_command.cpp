@@ -385,7 +385,7 @@ int run_train_command(int argc, char** argv) {
   if (world > 1) print << " on each of " << world << " ranks";
   if (cfg.algo == "ppo")
     print << ", " << cfg.epochs << " epochs x " << cfg.minibatches << " minibatches";
-  if (cfg.algo == "dqn" || cfg.algo == "sac" || cfg.algo == "td3")
+  if (tempo::rl::is_off_policy(cfg.algo))
     print << ", buffer " << cfg.buffer_size << ", batch " << cfg.batch_size << ", learning from "
           << cfg.learning_starts << " steps";
   print << ", lr " << cfg.lr << ", seed " << cfg.compile.seed << std::endl;

@@ -63,7 +63,9 @@ results="$out/results.md"
 unpack() {  # the packed build into build-gpu, its CTest files pointed at this checkout
   rm -rf build-gpu && mkdir build-gpu
   tar xJf .gpu-pack/build.tar.xz -C build-gpu
-  . .gpu-pack/origin
+  local packed_build packed_source
+  packed_build="$(sed -n 's/^packed_build=//p' .gpu-pack/origin)"
+  packed_source="$(sed -n 's/^packed_source=//p' .gpu-pack/origin)"
   find build-gpu -name '*.cmake' -exec sed -i \
     -e "s|$packed_build|$PWD/build-gpu|g" -e "s|$packed_source|$PWD|g" {} +
 }

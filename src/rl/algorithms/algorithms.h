@@ -32,6 +32,9 @@ RT discounted_returns(const RT& x, const RT& done, double gamma, const Dim& t, i
 
 struct CurvePoint;
 
+// DQN, SAC and TD3: they learn from a replay buffer, with target networks and ReLU layers.
+bool is_off_policy(const std::string& algo);
+
 // CompileOptions' defaults for training (TrainConfig::compile): seed 1, no proximity constraints.
 CompileOptions default_train_compile();
 

@@ -206,7 +206,7 @@ std::vector<std::pair<std::string, std::string>> checkpoint_config(const TrainCo
           {"--hidden", cat(cfg.hidden)},
           {"--layers", cat(cfg.layers)},
           {"--optimizer", cfg.optimizer}};
-  if (cfg.algo != "dqn" && cfg.algo != "sac" && cfg.algo != "td3") return flags;
+  if (!is_off_policy(cfg.algo)) return flags;
   // The off-policy algorithms' own (recorded only for them: older checkpoints lack them).
   flags.insert(flags.end(), {{"--buffer-size", cat(cfg.buffer_size)},
                              {"--batch-size", cat(cfg.batch_size)},

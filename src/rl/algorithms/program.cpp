@@ -214,11 +214,11 @@ TrainConfig TrainConfig::defaults(const std::string& algo) {
   return c;
 }
 
-namespace {
-
-bool off_policy(const TrainConfig& c) {
-  return c.algo == "dqn" || c.algo == "sac" || c.algo == "td3";
+bool is_off_policy(const std::string& algo) {
+  return algo == "dqn" || algo == "sac" || algo == "td3";
 }
+
+namespace {
 
 // DQN acts on discrete actions, SAC and TD3 on continuous ones.
 void check_action_space(const TrainConfig& c, bool discrete) {
@@ -274,7 +274,7 @@ void validate_off_policy(const TrainConfig& c) {
 }  // namespace
 
 void validate(const TrainConfig& c) {
-  if (c.algo != "reinforce" && c.algo != "a2c" && c.algo != "ppo" && !off_policy(c))
+  if (c.algo != "reinforce" && c.algo != "a2c" && c.algo != "ppo" && !is_off_policy(c.algo))
     throw UserError(
         cat("unknown algorithm '", c.algo, "' (expected ppo, a2c, reinforce, dqn, sac or td3)"));
   std::vector<std::string> envs = env_names();
@@ -295,7 +295,7 @@ void validate(const TrainConfig& c) {
   positive("--layers", static_cast<double>(c.layers));
   positive("--epochs", static_cast<double>(c.epochs));
   positive("--minibatches", static_cast<double>(c.minibatches));
-  if (c.steps < 2 && !off_policy(c))  // returns need a rollout
+  if (c.steps < 2 && !is_off_policy(c.algo))  // returns need a rollout
     throw UserError(cat("--steps must be at least 2, got ", c.steps));
   if (!(c.gamma > 0 && c.gamma <= 1))
     throw UserError(cat("gamma must be in (0, 1], got ", c.gamma));
@@ -318,7 +318,7 @@ void validate(const TrainConfig& c) {
     throw UserError("--save-every needs a directory to save in (--save DIR)");
   if (!c.resume_dir.empty() && c.compile.communicator)
     throw UserError("--resume is not supported in a data-parallel run");
-  if (off_policy(c)) validate_off_policy(c);
+  if (is_off_policy(c.algo)) validate_off_policy(c);
 }
 
 namespace detail {

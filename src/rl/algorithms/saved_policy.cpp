@@ -23,6 +23,8 @@ namespace tempo::rl {
 
 namespace fs = std::filesystem;
 
+bool SavedPolicy::relu() const { return is_off_policy(algo); }
+
 namespace {
 
 constexpr const char* kTensorsFile = "policy.safetensors";

@@ -38,7 +38,7 @@ struct SavedPolicy {
   std::map<std::string, HostTensor> tensors;
 
   int64_t obs_dim() const { return observation_space.numel(); }
-  bool relu() const { return algo == "dqn" || algo == "sac" || algo == "td3"; }
+  bool relu() const;  // DQN's, SAC's and TD3's layers
   // The network's outputs: logits (Q-values for DQN) for discrete actions, else the actions'
   // mean (SAC: and their log-stds; SAC and TD3 squash the mean into the action box).
   int64_t out_dim() const {
