@@ -28,7 +28,8 @@ if [ -f .gpu-pack/build.tar.xz ]; then
 print(os.path.join(os.path.dirname(torch.__file__), "lib"))')" ||
     { echo "gpu.sh: .gpu-pack needs python3's torch, a CUDA build" >&2; exit 1; }
   # The packed programs load LibTorch, its CUDA libraries and the packed ones from here.
-  export LD_LIBRARY_PATH="$torch_lib:$torch_lib/../../nvidia/cu13/lib:$PWD/.gpu-pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  libs="$torch_lib:$torch_lib/../../nvidia/cu13/lib:$PWD/.gpu-pack/lib"
+  export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   [ -d .gpu-pack/assets ] && export TEMPO_MUJOCO_ASSETS="$PWD/.gpu-pack/assets"
 fi
 torch_dir="$(python3 -c 'import torch; assert torch.version.cuda; print(torch.utils.cmake_prefix_path)' 2> /dev/null || true)"
@@ -90,7 +91,8 @@ build_here() {
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTEMPO_CUDA=ON \
     -DCMAKE_PREFIX_PATH="$prefixes" "${python_args[@]}" > "$out/configure.txt" 2>&1 ||
     { tail -20 "$out/configure.txt"; exit 1; }
-  cmake --build build-gpu -j"$(nproc)" > "$out/build.txt" 2>&1 || { tail -40 "$out/build.txt"; exit 1; }
+  cmake --build build-gpu -j"$(nproc)" > "$out/build.txt" 2>&1 ||
+    { tail -40 "$out/build.txt"; exit 1; }
   log "built"
 }
 
@@ -98,7 +100,8 @@ test_suite() {  # every program's device is cuda (backend::default_device)
   set +e
   # A packed build has no Python module and no libraries for the package test.
   local skip=()
-  [ -f .gpu-pack/build.tar.xz ] && skip=(-E '^(package|python\.|example\.python\.|cli\.tokenizer_hf)')
+  [ -f .gpu-pack/build.tar.xz ] &&
+    skip=(-E '^(package|python\.|example\.python\.|cli\.tokenizer_hf)')
   TEMPO_DEVICE=cuda ctest --test-dir build-gpu -j"$(nproc)" --timeout 900 --output-on-failure \
     "${skip[@]}" > "$out/tests.txt" 2>&1
   set -e

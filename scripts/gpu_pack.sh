@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build="$(realpath "${1:-build-cuda}")"
 fail() { echo "gpu_pack.sh: $*" >&2; exit 1; }
-grep -q '^TEMPO_CUDA:BOOL=ON' "$build/CMakeCache.txt" 2> /dev/null || fail "$build is not a CUDA build"
+grep -q '^TEMPO_CUDA:BOOL=ON' "$build/CMakeCache.txt" 2> /dev/null ||
+  fail "$build is not a CUDA build"
 for program in tempo bench_rl_vs_eager bench_decode; do
   [ -x "$build/$program" ] || fail "$build/$program is missing (build with -DTEMPO_BUILD_BENCH=ON)"
 done
@@ -24,7 +25,8 @@ trap 'rm -rf "$stage"' EXIT
 (cd "$build" && tar cf - --exclude=CMakeFiles --exclude=Testing --exclude='*.a' --exclude='*.o' \
   --exclude='*.ninja' --exclude='.ninja*' --exclude='*.so' --exclude=compile_commands.json .) |
   (cd "$stage" && tar xf -)
-find "$stage" -type f -perm -u+x -exec sh -c 'file "$1" | grep -q ELF && strip --strip-unneeded "$1"' _ {} \;
+find "$stage" -type f -perm -u+x \
+  -exec sh -c 'file "$1" | grep -q ELF && strip --strip-unneeded "$1"' _ {} \;
 tar cJf "$pack/build.tar.xz" -C "$stage" .
 # CTest's files name the build and source folders of this machine: gpu.sh rewrites them.
 source="$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")"
