@@ -451,9 +451,13 @@ EnvStep step_env(Context& ctx, const Job& job, const std::shared_ptr<Stats>& sta
   return EnvStep{st[0], st[1], st[2], st[3], bootstraps ? st[4] : RT()};
 }
 
-// A sink per iteration reading its last loss: the learning curve and a progress line.
-void add_progress(Context& ctx, const std::shared_ptr<Stats>& stats, const RT& loss, const Dim& i) {
-  auto log_fn = [stats](const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
+// A sink per iteration reading its last loss: the learning curve and a progress line. A program
+// that only acts (the warm-up) has no loss: `after` is then a value of the iteration's last step,
+// read so that the sink runs after that step, and the line prints no loss.
+void add_progress(Context& ctx, const std::shared_ptr<Stats>& stats, const RT& after,
+                  const Dim& i, bool has_loss = true) {
+  auto log_fn = [stats, has_loss](const std::vector<HostTensor>& in,
+                                  const std::vector<int64_t>& p) {
     int64_t it = p[0];
     auto found = stats->returns.find(it);
     if (found != stats->returns.end() && !found->second.empty()) {
@@ -476,8 +480,12 @@ void add_progress(Context& ctx, const std::shared_ptr<Stats>& stats, const RT& l
     if (stats->log && (done % stats->log_every == 0 || done == stats->total)) {
       std::ostringstream line;
       line << "iteration " << done << "  env_steps " << env_steps << "  mean_return "
-           << std::fixed << std::setprecision(2) << stats->last_mean << "  loss "
-           << std::setprecision(4) << in[0].at(0) << "  sps " << std::setprecision(0)
+           << std::fixed << std::setprecision(2) << stats->last_mean << "  loss ";
+      if (has_loss)
+        line << std::setprecision(4) << in[0].at(0);
+      else
+        line << "-";
+      line << "  sps " << std::setprecision(0)
            << static_cast<double>(here) / std::max(secs, 1e-9) << "  time "
            << std::setprecision(1) << secs << "s\n";
       *stats->log << line.str() << std::flush;
@@ -488,7 +496,7 @@ void add_progress(Context& ctx, const std::shared_ptr<Stats>& stats, const RT& l
     if (stats->on_iteration) stats->on_iteration(stats->curve);
     return std::vector<HostTensor>{};
   };
-  ctx.udf("progress", log_fn, {loss}, {}, {i});
+  ctx.udf("progress", log_fn, {after}, {}, {i});
 }
 
 // Where the run saves: after the last iteration and every save_every iterations of the whole run.
@@ -826,7 +834,7 @@ TrainResult run_program(const TrainConfig& cfg, const Job& job,
   if (u) bounds.emplace_back(u->bound, job.U);
   if (!learn) {  // the warm-up: the replay buffer and the curve
     detail::add_replay_windows(acting_program);
-    add_progress(ctx, stats, ctx.constant(std::nan(""), {}), i);
+    add_progress(ctx, stats, st.done[{i.var, t.bound - 1}], i, /*has_loss=*/false);
     add_train_checkpoints(ctx, cfg, *stats, {}, carried, i);
     return compile_and_run(ctx, cfg, bounds, *stats, {}, false);
   }
