@@ -23,22 +23,23 @@ out="${TEMPO_GPU_OUT:-out/gpu}"
 mkdir -p "$out"
 log() { echo "[gpu.sh] $*" | tee -a "$out/log.txt"; }
 
-if [ -f .gpu-pack/build.tar.xz ]; then
-  torch_lib="$(python3 -c 'import torch, os; assert torch.version.cuda
-print(os.path.join(os.path.dirname(torch.__file__), "lib"))')" ||
+packed=false
+[ -f .gpu-pack/build.tar.xz ] && packed=true
+torch_dir="$(python3 -c 'import torch; assert torch.version.cuda; print(torch.utils.cmake_prefix_path)' 2> /dev/null || true)"
+if $packed; then
+  [ -n "$torch_dir" ] ||
     { echo "gpu.sh: .gpu-pack needs python3's torch, a CUDA build" >&2; exit 1; }
+  torch_lib="$torch_dir/../../lib"  # torch/share/cmake -> torch/lib
   # The packed programs load LibTorch, its CUDA libraries and the packed ones from here.
   libs="$torch_lib:$torch_lib/../../nvidia/cu13/lib:$PWD/.gpu-pack/lib"
   export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   [ -d .gpu-pack/assets ] && export TEMPO_MUJOCO_ASSETS="$PWD/.gpu-pack/assets"
-fi
-torch_dir="$(python3 -c 'import torch; assert torch.version.cuda; print(torch.utils.cmake_prefix_path)' 2> /dev/null || true)"
-if [ -z "$torch_dir" ]; then
+elif [ -z "$torch_dir" ]; then
   bash scripts/setup.sh --cuda
   torch_dir="$(bash scripts/torch_prefix.sh)/torch"
 fi
 prefixes="$torch_dir"
-if [ ! -f .gpu-pack/build.tar.xz ] && ! pkg-config --exists isl 2> /dev/null; then
+if ! $packed && ! pkg-config --exists isl 2> /dev/null; then
   [ -d .gpu-deps ] || { echo "gpu.sh: isl is missing: run scripts/gpu_deps.sh where apt works" >&2; exit 1; }
   root="$PWD/.gpu-deps/root"
   rm -rf "$root" && mkdir -p "$root"
@@ -74,7 +75,7 @@ unpack() {  # the packed build into build-gpu, its CTest files pointed at this c
 build() {
   log "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader)"
   log "LibTorch: $torch_dir"
-  if [ -f .gpu-pack/build.tar.xz ]; then
+  if $packed; then
     unpack
     log "unpacked .gpu-pack"
   else
@@ -100,8 +101,7 @@ test_suite() {  # every program's device is cuda (backend::default_device)
   set +e
   # A packed build has no Python module and no libraries for the package test.
   local skip=()
-  [ -f .gpu-pack/build.tar.xz ] &&
-    skip=(-E '^(package|python\.|example\.python\.|cli\.tokenizer_hf)')
+  $packed && skip=(-E '^(package|python\.|example\.python\.|cli\.tokenizer_hf)')
   TEMPO_DEVICE=cuda ctest --test-dir build-gpu -j"$(nproc)" --timeout 900 --output-on-failure \
     "${skip[@]}" > "$out/tests.txt" 2>&1
   set -e
