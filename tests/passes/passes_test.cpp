@@ -200,6 +200,29 @@ TEST(Passes, LargePointsReadPerStepStayPerStep) {
   }
 }
 
+// A batch that a recurrence reads per step is computed before the recurrence's first step and
+// kept whole until its last. Over a long dimension (a training run's iterations: TD3's target
+// noise, KiBs a step) that is memory growing with the run, so what it batches stays per step;
+// over a short one it is batched.
+TEST(Passes, LargeBatchesReadPerStepStayPerStep) {
+  for (int64_t steps : {16, 100000}) {  // 32 KiB and 195 MiB batched
+    Context ctx;
+    Dim t = ctx.dim("t", "T");
+    RT noise = (source(ctx, {t}, {256}) * 0.2).named("noise");
+    RT s = ctx.placeholder({DType::Float32, {256}}, {t}, "s");
+    s[0] = ctx.zeros({256});
+    s[t.var + 1] = (s[t.var] * 0.5 + noise[t.var]).named("next");
+    RT total = s[slice(0, t.bound)].sum(0).retain();
+    passes::Program p(ctx.graph(), ctx.retained());
+    p.bound_values = {{"T", steps}};
+    EXPECT_EQ(passes::vectorize(p), steps == 16);
+    ir::validate(p.graph);
+    const std::string sdg = testing::text(p.graph);
+    EXPECT_EQ(sdg.find("Mul(%0[0:T]") != std::string::npos, steps == 16) << sdg;
+    EXPECT_EQ(sdg.find("Mul(%0[t]") != std::string::npos, steps == 100000) << sdg;
+  }
+}
+
 // s[t + 1] = f(s[t]) is a cycle along t: never vectorized; what reads it per step is.
 TEST(Passes, RecurrenceStaysPerStep) {
   Context ctx;
