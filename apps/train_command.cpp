@@ -232,6 +232,12 @@ const std::vector<Option>& all_options() {
        "--truncation M  a2c and ppo at a time-limit truncation: bootstrap (default: the value\n"
        "              of the episode's last observation) or terminate (no value after it,\n"
        "              as CleanRL's ppo.py)\n"},
+      {"--normalize-obs", false, [](A& a, S, S) { a.cfg.normalize_observations = true; },
+       "--normalize-obs, --normalize-reward  observations standardized by their running mean\n"
+       "              and variance, rewards scaled by the running deviation of their discounted\n"
+       "              sums, both clipped to +-10 (Gymnasium's wrappers, as CleanRL's PPO on\n"
+       "              MuJoCo); a saved policy keeps the observation statistics\n"},
+      {"--normalize-reward", false, [](A& a, S, S) { a.cfg.normalize_rewards = true; }, ""},
       {"--out", true, [](A& a, S, S v) { a.out = v; },
        "--out DIR     writes DIR/curve.csv and DIR/curve.svg during the run (at most once a\n"
        "              second) and at the end\n"},

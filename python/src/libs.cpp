@@ -13,6 +13,7 @@
 #include "nn/module.h"
 #include "optim/optim.h"
 #include "rl/algorithms/algorithms.h"
+#include "rl/envs/normalize.h"
 
 namespace tempo::python {
 namespace {
@@ -213,6 +214,8 @@ const std::vector<Keyword<rl::TrainConfig>>& train_keywords() {
       keyword("lr_decay", &C::lr_decay),
       keyword("orthogonal_init", &C::orthogonal_init),
       keyword("truncation", &C::truncation),
+      keyword("normalize_observations", &C::normalize_observations),
+      keyword("normalize_rewards", &C::normalize_rewards),
       keyword("gamma", &C::gamma),
       keyword("gae_lambda", &C::gae_lambda),
       keyword("ent_coef", &C::ent_coef),
@@ -532,9 +535,15 @@ void bind_envs(py::module_& rl) {
            "Restores a state() exactly.");
   rl.def(
       "make_env",
-      [](const std::string& name, int64_t num_envs) { return rl::make_env(name, num_envs); },
-      py::arg("name"), py::arg("num_envs") = 1,
-      "A built-in environment by name (env_names()).");
+      [](const std::string& name, int64_t num_envs, bool normalize_observations,
+         bool normalize_rewards, double gamma) {
+        return rl::normalize(rl::make_env(name, num_envs),
+                             {normalize_observations, normalize_rewards, gamma});
+      },
+      py::arg("name"), py::arg("num_envs") = 1, py::arg("normalize_observations") = false,
+      py::arg("normalize_rewards") = false, py::arg("gamma") = 0.99,
+      "A built-in environment by name (env_names()), its observations and rewards normalized "
+      "as TrainConfig's normalize_observations and normalize_rewards do.");
 }
 
 void bind_rl(py::module_& m) {

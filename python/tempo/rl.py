@@ -61,7 +61,9 @@ def train(algo, env="CartPole-v1", log=True, **config):
     TD3: the steps before learning starts run as an acting-only program; default True),
     truncation ("bootstrap": A2C, PPO and DQN
     bootstrap a truncated episode from its last observation's value, the default;
-    "terminate": no value after it, as CleanRL's ppo.py), seed, memory_budget, save_dir (the policy is saved there at the end
+    "terminate": no value after it, as CleanRL's ppo.py), normalize_observations and
+    normalize_rewards (Gymnasium's NormalizeObservation and NormalizeReward, clipped to +-10, as
+    CleanRL's PPO on MuJoCo), seed, memory_budget, save_dir (the policy is saved there at the end
     and every save_every iterations, with a training checkpoint; `tempo eval --load DIR` runs
     it), resume_dir (continues the run whose checkpoint is there, with the same config), ...
     With log=True it prints progress; on_iteration(curve) is called after each iteration with

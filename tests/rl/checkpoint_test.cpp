@@ -118,6 +118,32 @@ TEST(TrainCheckpoint, ContinuousActionsResumeToo) {  // normal draws, log_std
   check_resume(cfg, 1, 3);
 }
 
+// The normalizing environment's running statistics and discounted sums travel with the
+// environment's state; the saved policy keeps the observation statistics its last rollout used.
+TEST(TrainCheckpoint, NormalizedObservationsAndRewardsResumeToo) {
+  TrainConfig cfg = small("a2c", "Pendulum-v1");
+  cfg.iterations = 5;
+  cfg.normalize_observations = cfg.normalize_rewards = true;
+  check_resume(cfg, 1, 3);
+  TempDir dir;
+  cfg.save_dir = dir.str("run");
+  train(cfg, nullptr);
+  const SavedPolicy p = load_policy(cfg.save_dir);
+  ASSERT_TRUE(p.obs_normalization.defined());
+  ASSERT_EQ(p.obs_normalization.mean.size(), 3u);
+  for (double v : p.obs_normalization.var) EXPECT_GT(v, 0.0);
+  EXPECT_NE(p.obs_normalization.mean, std::vector<double>(3, 0.0));
+  // Normalized observations are what the policy was trained on: evaluation feeds them too.
+  SavedPolicy raw = p;
+  raw.obs_normalization = {};
+  EXPECT_NE(evaluate(p, 2, 9).mean_return, evaluate(raw, 2, 9).mean_return);
+  // Resuming with normalization that the checkpoint was not trained with is refused.
+  TrainConfig plain = small("a2c", "Pendulum-v1");
+  plain.iterations = 5;
+  plain.resume_dir = cfg.save_dir;
+  expect_user_error([&] { train(plain, nullptr); }, {"--normalize-obs"});
+}
+
 // A small off-policy run whose replay buffer holds `buffer` iterations' transitions, learning
 // from the second iteration, DQN's target network copied every third.
 TrainConfig small_off_policy(const std::string& algo, int64_t buffer) {

@@ -69,6 +69,11 @@ struct TrainConfig {
   // episode, as CleanRL's dqn.py) or "terminate" (no value after it, as CleanRL's ppo.py, which
   // treats truncation as termination).
   std::string truncation = "bootstrap";
+  // Observation and reward normalization around the environment (rl/envs/normalize.h: Gymnasium's
+  // wrappers, then clipping to +-10), as CleanRL's continuous-action PPO wraps MuJoCo tasks; the
+  // rewards' discounted sums use gamma. A saved policy keeps the observation statistics.
+  bool normalize_observations = false;
+  bool normalize_rewards = false;
   double gamma = 0.99;
   double gae_lambda = 0.95;  // advantages of A2C and PPO (1: bootstrapped full-rollout returns)
   double ent_coef = 0.01;

@@ -192,6 +192,8 @@ std::vector<std::pair<std::string, std::string>> checkpoint_config(const TrainCo
           {"--constant-lr", cfg.lr_decay ? "no" : "yes"},
           {"--default-init", cfg.orthogonal_init ? "no" : "yes"},
           {"--truncation", cfg.truncation},
+          {"--normalize-obs", cfg.normalize_observations ? "yes" : "no"},
+          {"--normalize-reward", cfg.normalize_rewards ? "yes" : "no"},
           {"gamma", exact(cfg.gamma)},
           {"--gae-lambda", exact(cfg.gae_lambda)},
           {"--ent-coef", exact(cfg.ent_coef)},
@@ -272,8 +274,10 @@ void check_resumable(const TrainConfig& cfg, const TrainCheckpoint& c, const std
   std::map<std::string, std::string> saved(c.config.begin(), c.config.end());
   for (const auto& [flag, value] : checkpoint_config(cfg)) {
     auto it = saved.find(flag);
-    // Checkpoints from before --truncation existed were trained with its default.
-    if (it == saved.end() && flag == "--truncation" && value == "bootstrap") continue;
+    // Checkpoints from before these flags existed were trained with their defaults.
+    if (it == saved.end() && ((flag == "--truncation" && value == "bootstrap") ||
+                              (flag.rfind("--normalize-", 0) == 0 && value == "no")))
+      continue;
     if (it == saved.end())
       throw UserError(cat("--resume ", dir, ": the checkpoint does not record ", flag));
     if (it->second != value)

@@ -34,6 +34,7 @@
 #include "rl/algorithms/checkpoint.h"
 #include "rl/algorithms/saved_policy.h"
 #include "rl/envs/env.h"
+#include "rl/envs/normalize.h"
 #include "util/error.h"
 
 namespace tempo::rl {
@@ -368,6 +369,10 @@ namespace {
 struct Job {
   int64_t N, T, I, U;  // envs, steps, iterations and PPO's updates per iteration
   std::shared_ptr<BatchedEnv> env;
+  const NormalizedEnv* normalized = nullptr;  // env, where it normalizes
+  // The observation statistics at the end of each save point's iteration not yet saved.
+  std::shared_ptr<std::map<int64_t, ObservationNormalization>> obs_statistics;
+  int64_t save_every = 0;
   Space aspace;
   bool discrete;
   int64_t obs_dim, act_dim;
@@ -381,8 +386,15 @@ Job make_job(const TrainConfig& cfg) {
   job.T = cfg.steps;
   job.I = cfg.iterations;
   job.U = cfg.algo == "ppo" ? cfg.epochs * cfg.minibatches : 1;
-  job.env = cfg.make_env ? cfg.make_env(job.N) : make_env(cfg.env, job.N, cfg.env_options);
-  if (!job.env) throw UserError(cat("the environment factory of '", cfg.env, "' returned no env"));
+  std::unique_ptr<BatchedEnv> env =
+      cfg.make_env ? cfg.make_env(job.N) : make_env(cfg.env, job.N, cfg.env_options);
+  if (!env) throw UserError(cat("the environment factory of '", cfg.env, "' returned no env"));
+  job.env = normalize(std::move(env),
+                      {cfg.normalize_observations, cfg.normalize_rewards, cfg.gamma});
+  job.normalized = dynamic_cast<const NormalizedEnv*>(job.env.get());
+  if (cfg.normalize_observations && !cfg.save_dir.empty())
+    job.obs_statistics = std::make_shared<std::map<int64_t, ObservationNormalization>>();
+  job.save_every = cfg.save_every;
   job.aspace = job.env->action_space();
   job.discrete = job.aspace.discrete;
   job.obs_dim = job.env->obs_numel();
@@ -407,7 +419,8 @@ EnvStep step_env(Context& ctx, const Job& job, const std::shared_ptr<Stats>& sta
   auto result = std::make_shared<StepResult>();  // reused: no allocation per step
   const int64_t N = job.N, obs_dim = job.obs_dim, act_dim = job.act_dim;
   auto step_fn = [env = job.env, stats, result, discrete = job.discrete, N, obs_dim, act_dim,
-                  aspace = job.aspace,
+                  aspace = job.aspace, normalized = job.normalized, kept = job.obs_statistics,
+                  I = job.I, save_every = job.save_every,
                   bootstraps, truncation_terminates](const std::vector<HostTensor>& in,
                                                      const std::vector<int64_t>& p) {
     std::vector<float> act(static_cast<size_t>(in[0].numel()));
@@ -425,7 +438,13 @@ EnvStep step_env(Context& ctx, const Job& job, const std::shared_ptr<Stats>& sta
     if (p[0] > 0 && p[1] + 1 == stats->steps && stats->last_step_of_iteration)
       stats->iteration_seconds.push_back(
           std::chrono::duration<double>(now - *stats->last_step_of_iteration).count());
-    if (p[1] + 1 == stats->steps) stats->last_step_of_iteration = now;
+    if (p[1] + 1 == stats->steps) {
+      stats->last_step_of_iteration = now;
+      // At the save points (save_points()), for the saved policy.
+      if (kept && (p[0] + 1 == I ||
+                   (save_every > 0 && (stats->first + p[0] + 1) % save_every == 0)))
+        (*kept)[p[0]] = normalized->observation_normalization();
+    }
     stats->stepped[p[0]] = now;
     const int64_t after = stats->first + p[0] + 1;  // iterations done after this one
     if (stats->parts && p[1] + 1 == stats->steps && stats->parts->wanted(after))
@@ -569,9 +588,16 @@ void add_checkpoints(Context& ctx, const TrainConfig& cfg, const Job& job, const
   meta.observation_space = job.env->observation_space();
   meta.action_space = job.aspace;
   meta.seed = cfg.compile.seed;
-  auto save_fn = [meta, names, dir = cfg.save_dir, N = job.N, T = job.T, first](
-                     const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
+  auto save_fn = [meta, names, dir = cfg.save_dir, N = job.N, T = job.T, first,
+                  kept = job.obs_statistics](const std::vector<HostTensor>& in,
+                                             const std::vector<int64_t>& p) {
     SavedPolicy saved = meta;
+    if (kept) {  // the statistics the policy's last rollout was normalized with
+      auto it = kept->find(p[0]);
+      TEMPO_ASSERT(it != kept->end(), "no observation statistics of iteration ", p[0]);
+      saved.obs_normalization = it->second;
+      kept->erase(kept->begin(), std::next(it));
+    }
     saved.iterations = first + p[0] + 1;
     saved.env_steps = saved.iterations * N * T;
     for (size_t k = 0; k < in.size(); ++k) saved.tensors[names[k]] = in[k];

@@ -56,6 +56,25 @@ std::string space_json(const Space& s) {
   return out + cat(", \"low\": ", array(s.low), ", \"high\": ", array(s.high), "}");
 }
 
+// Doubles as read back exactly (17 significant digits).
+std::string exact_array(const std::vector<double>& values) {
+  std::ostringstream s;
+  s.precision(std::numeric_limits<double>::max_digits10);
+  s << "[";
+  for (size_t k = 0; k < values.size(); ++k) s << (k ? ", " : "") << values[k];
+  return s.str() + "]";
+}
+
+std::string normalization_json(const ObservationNormalization& n) {
+  if (!n.defined()) return "";
+  std::ostringstream s;
+  s.precision(std::numeric_limits<double>::max_digits10);
+  s << "  \"obs_normalization\": {\"mean\": " << exact_array(n.mean)
+    << ", \"var\": " << exact_array(n.var) << ", \"epsilon\": " << n.epsilon
+    << ", \"clip\": " << n.clip << "},\n";
+  return s.str();
+}
+
 std::string config_json(const SavedPolicy& p) {
   std::ostringstream s;
   s << "{\n"
@@ -73,6 +92,7 @@ std::string config_json(const SavedPolicy& p) {
     << "  \"seed\": " << p.seed << ",\n"
     << "  \"iterations\": " << p.iterations << ",\n"
     << "  \"env_steps\": " << p.env_steps << ",\n"
+    << normalization_json(p.obs_normalization)
     << "  \"tensors\": " << nn::json_quote(kTensorsFile) << "\n"
     << "}\n";
   return s.str();
@@ -210,6 +230,16 @@ SavedPolicy load_policy(const std::string& dir) {
   p.seed = static_cast<uint64_t>(r.integer(doc, "seed"));
   p.iterations = r.integer(doc, "iterations");
   p.env_steps = r.integer(doc, "env_steps");
+  if (doc.get("obs_normalization")) {
+    const nn::Json& n = r.get(doc, "obs_normalization", nn::Json::Object);
+    p.obs_normalization.mean = r.numbers<double>(n, "mean");
+    p.obs_normalization.var = r.numbers<double>(n, "var");
+    p.obs_normalization.epsilon = r.value(r.get(n, "epsilon", nn::Json::Number), "epsilon");
+    p.obs_normalization.clip = r.value(r.get(n, "clip", nn::Json::Number), "clip");
+    const auto size = static_cast<size_t>(p.obs_dim());
+    if (p.obs_normalization.mean.size() != size || p.obs_normalization.var.size() != size)
+      r.fail(cat("'obs_normalization' does not have ", size, " means and variances"));
+  }
   p.tensors = nn::load((fs::path(dir) / r.string(doc, "tensors")).string());
   return p;
 }
@@ -245,6 +275,8 @@ EvalResult evaluate(const SavedPolicy& policy, BatchedEnv& env, uint64_t seed) {
   Context ctx;
   Dim t = ctx.dim("t", "T");
   const TensorType obs_type{DType::Float32, {N, D}};
+  const ObservationNormalization& norm = policy.obs_normalization;
+  if (norm.defined()) norm.apply(st->obs.data(), N);
   auto observe = [st, N, D](const std::vector<HostTensor>&, const std::vector<int64_t>&) {
     return std::vector<HostTensor>{HostTensor::from(st->obs, {N, D})};
   };
@@ -257,8 +289,8 @@ EvalResult evaluate(const SavedPolicy& policy, BatchedEnv& env, uint64_t seed) {
     const detail::ActionBox box(ctx, aspace);
     action = (policy.algo == "sac" ? out.slice(1, 0, A) : out).tanh() * box.scale + box.bias;
   }
-  auto step = [st, &env, &aspace, discrete, N, D, A](const std::vector<HostTensor>& in,
-                                                     const std::vector<int64_t>&) {
+  auto step = [st, &env, &aspace, &norm, discrete, N, D, A](const std::vector<HostTensor>& in,
+                                                            const std::vector<int64_t>&) {
     std::vector<float> act(static_cast<size_t>(in[0].numel()));
     for (size_t k = 0; k < act.size(); ++k) {
       double v = in[0].at(static_cast<int64_t>(k));
@@ -273,6 +305,7 @@ EvalResult evaluate(const SavedPolicy& policy, BatchedEnv& env, uint64_t seed) {
         --st->running;
       }
     st->obs = st->step.obs;
+    if (norm.defined()) norm.apply(st->obs.data(), N);
     return std::vector<HostTensor>{HostTensor::from(st->obs, {N, D})};
   };
   o[0] = ctx.udf("observe", observe, {}, {obs_type}, {})[0];

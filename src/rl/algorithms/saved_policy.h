@@ -6,7 +6,8 @@
 //                       "0.bias", ...), plus "log_std" for continuous actions
 //   policy.json         what rebuilds the network and its environment: algorithm, environment
 //                       (and the synthetic one's options), hidden width and layers, observation
-//                       and action spaces, seed, and how far training had got
+//                       and action spaces, seed, how far training had got, and the observation
+//                       statistics of a policy trained on normalized observations
 //
 //   rl::TrainConfig cfg = rl::TrainConfig::defaults("ppo");
 //   cfg.save_dir = "run/";  cfg.save_every = 50;
@@ -21,6 +22,7 @@
 
 #include "api/tempo.h"
 #include "rl/envs/env.h"
+#include "rl/envs/normalize.h"
 
 namespace tempo::rl {
 
@@ -36,6 +38,9 @@ struct SavedPolicy {
   int64_t iterations = 0;  // training iterations done when it was saved
   int64_t env_steps = 0;
   std::map<std::string, HostTensor> tensors;
+  // Trained with normalized observations (TrainConfig::normalize_observations): the statistics
+  // evaluation normalizes with, as training last did; undefined otherwise.
+  ObservationNormalization obs_normalization;
 
   int64_t obs_dim() const { return observation_space.numel(); }
   bool relu() const;  // DQN's, SAC's and TD3's layers
