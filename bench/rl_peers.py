@@ -23,7 +23,7 @@ import sys
 import time
 
 WINDOW = 20  # episodes in the mean return, as Tempo's progress lines
-ALGOS = ("dqn", "ppo", "sac", "td3")
+ALGOS = ("dqn", "ppo", "sac", "td3", "ppo-mujoco")
 
 # Per algorithm: the environment, thresholds, and (steps, learning_starts) of the default and of
 # --full; the hyperparameters are CleanRL's defaults for each script (Tempo's defaults follow
@@ -37,8 +37,16 @@ SETUPS = {
                 full=(50_000, 5_000), script="sac_continuous_action.py"),
     "td3": dict(env="Pendulum-v1", thresholds=(-200.0,), quick=(10_000, 1_000),
                 full=(50_000, 25_000), script="td3_continuous_action.py"),
+    # CleanRL's ppo_continuous_action.py defaults on HalfCheetah: 1 env x 2048 steps, 10 epochs
+    # x 32 minibatches, lr 3e-4, no entropy bonus, observations and rewards normalized. That
+    # script (gym 0.23) has no MuJoCo task that runs without mujoco-py, so SB3 alone is the peer,
+    # on Gymnasium 0.29.1's HalfCheetah-v4 (the v5 task's dynamics and reward, its older API);
+    # both bootstrap at the 1000-step time limit (CleanRL's script does not).
+    "ppo-mujoco": dict(env="HalfCheetah-v5", peer_env="HalfCheetah-v4", thresholds=(1000.0,),
+                       quick=(200_000, 0), full=(1_000_000, 0), script=None),
 }
 PPO_BATCH = 4 * 128  # CleanRL's ppo.py: 4 envs x 128 steps per update
+PPO_MUJOCO_BATCH = 2048  # ppo_continuous_action.py: 1 env x 2048 steps
 
 EPISODE_RE = re.compile(r"global_step=(\d+), episodic_return=\[?(-?[0-9.eE+-]+)")
 TEMPO_RE = re.compile(r"^iteration \d+\s+env_steps (\d+)\s+mean_return (\S+)")
@@ -102,6 +110,9 @@ def sb3_child(algo, env_id, steps, learning_starts, seed):
             return True
 
     envs = make_vec_env(env_id, n_envs=4 if algo == "ppo" else 1, seed=seed)
+    if algo == "ppo-mujoco":  # CleanRL's wrappers: running statistics, clipped to +-10
+        from stable_baselines3.common.vec_env import VecNormalize
+        envs = VecNormalize(envs, gamma=0.99, clip_obs=10.0, clip_reward=10.0)
     no_clip = 1e10  # CleanRL's DQN does not clip gradients
     if algo == "dqn":
         model = sb3.DQN("MlpPolicy", envs, learning_rate=2.5e-4, buffer_size=10_000,
@@ -115,6 +126,14 @@ def sb3_child(algo, env_id, steps, learning_starts, seed):
                         batch_size=PPO_BATCH // 4, n_epochs=4, gamma=0.99, gae_lambda=0.95,
                         clip_range=0.2, clip_range_vf=0.2, ent_coef=0.01, vf_coef=0.5,
                         max_grad_norm=0.5,
+                        policy_kwargs=dict(net_arch=dict(pi=[64, 64], vf=[64, 64]),
+                                           activation_fn=torch.nn.Tanh),
+                        seed=seed, device="cpu")
+    elif algo == "ppo-mujoco":
+        model = sb3.PPO("MlpPolicy", envs, learning_rate=lambda frac: 3e-4 * frac,
+                        n_steps=PPO_MUJOCO_BATCH, batch_size=PPO_MUJOCO_BATCH // 32, n_epochs=10,
+                        gamma=0.99, gae_lambda=0.95, clip_range=0.2, clip_range_vf=0.2,
+                        ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5,
                         policy_kwargs=dict(net_arch=dict(pi=[64, 64], vf=[64, 64]),
                                            activation_fn=torch.nn.Tanh),
                         seed=seed, device="cpu")
@@ -238,6 +257,11 @@ def tempo_cmd(tempo, algo, env_id, steps, learning_starts, seed):
         return cmd + ["--iterations", str(steps // 10), "--learning-starts", str(learning_starts)]
     if algo == "ppo":  # CleanRL's ppo.py ends an episode at a time limit without a bootstrap
         return cmd + ["--iterations", str(steps // PPO_BATCH), "--truncation", "terminate"]
+    if algo == "ppo-mujoco":  # bootstrapping at the time limit, as SB3 does
+        return [tempo, "train", "ppo", "--env", env_id, "--seed", str(seed), "--iterations",
+                str(steps // PPO_MUJOCO_BATCH), "--num-envs", "1", "--steps",
+                str(PPO_MUJOCO_BATCH), "--epochs", "10", "--minibatches", "32", "--lr", "3e-4",
+                "--ent-coef", "0", "--normalize-obs", "--normalize-reward"]
     return cmd + ["--iterations", str(steps), "--learning-starts", str(learning_starts)]
 
 
@@ -277,11 +301,15 @@ def run_algo(opts, algo, log):
                               cleanrl_args(algo, env_id, steps, starts, s),
                               child_env(gymnasium_path if algo == "dqn" else gym_path),
                               parse_episode),
-        "sb3": lambda s: ([py, me, "--child", "sb3", algo, env_id, str(steps), str(starts), str(s)],
-                          child_env(gymnasium_path), parse_episode),
+        "sb3": lambda s: ([py, me, "--child", "sb3", algo, peer_env, str(steps), str(starts),
+                           str(s)], child_env(gymnasium_path), parse_episode),
     }
+    peer_env = setup.get("peer_env", env_id)
     for who in opts.who:
-        if who == "tempo" and not tempo_knows(opts.tempo, algo):
+        if who == "cleanrl" and setup["script"] is None:
+            rows[who] = None
+            continue
+        if who == "tempo" and not tempo_knows(opts.tempo, algo.split("-")[0]):
             print(f"[{algo}] skipped Tempo: `{opts.tempo} train {algo}` is not known to this "
                   f"build", flush=True)
             rows[who] = None
@@ -295,7 +323,8 @@ def run_algo(opts, algo, log):
                   f"final {r['final']} rss {r['rss_mib']:.0f} MiB", flush=True)
             runs.append(r)
         rows[who] = runs
-    return dict(env=env_id, steps=steps, learning_starts=starts, thresholds=thresholds, rows=rows)
+    return dict(env=env_id, peer_env=setup.get("peer_env"), steps=steps, learning_starts=starts,
+                thresholds=thresholds, rows=rows)
 
 
 def run_envs(opts, log):
@@ -368,14 +397,17 @@ def algo_table(algo, res):
     head = ["", "wall (s)"] + [f"to {x:g}: time / env steps" for x in t] + \
         ["final return", "peak RSS (MiB)"]
     lines = [f"**{algo.upper()}** on {res['env']}: {res['steps']:,} env steps"
-             + (f", learning from step {res['learning_starts']:,}" if algo != "ppo" else ""),
+             + (f", learning from step {res['learning_starts']:,}"
+                if not algo.startswith("ppo") else "")
+             + (f" (the peers: {res['peer_env']})" if res.get("peer_env") else ""),
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     summary = {}
     names = {"tempo": "Tempo", "cleanrl": "CleanRL", "sb3": "SB3"}
     for who, runs in res["rows"].items():
         if runs is None:
-            lines.append(f"| {names[who]} | skipped: `tempo train {algo}` not in this build |"
-                         + " |" * (len(head) - 2))
+            why = (f"`tempo train {algo}` not in this build" if who == "tempo"
+                   else "CleanRL 1.2.0's script runs this task only with mujoco-py")
+            lines.append(f"| {names[who]} | skipped: {why} |" + " |" * (len(head) - 2))
             continue
         wall = mean([r["wall"] for r in runs])
         cells, firsts = [], []
@@ -427,8 +459,9 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(here)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--algos", default="dqn,ppo,sac,td3,envs",
-                   help="comma-separated: dqn, ppo, sac, td3, envs (default: all)")
+    p.add_argument("--algos", default="dqn,ppo,sac,td3,ppo-mujoco,envs",
+                   help="comma-separated: dqn, ppo, sac, td3, ppo-mujoco (HalfCheetah), envs "
+                        "(default: all)")
     p.add_argument("--who", default="tempo,cleanrl,sb3", help="rows: tempo, cleanrl, sb3")
     p.add_argument("--full", action="store_true",
                    help="CleanRL's budgets for DQN and PPO (500k steps), SAC and TD3 50k with "

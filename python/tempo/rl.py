@@ -51,24 +51,25 @@ _GYMNASIUM_PREFIX = "gymnasium:"
 
 def train(algo, env="CartPole-v1", log=True, **config):
     """Trains a policy with "reinforce", "a2c", "ppo", "dqn", "sac" or "td3" on `env`: a built-in
-    environment's name (tempo.rl.env_names()), a Python environment (a class or factory taking num_envs) or
-    a Gymnasium environment (an id, a gymnasium.Env instance or class; see the module's doc).
+    environment's name (tempo.rl.env_names()), a Python environment (a class or factory taking
+    num_envs) or a Gymnasium environment (an id, a gymnasium.Env instance or class; see the
+    module's doc).
     `config` sets the fields of the algorithm's defaults: iterations, num_envs, steps, lr,
     lr_decay, gamma, gae_lambda, ent_coef, vf_coef, max_grad_norm, clip, epochs, minibatches,
     n_step, hidden, layers, DQN's, SAC's and TD3's buffer_size, batch_size and learning_starts,
     DQN's target_every, eps_start, eps_end and exploration_fraction, SAC's and TD3's policy_lr
     and tau, TD3's exploration_noise, policy_noise, noise_clip and policy_every, warm_up (SAC,
     TD3: the steps before learning starts run as an acting-only program; default True),
-    truncation ("bootstrap": A2C, PPO and DQN
-    bootstrap a truncated episode from its last observation's value, the default;
-    "terminate": no value after it, as CleanRL's ppo.py), normalize_observations and
-    normalize_rewards (Gymnasium's NormalizeObservation and NormalizeReward, clipped to +-10, as
-    CleanRL's PPO on MuJoCo), seed, memory_budget, save_dir (the policy is saved there at the end
-    and every save_every iterations, with a training checkpoint; `tempo eval --load DIR` runs
-    it), resume_dir (continues the run whose checkpoint is there, with the same config), ...
+    truncation ("bootstrap": A2C, PPO and DQN bootstrap a truncated episode from its last
+    observation's value, the default; "terminate": no value after it, as CleanRL's ppo.py),
+    normalize_observations and normalize_rewards (Gymnasium's NormalizeObservation and
+    NormalizeReward, clipped to +-10, as CleanRL's PPO on MuJoCo), seed, memory_budget, save_dir
+    (the policy is saved there at the end and every save_every iterations, with a training
+    checkpoint; `tempo eval --load DIR` runs it), resume_dir (continues the run whose checkpoint
+    is there, with the same config), ...
     With log=True it prints progress; on_iteration(curve) is called after each iteration with
-    the curve so far
-    (an exception it raises stops training and reaches the caller; so does Ctrl-C).
+    the curve so far (an exception it raises stops training and reaches the caller; so does
+    Ctrl-C).
     distributed=True makes this process one rank of a data-parallel job started by
     `tempo launch -n N -- python3 script.py` (or torchrun): RANK, WORLD_SIZE, MASTER_ADDR and
     MASTER_PORT say where; each rank acts on its own num_envs environments, gradients are

@@ -218,16 +218,25 @@ class Vectorizer {
 
   // A batch that an op staying per point reads is computed before the op's first point and
   // stays whole until its last, with every point of the per-point sources it stacks: all of d at
-  // once. Over a long d (a training run's iterations: TD3's target noise and replay samples, 5
-  // KiB a step, 600 MiB over 120k steps) that is memory growing with the run, computed ahead
-  // of it, while the launches batching saves (one per point) are a small part of each point's
+  // once, for each point of the op's dimensions inside d. Over a long d (a training run's
+  // iterations: TD3's target noise and replay samples, 5 KiB a step, 600 MiB over 120k steps;
+  // PPO's action uniforms, 4 KiB a step) that is memory growing with the run, computed ahead of
+  // it, while the launches batching saves (one per point) are a small part of each point's
   // work; such ops stay per point.
   bool large_batch(const OpNode& op) const {
     constexpr int64_t kLargeBatch = 1 << 20;  // bytes
-    std::optional<int64_t> points;
-    for (const auto& [name, value] : p_.bound_values)
-      if (d_.bound.name() == name) points = value;
-    if (!points) return false;
+    // d and the dimensions inside it (an outer one's points come and go one by one).
+    int64_t points = 1;
+    bool known = false;
+    for (const Dim& dim : op.domain) {
+      if (position(outer_, dim) >= 0) continue;
+      for (const auto& [name, value] : p_.bound_values)
+        if (dim.bound.name() == name) {
+          points *= value;
+          known |= dim == d_;
+        }
+    }
+    if (!known) return false;
     auto bytes = [&](const OpNode& o) {
       int64_t n = 0;
       for (const ir::TensorType& t : o.outputs) n += bytes_of(t, 0, p_).value_or(0);
@@ -238,7 +247,7 @@ class Vectorizer {
       const ir::Edge& e = g_.edge(id);
       if (!in_[e.source] && classify(e) == Input::Batched) held += bytes(g_.op(e.source));
     }
-    return *points * held > kLargeBatch;
+    return points * held > kLargeBatch;
   }
 
   // A user function without outputs (a progress line, a checkpoint) that runs at each point of
