@@ -33,7 +33,11 @@ void RunningMeanStd::update(const T* data, int64_t rows) {
 template void RunningMeanStd::update(const float*, int64_t);
 template void RunningMeanStd::update(const double*, int64_t);
 
-void ObservationNormalization::apply(float* obs, int64_t rows) const {
+namespace {
+
+// (x - mean) / sqrt(var + epsilon), clipped to +-clip, over rows of mean.size() elements.
+void standardize(float* obs, int64_t rows, const std::vector<double>& mean,
+                 const std::vector<double>& var, double epsilon, double clip) {
   const size_t n = mean.size();
   for (int64_t r = 0; r < rows; ++r)
     for (size_t k = 0; k < n; ++k) {
@@ -41,6 +45,12 @@ void ObservationNormalization::apply(float* obs, int64_t rows) const {
       const double z = (static_cast<double>(x) - mean[k]) / std::sqrt(var[k] + epsilon);
       x = static_cast<float>(std::clamp(z, -clip, clip));
     }
+}
+
+}  // namespace
+
+void ObservationNormalization::apply(float* obs, int64_t rows) const {
+  standardize(obs, rows, mean, var, epsilon, clip);
 }
 
 NormalizedEnv::NormalizedEnv(std::unique_ptr<BatchedEnv> env, const NormalizeOptions& options)
@@ -62,12 +72,16 @@ ObservationNormalization NormalizedEnv::observation_normalization() const {
   return {obs_rms_.mean, obs_rms_.var, options_.epsilon, options_.clip};
 }
 
+void NormalizedEnv::normalize_observations(float* obs, int64_t rows) const {
+  standardize(obs, rows, obs_rms_.mean, obs_rms_.var, options_.epsilon, options_.clip);
+}
+
 std::vector<float> NormalizedEnv::reset(uint64_t seed) {
   std::vector<float> obs = env_->reset(seed);
   std::fill(returns_.begin(), returns_.end(), 0.0);
   if (options_.observations) {
     obs_rms_.update(obs.data(), num_envs());
-    observation_normalization().apply(obs.data(), num_envs());
+    normalize_observations(obs.data(), num_envs());
   }
   return obs;
 }
@@ -81,15 +95,14 @@ void NormalizedEnv::step_into(const std::vector<float>& actions, StepResult& out
     const bool ended = !out.final_obs.empty();
     obs_rms_.update(ended ? out.final_obs.data() : out.obs.data(), N);
     if (ended) {
-      const ObservationNormalization first = observation_normalization();
+      normalize_observations(out.final_obs.data(), N);
       rows_.clear();
       for (int64_t n = 0; n < N; ++n)
         if (out.terminated[n] || out.truncated[n])
           rows_.insert(rows_.end(), out.obs.begin() + n * D, out.obs.begin() + (n + 1) * D);
-      first.apply(out.final_obs.data(), N);
       obs_rms_.update(rows_.data(), static_cast<int64_t>(rows_.size()) / D);
     }
-    observation_normalization().apply(out.obs.data(), N);
+    normalize_observations(out.obs.data(), N);
     if (ended)  // the rows of copies that go on equal obs, as before
       for (int64_t n = 0; n < N; ++n)
         if (!out.terminated[n] && !out.truncated[n])

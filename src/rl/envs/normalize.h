@@ -70,6 +70,9 @@ class NormalizedEnv : public BatchedEnv {
   ObservationNormalization observation_normalization() const;
 
  private:
+  // In place, with the statistics now (no copy of them on the stepping path).
+  void normalize_observations(float* obs, int64_t rows) const;
+
   std::unique_ptr<BatchedEnv> env_;
   NormalizeOptions options_;
   RunningMeanStd obs_rms_, return_rms_;
