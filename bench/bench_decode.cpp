@@ -4,11 +4,13 @@
 //   padded cache: the cache is preallocated to the final length, written in place, and every step
 //                 attends over all of it with a mask (the static shapes of JAX).
 // Per configuration (attention pattern, batch, sequence length): mean time between tokens (best
-// of 2 runs, Tempo's one run at T >= 4096), peak bytes of LibTorch CPU memory in use during a run
-// (Tempo's caching allocator counts every tensor of both systems), Tempo's tracked peak of its
-// tensor stores, and whether the three token streams agree; the tracked peak against T. Then
-// Tempo's tile-size sweep for causal attention (TEMPO Fig. 18), the batched prefill against
-// feeding the prompt token by token, and compile time against the number of layers.
+// of 2 runs, Tempo's one run at T >= 4096; Tempo's first run also makes the weights on the
+// device, which its later runs reuse, as the eager decoders' weights are made before timing),
+// peak bytes of LibTorch CPU memory in use during a run (Tempo's caching allocator counts every
+// tensor of both systems), Tempo's tracked peak of its tensor stores, and whether the three
+// token streams agree; the tracked peak against T. Then Tempo's tile-size sweep for causal
+// attention (TEMPO Fig. 18), the batched prefill against feeding the prompt token by token, and
+// compile time against the number of layers.
 // Usage: bench_decode [--quick | --long | --traffic | --gpu]   (--long: window:512 and causal at
 // batch 16 and at T = 2048 and 8192 only; --traffic: the D768 model's time and memory traffic
 // per token against the machine's memory bandwidth; --gpu: the Llama-3.2-1B shape with random

@@ -2,9 +2,10 @@
 # On a machine with an NVIDIA GPU: builds the CUDA build, runs the whole suite on the GPU
 # (TEMPO_DEVICE=cuda), then the GPU benchmarks and the main job, and appends their tables to
 # $TEMPO_GPU_OUT/results.md (default out/gpu). Fails with one line on a machine without a GPU.
-#   bash scripts/gpu.sh [STAGE...]   stages: build test rl decode main (default: all, in order);
-#   each stage builds first if needed, so that a machine that limits a command's time can run
-#   them one call at a time.
+#   bash scripts/gpu.sh [STAGE...]   stages: build test rl decode profile main (default: all,
+#   in order); each stage builds first if needed, so that a machine that limits a command's time
+#   can run them one call at a time. TEMPO_GPU_DECODE_LENGTHS: the decode stage's lengths (default
+#   "512 2048").
 #
 # LibTorch: python3's torch where it is a CUDA build (as on GPU machines with PyTorch), else the
 # one scripts/setup.sh --cuda installs. Packages that a machine without network access lacks
@@ -59,7 +60,7 @@ assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")
   python_args=(-DPython_EXECUTABLE="$(command -v python3)" -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)")
 
 stages=("$@")
-((${#stages[@]})) || stages=(build test rl decode main)
+((${#stages[@]})) || stages=(build test rl decode profile main)
 results="$out/results.md"
 
 unpack() {  # the packed build into build-gpu, its CTest files pointed at this checkout
@@ -122,6 +123,21 @@ bench() {  # title, then the command; its output (Markdown tables) goes into the
     echo "(failed: $(tail -1 "$out/stderr.txt"))" >> "$results"
 }
 
+decode_profile() {  # where a decoding step's time goes, per op: fused, unfused, and unfused
+  # with every launch waited for (its time then includes the GPU's)
+  local args=(generate --config 1b --layers 4 --tokens 64 --profile) setting
+  for setting in "" "TEMPO_NO_PASS=fusion" "TEMPO_NO_PASS=fusion CUDA_LAUNCH_BLOCKING=1"; do
+    log "decode profile: ${setting:-all passes}"
+    echo -e "\n## Decoding profile (4 layers of the 1B shape, 64 tokens): ${setting:-all passes}\n" \
+      >> "$results"
+    echo '```' >> "$results"
+    # shellcheck disable=SC2086  # the setting's words are variables for env
+    env TEMPO_DEVICE=cuda $setting ./build-gpu/tempo "${args[@]}" 2>&1 | grep -v '^sequence' \
+      >> "$results" || true
+    echo '```' >> "$results"
+  done
+}
+
 main_job() {  # the README's main job, on the GPU and on this machine's CPU
   for device in cuda cpu; do
     log "main job on $device"
@@ -151,11 +167,13 @@ for stage in "${stages[@]}"; do
     decode)
       [ -x build-gpu/tempo ] || build
       # ~20 ms per token on an H100: T = 512 and 2048 keep the stage within minutes.
+      # shellcheck disable=SC2086  # the lengths are words
       bench "Decoding, Llama-3.2-1B shape, Tempo and the grown cache on the GPU" \
-        ./bench_decode --gpu 512 2048
+        ./bench_decode --gpu ${TEMPO_GPU_DECODE_LENGTHS:-512 2048}
       ;;
+    profile) [ -x build-gpu/tempo ] || build; decode_profile ;;
     main) [ -x build-gpu/tempo ] || build; main_job ;;
-    *) echo "gpu.sh: unknown stage $stage (build, test, rl, decode, main)" >&2; exit 2 ;;
+    *) echo "gpu.sh: unknown stage $stage (build, test, rl, decode, profile, main)" >&2; exit 2 ;;
   esac
 done
 log "results in $results"

@@ -196,8 +196,10 @@ RT Context::tensor(const HostTensor& value, Loc loc) {
   auto udf = std::make_shared<ir::Udf>();
   udf->name = "tensor";
   udf->outputs = {type};
-  udf->fn = [value](const std::vector<HostTensor>&, const std::vector<int64_t>&) {
-    return std::vector<HostTensor>{value};
+  udf->constant = std::make_shared<const HostTensor>(value);
+  udf->fn = [constant = udf->constant](const std::vector<HostTensor>&,
+                                       const std::vector<int64_t>&) {
+    return std::vector<HostTensor>{*constant};
   };
   ir::Attrs a;
   a.udf = std::move(udf);

@@ -32,6 +32,19 @@ std::unique_ptr<Kernel> udf_kernel(const KernelCtx& c) {
     dtypes.push_back(t.dtype);
   }
   TorchState* st = &c.state;
+  if (udf->constant) {  // made once per run, or once for every run (TorchState::keep_constants)
+    if (!st->keep_constants)
+      return kernel(who, [udf, st](const ValuePtr*, size_t, const int64_t*, ValuePtr* out) {
+        out[0] = wrap(host_to_torch(*udf->constant, st->device));
+      });
+    return kernel(who, [udf, st, kept = ValuePtr()](const ValuePtr*, size_t, const int64_t*,
+                                                    ValuePtr* out) mutable {
+      // Values are never mutated, so one tensor serves every run (on the CPU, the constant's own
+      // bytes); the kernel's reference keeps it from being donated.
+      if (!kept) kept = wrap(host_to_torch(udf->constant, st->device));
+      out[0] = kept;
+    });
+  }
   return kernel(who, [=](const ValuePtr* in, size_t n, const int64_t* env, ValuePtr* out) {
     std::vector<ir::HostTensor> inputs;
     inputs.reserve(n);

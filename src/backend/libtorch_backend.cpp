@@ -99,6 +99,15 @@ torch::Tensor host_to_torch(const ir::HostTensor& h, const torch::Device& device
   return t;
 }
 
+torch::Tensor host_to_torch(const std::shared_ptr<const ir::HostTensor>& h,
+                            const torch::Device& device) {
+  check_host(*h);
+  if (device != torch::kCPU || h->data.empty()) return host_to_torch(*h, device);
+  return torch::from_blob(
+      const_cast<uint8_t*>(h->data.data()), h->shape, [h](void*) {},
+      torch::TensorOptions().dtype(to_torch(h->dtype)));
+}
+
 ir::HostTensor torch_to_host(const torch::Tensor& t) {
   torch::Tensor c = t.to(torch::kCPU).contiguous();
   ir::HostTensor h(from_torch(c.scalar_type()), c.sizes().vec());
@@ -132,6 +141,7 @@ class LibTorchBackend final : public runtime::Backend {
       : codegen_(options.codegen), cuda_check_(options.check_cuda_kernels) {
     state_.device = device;
     state_.donation = options.donation;
+    state_.keep_constants = options.keep_constants;
     if (options.process_group) {
       state_.process_group = std::dynamic_pointer_cast<TorchProcessGroup>(options.process_group);
       if (!state_.process_group)

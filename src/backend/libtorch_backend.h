@@ -22,6 +22,10 @@ struct BackendOptions {
   bool check_cuda_kernels = false;
   // A generated loop writes its output into a dead input's buffer (TEMPO §5.2's donation).
   bool donation = true;
+  // A constant tensor of the program (ir::Udf::constant: a model's weights) is made on the
+  // device at the first run and kept for the next ones, instead of copied from the host every
+  // run. Off under a memory budget, where swapping may move such a tensor to host memory.
+  bool keep_constants = true;
   // The collectives' process group (make_process_group); null: one process, where AllReduce
   // and Broadcast are identities.
   std::shared_ptr<ProcessGroup> process_group;

@@ -43,6 +43,11 @@ ir::DType from_torch(torch::ScalarType s);  // UserError for a type Tempo does n
 torch::Tensor host_to_torch(const ir::HostTensor& h, const torch::Device& device);
 // The same, taking h's buffer over on the CPU (no copy).
 torch::Tensor host_to_torch(ir::HostTensor&& h, const torch::Device& device);
+// The same, sharing h's buffer on the CPU (no copy; the tensor keeps h alive): for values that
+// no kernel may write into, which a reference held elsewhere ensures (donation needs the only
+// one).
+torch::Tensor host_to_torch(const std::shared_ptr<const ir::HostTensor>& h,
+                            const torch::Device& device);
 ir::HostTensor torch_to_host(const torch::Tensor& t);
 
 // A generated cluster (backend/codegen.h): a call of its CPU loop, or a launch of its CUDA kernel
@@ -64,6 +69,7 @@ struct TorchState {
   torch::Generator generator;
   uint64_t seed = 0;  // Backend::seed
   bool donation = true;  // BackendOptions::donation
+  bool keep_constants = true;  // BackendOptions::keep_constants
   std::shared_ptr<KernelLibrary> library;  // the program's generated loops (CPU)
   // BackendOptions::process_group as its torch-facing side (null: one process).
   std::shared_ptr<TorchProcessGroup> process_group;

@@ -238,6 +238,7 @@ void make_backend(Compilation& c) {
   backend::BackendOptions bo;
   bo.codegen = c.options.codegen;
   bo.donation = c.options.donation;
+  bo.keep_constants = c.options.memory_budget <= 0;
   bo.check_cuda_kernels = c.settings.check_cuda_kernels;
   bo.process_group = driver::process_group_of(c.options.communicator);
   if (bo.process_group)

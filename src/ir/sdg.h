@@ -23,6 +23,9 @@ struct Udf {
   fn_type fn;
   // Output types (the op's output types are these).
   std::vector<TensorType> outputs;
+  // Set where the function returns this tensor at every call (Context::tensor: weights, tables):
+  // a backend may then make it on its device once and keep it across runs.
+  std::shared_ptr<const HostTensor> constant;
 };
 
 struct Region;

@@ -325,6 +325,39 @@ TEST_F(BackendOps, TorchErrorsNameTheOp) {
   }
 }
 
+// A constant tensor (Context::tensor's user function) is made once and the same value serves
+// every later run; with BackendOptions::keep_constants off (under a memory budget) each run
+// makes its own.
+TEST(Backend, ConstantTensorsAreKeptAcrossRuns) {
+  for (bool keep : {true, false}) {
+    backend::BackendOptions options;
+    options.keep_constants = keep;
+    std::unique_ptr<runtime::Backend> b = backend::make_libtorch_backend("cpu", options);
+    torch::Tensor value = torch::randn({3, 4});
+    auto udf = std::make_shared<ir::Udf>();
+    udf->name = "tensor";
+    udf->constant = std::make_shared<const HostTensor>(host(value));
+    udf->outputs = {{DType::Float32, {Expr(3), Expr(4)}}};
+    udf->fn = [](const std::vector<HostTensor>&, const std::vector<int64_t>&) {
+      ADD_FAILURE() << "a constant's function is not called";
+      return std::vector<HostTensor>{};
+    };
+    ir::Graph g;
+    ir::OpNode op;
+    op.kind = OpKind::Udf;
+    op.name = "weights";
+    op.attrs.udf = udf;
+    op.outputs = udf->outputs;
+    const ir::OpId id = g.add_op(op);
+    auto k = b->make_kernel(g, id, sym::SymbolLayout{});
+    ValuePtr first, second;
+    k->run(nullptr, 0, nullptr, &first);
+    k->run(nullptr, 0, nullptr, &second);
+    EXPECT_EQ(first == second, keep);
+    expect_same(eager(b->to_host(second)), value, "the constant");
+  }
+}
+
 TEST(Backend, UnknownDeviceIsUserError) {
   EXPECT_THROW(backend::make_libtorch_backend("tpu"), UserError);
 #ifndef TEMPO_CUDA
