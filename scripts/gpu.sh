@@ -71,6 +71,10 @@ unpack() {  # the packed build into build-gpu, its CTest files pointed at this c
   packed_source="$(sed -n 's/^packed_source=//p' .gpu-pack/origin)"
   find build-gpu -name '*.cmake' -exec sed -i \
     -e "s|$packed_build|$PWD/build-gpu|g" -e "s|$packed_source|$PWD|g" {} +
+  # The programs name files of the source tree by the path they were built at (test data).
+  if [ ! -e "$packed_source" ]; then
+    mkdir -p "$(dirname "$packed_source")" && ln -s "$PWD" "$packed_source"
+  fi
 }
 
 build() {
