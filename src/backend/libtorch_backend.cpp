@@ -102,10 +102,13 @@ torch::Tensor host_to_torch(const ir::HostTensor& h, const torch::Device& device
 torch::Tensor host_to_torch(const std::shared_ptr<const ir::HostTensor>& h,
                             const torch::Device& device) {
   check_host(*h);
-  if (device != torch::kCPU || h->data.empty()) return host_to_torch(*h, device);
-  return torch::from_blob(
+  if (h->data.empty()) return host_to_torch(*h, device);
+  torch::Tensor shared = torch::from_blob(
       const_cast<uint8_t*>(h->data.data()), h->shape, [h](void*) {},
       torch::TensorOptions().dtype(to_torch(h->dtype)));
+  // On a GPU, one copy straight from the host bytes: a constant is copied once, and a pinned
+  // staging buffer of its size would stay in LibTorch's host allocator for the process's life.
+  return device == torch::kCPU ? shared : shared.to(device);
 }
 
 ir::HostTensor torch_to_host(const torch::Tensor& t) {

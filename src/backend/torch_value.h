@@ -43,9 +43,9 @@ ir::DType from_torch(torch::ScalarType s);  // UserError for a type Tempo does n
 torch::Tensor host_to_torch(const ir::HostTensor& h, const torch::Device& device);
 // The same, taking h's buffer over on the CPU (no copy).
 torch::Tensor host_to_torch(ir::HostTensor&& h, const torch::Device& device);
-// The same, sharing h's buffer on the CPU (no copy; the tensor keeps h alive): for values that
-// no kernel may write into, which a reference held elsewhere ensures (donation needs the only
-// one).
+// The same, sharing h's buffer on the CPU (no copy; the tensor keeps h alive) and copying it
+// without a pinned staging buffer elsewhere: for values that no kernel may write into, which a
+// reference held elsewhere ensures (donation needs the only one).
 torch::Tensor host_to_torch(const std::shared_ptr<const ir::HostTensor>& h,
                             const torch::Device& device);
 ir::HostTensor torch_to_host(const torch::Tensor& t);
