@@ -132,8 +132,8 @@ decode_profile() {  # where a decoding step's time goes, per op: fused, unfused,
   local args=(generate --config 1b --layers 4 --tokens 64 --profile) setting
   for setting in "" "TEMPO_NO_PASS=fusion" "TEMPO_NO_PASS=fusion CUDA_LAUNCH_BLOCKING=1"; do
     log "decode profile: ${setting:-all passes}"
-    echo -e "\n## Decoding profile (4 layers of the 1B shape, 64 tokens): ${setting:-all passes}\n" \
-      >> "$results"
+    echo -e "\n## Decoding profile (4 layers of the 1B shape, 64 tokens):" \
+      "${setting:-all passes}\n" >> "$results"
     echo '```' >> "$results"
     # shellcheck disable=SC2086  # the setting's words are variables for env
     env TEMPO_DEVICE=cuda $setting ./build-gpu/tempo "${args[@]}" 2>&1 | grep -v '^sequence' \
