@@ -56,6 +56,9 @@ const char* kUsage =
     "                    decoding gives the same tokens either way, sampling draws from\n"
     "                    different random streams\n"
     "  --profile         time every launch and print where the run's time went, per op\n"
+    "  --memory-budget SIZE  keep tracked device memory under SIZE (e.g. 64MiB): the K/V cache\n"
+    "                    is tiled and swapped to host memory as needed, or compiling fails\n"
+    "                    naming what does not fit\n"
     "  --memory-timeline FILE  write the stores' device bytes after every executed statement\n"
     "                    to FILE (CSV) and a plot next to it (.svg)\n"
     "  --save-checkpoint DIR  also write the model as a Hugging Face checkpoint to DIR\n";
@@ -81,7 +84,7 @@ struct Args {
   ir::DType kv_dtype = ir::DType::Float32;
   bool has_config = false, has_prompt = false, has_prompt_tokens = false, stepwise = false;
   bool profile = false;
-  int64_t layers = 0, tokens = 32, batch = 1, tile = 0, seed = 0;
+  int64_t layers = 0, tokens = 32, batch = 1, tile = 0, seed = 0, memory_budget = 0;
   llm::Sampling sampling;
 };
 
@@ -122,6 +125,7 @@ std::optional<Args> parse_command_line(int argc, char** argv) {
     else if (a == "--eos") r.sampling.eos = cli::parse_int(a, v);
     else if (a == "--top-k") r.sampling.top_k = positive(a, v);
     else if (a == "--memory-timeline") r.timeline = v;
+    else if (a == "--memory-budget") r.memory_budget = parse_bytes(v, a);
     else throw UserError(cat("unknown option ", a, " (try `tempo generate --help`)"));
   }
   if (r.has_config && !r.checkpoint.empty())
@@ -269,6 +273,7 @@ int run_generate_command(int argc, char** argv) {
   CompileOptions o;
   o.seed = static_cast<uint64_t>(a.seed);
   o.memory_timeline = a.timeline;
+  o.memory_budget = a.memory_budget;
   o.profile = a.profile;
   if (a.tile) o.passes.tiles = {{"t", a.tile}};
   auto t0 = Clock::now();

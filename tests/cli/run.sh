@@ -102,6 +102,17 @@ expect_error "longer than --tokens" generate --prompt-tokens 1,2,3 --tokens 2
 expect_error "window is longer" generate --attention window:40 --tokens 8
 expect_error "temperature must be" generate --temperature -1
 expect_error "expects a number" generate --temperature hot
+# Under a memory budget: the same tokens where the program fits (2.2 MiB at its peak), a one-line
+# error naming the K/V cache where it does not (every step reads all of it: nothing to swap).
+sampled=(generate --tokens 512 --batch 16 --prompt-tokens 5,7 --temperature 1 --seed 3)
+free="$("$tempo" "${sampled[@]}" | head -2)"
+budgeted="$("$tempo" "${sampled[@]}" --memory-budget 3MiB | head -2)"
+if [[ "$free" != "sequence 0: 5 7 "* || "$free" != "$budgeted" ]]; then
+  echo "FAIL: generate under a budget that fits: '$free' vs '$budgeted'"
+  failures=$((failures + 1))
+fi
+expect_error "k_cache+v_cache" "${sampled[@]}" --memory-budget 2MiB
+expect_error "expected a size" generate --memory-budget lots
 fi
 
 if want checkpoints; then
