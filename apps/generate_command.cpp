@@ -56,9 +56,9 @@ const char* kUsage =
     "                    decoding gives the same tokens either way, sampling draws from\n"
     "                    different random streams\n"
     "  --profile         time every launch and print where the run's time went, per op\n"
-    "  --memory-budget SIZE  keep tracked device memory under SIZE (e.g. 64MiB): the K/V cache\n"
-    "                    is tiled and swapped to host memory as needed, or compiling fails\n"
-    "                    naming what does not fit\n"
+    "  --memory-budget SIZE  keep tracked device memory under SIZE (e.g. 64MiB), or fail\n"
+    "                    naming what does not fit (a K/V cache that every step reads whole\n"
+    "                    is not swapped)\n"
     "  --memory-timeline FILE  write the stores' device bytes after every executed statement\n"
     "                    to FILE (CSV) and a plot next to it (.svg)\n"
     "  --save-checkpoint DIR  also write the model as a Hugging Face checkpoint to DIR\n";

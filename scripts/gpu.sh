@@ -170,7 +170,7 @@ for stage in "${stages[@]}"; do
       ;;
     decode)
       [ -x build-gpu/tempo ] || build
-      # ~20 ms per token on an H100: T = 512 and 2048 keep the stage within minutes.
+      # 4-8 ms per token on an H100: T = 512 and 2048 keep the stage within minutes.
       # shellcheck disable=SC2086  # the lengths are words
       bench "Decoding, Llama-3.2-1B shape, Tempo and the grown cache on the GPU" \
         ./bench_decode --gpu ${TEMPO_GPU_DECODE_LENGTHS:-512 2048}
