@@ -23,14 +23,6 @@ std::unique_ptr<Kernel> udf_kernel(const KernelCtx& c) {
   const sym::SymbolLayout& layout = c.layout;
   std::shared_ptr<const ir::Udf> udf = op.attrs.udf;
   TEMPO_ASSERT(udf != nullptr, who, " has no user function");
-  std::vector<int32_t> slots;
-  for (const Dim& d : op.domain) slots.push_back(layout.slot(d.var));
-  std::vector<SymShape> shapes;
-  std::vector<ir::DType> dtypes;
-  for (const ir::TensorType& t : op.outputs) {
-    shapes.emplace_back(t.shape.dims, layout);
-    dtypes.push_back(t.dtype);
-  }
   TorchState* st = &c.state;
   if (udf->constant) {  // made once per run, or once for every run (TorchState::keep_constants)
     if (!st->keep_constants)
@@ -44,6 +36,14 @@ std::unique_ptr<Kernel> udf_kernel(const KernelCtx& c) {
       if (!kept) kept = wrap(host_to_torch(udf->constant, st->device));
       out[0] = kept;
     });
+  }
+  std::vector<int32_t> slots;
+  for (const Dim& d : op.domain) slots.push_back(layout.slot(d.var));
+  std::vector<SymShape> shapes;
+  std::vector<ir::DType> dtypes;
+  for (const ir::TensorType& t : op.outputs) {
+    shapes.emplace_back(t.shape.dims, layout);
+    dtypes.push_back(t.dtype);
   }
   return kernel(who, [=](const ValuePtr* in, size_t n, const int64_t* env, ValuePtr* out) {
     std::vector<ir::HostTensor> inputs;
