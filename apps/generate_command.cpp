@@ -261,9 +261,9 @@ int run_generate_command(int argc, char** argv) {
   // the token, run by the schedule as soon as the token exists.
   std::vector<Clock::time_point> ready(static_cast<size_t>(steps));
   if (a.stepwise) {
-    out = llm::decode_tokens(ctx, c, w, p, t, l, pattern, a.sampling).retain();
+    out = llm::decode_tokens(ctx, c, std::move(w), p, t, l, pattern, a.sampling).retain();
   } else {
-    out = llm::generate(ctx, c, w, p, t, l, pattern, a.sampling).tokens.retain();
+    out = llm::generate(ctx, c, std::move(w), p, t, l, pattern, a.sampling).tokens.retain();
     auto stamp = [&ready](const std::vector<HostTensor>&, const std::vector<int64_t>& at) {
       ready[static_cast<size_t>(at[0])] = Clock::now();
       return std::vector<HostTensor>{};

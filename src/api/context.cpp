@@ -190,13 +190,13 @@ RT Context::symbol(const Expr& e, Loc loc) {
   return add_op1(ir::OpKind::EvalSymbol, std::move(a), {}, loc, dims_in(*this, {e}, loc));
 }
 
-RT Context::tensor(const HostTensor& value, Loc loc) {
+RT Context::tensor(HostTensor value, Loc loc) {
   TensorType type{value.dtype, {}};
   for (int64_t d : value.shape) type.shape.dims.emplace_back(d);
   auto udf = std::make_shared<ir::Udf>();
   udf->name = "tensor";
   udf->outputs = {type};
-  udf->constant = std::make_shared<const HostTensor>(value);
+  udf->constant = std::make_shared<const HostTensor>(std::move(value));
   udf->fn = [constant = udf->constant](const std::vector<HostTensor>&,
                                        const std::vector<int64_t>&) {
     return std::vector<HostTensor>{*constant};

@@ -64,8 +64,9 @@ class Context {
   RT arange(const Expr& n, DType dtype = DType::Int64, Loc loc = Loc::current());
   // The value of a symbolic expression (e.g. t, or T - t) as an int64 scalar RT.
   RT symbol(const Expr& e, Loc loc = Loc::current());
-  // A constant tensor with the given contents.
-  RT tensor(const HostTensor& value, Loc loc = Loc::current());
+  // A constant tensor with the given contents, held by the program (moved in, or copied from an
+  // lvalue: pass std::move(weights) to keep one copy of large weights).
+  RT tensor(HostTensor value, Loc loc = Loc::current());
   // A branching RT over `domain`, defined by assigning to its indexed forms (TEMPO Alg. 1).
   RT placeholder(TensorType type, Dims domain, const std::string& name = "",
                  Loc loc = Loc::current());

@@ -198,19 +198,23 @@ struct Model {
   static RT linear(const RT& x, const RT& w) { return x.matmul(w.transpose(-1, -2)); }
 };
 
-Model constants(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const Dim& l) {
+// The weights move into the program's constants: the program holds the only copy.
+Model constants(Context& ctx, const LlamaConfig& c, LlamaWeights w, const Dim& l) {
   c.validate();
   Model m;
   m.c = &c;
-  auto layer = [&](const HostTensor& stacked) { return ctx.tensor(stacked).index(0, l.var); };
+  auto layer = [&](HostTensor& stacked) { return ctx.tensor(std::move(stacked)).index(0, l.var); };
   std::vector<float> inv;
   for (double f : rope_inverse_frequencies(c)) inv.push_back(static_cast<float>(f));
-  m.embed = ctx.tensor(w.embed);
   // The tied head is the embedding: (vocab, dim) is its (out, in).
-  if (!c.tied_embeddings) m.head = ctx.tensor(w.head);
-  else if (w.matmul_dtype() == DType::Float32) m.head = m.embed;
-  else m.head = ctx.tensor(w.embed.to(w.matmul_dtype()));
-  m.final_norm = ctx.tensor(w.final_norm);
+  const DType head_dtype = w.matmul_dtype();
+  const bool tied_half = c.tied_embeddings && head_dtype != DType::Float32;
+  HostTensor half_head = tied_half ? w.embed.to(head_dtype) : HostTensor{};
+  m.embed = ctx.tensor(std::move(w.embed));
+  if (!c.tied_embeddings) m.head = ctx.tensor(std::move(w.head));
+  else if (!tied_half) m.head = m.embed;
+  else m.head = ctx.tensor(std::move(half_head));
+  m.final_norm = ctx.tensor(std::move(w.final_norm));
   m.inv_freq = ctx.tensor(HostTensor::from(inv, {c.head_dim() / 2}));
   m.attn_norm = layer(w.attn_norm), m.ffn_norm = layer(w.ffn_norm);
   m.wq = layer(w.wq), m.wk = layer(w.wk), m.wv = layer(w.wv), m.wo = layer(w.wo);
@@ -454,18 +458,18 @@ bool AttentionPattern::allows(int64_t query, int64_t key) const {
   return false;
 }
 
-RT decoder_logits(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const RT& tokens,
+RT decoder_logits(Context& ctx, const LlamaConfig& c, LlamaWeights w, const RT& tokens,
                   const Dim& t, const Dim& l, const AttentionPattern& pattern) {
-  return decode_logits(ctx, constants(ctx, c, w, l), tokens, t, l, pattern, nullptr);
+  return decode_logits(ctx, constants(ctx, c, std::move(w), l), tokens, t, l, pattern, nullptr);
 }
 
-RT decode_tokens(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const HostTensor& prompt,
+RT decode_tokens(Context& ctx, const LlamaConfig& c, LlamaWeights w, const HostTensor& prompt,
                  const Dim& t, const Dim& l, const AttentionPattern& pattern,
                  const Sampling& sampling, RT* logits) {
   check_decoding(c, prompt, sampling, "decode_tokens");
   const int64_t P = prompt.shape[0], B = prompt.shape[1];
   RT tokens = ctx.placeholder(TensorType{DType::Int64, {B}}, {t}, "tokens");
-  RT out = decoder_logits(ctx, c, w, tokens[t.var], t, l, pattern);
+  RT out = decoder_logits(ctx, c, std::move(w), tokens[t.var], t, l, pattern);
   if (logits) *logits = out;
   RT next = pick(ctx, c, sampling, out, {t});
   if (sampling.eos >= 0) {
@@ -479,12 +483,12 @@ RT decode_tokens(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, cons
   return tokens;
 }
 
-Generation generate(Context& ctx, const LlamaConfig& c, const LlamaWeights& w,
-                    const HostTensor& prompt, const Dim& t, const Dim& l,
-                    const AttentionPattern& pattern, const Sampling& sampling) {
+Generation generate(Context& ctx, const LlamaConfig& c, LlamaWeights w, const HostTensor& prompt,
+                    const Dim& t, const Dim& l, const AttentionPattern& pattern,
+                    const Sampling& sampling) {
   check_decoding(c, prompt, sampling, "generate");
   const int64_t P = prompt.shape[0], B = prompt.shape[1];
-  Model m = constants(ctx, c, w, l);
+  Model m = constants(ctx, c, std::move(w), l);
   Prefill pre = prefill(ctx, m, prompt, l, pattern);
   Generation g;
   g.prefill_logits = pre.logits;

@@ -93,10 +93,14 @@ struct LlamaWeights {
 void check_lengths(const LlamaConfig& c, const AttentionPattern& pattern, int64_t prompt,
                    int64_t total);
 
+// The functions below build a decoder whose program holds the weights `w` as its constants:
+// pass std::move(weights) where the caller has no further use for them, and the program holds
+// the only copy (an lvalue is copied).
+//
 // The logits of every decoding step: `tokens` is an int64 RT of shape (batch) over (t) (the
 // token fed at step t), `t` and `l` are the context's step and layer dims (l's bound is the
 // number of layers). Returns logits (batch, vocab) over (t).
-RT decoder_logits(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const RT& tokens,
+RT decoder_logits(Context& ctx, const LlamaConfig& c, LlamaWeights w, const RT& tokens,
                   const Dim& t, const Dim& l, const AttentionPattern& pattern);
 
 // How decode_tokens and generate pick each token after the prompt.
@@ -112,9 +116,10 @@ struct Sampling {
 // Gumbel-max draw argmax(logits / temperature + g), g = -log(-log(u)) from the program's random
 // stream (so a seed gives one sequence); with top_k, either among the top_k largest logits (the
 // TopK op's values, the choice mapped back through its indices). A sequence that emitted `eos`
-// repeats it: the batch is spatial and keeps running (a dynamic end per sequence costs no schedule change; its steps are
-// computed and ignored). `logits` receives the logits RT if not null.
-RT decode_tokens(Context& ctx, const LlamaConfig& c, const LlamaWeights& w, const HostTensor& prompt,
+// repeats it: the batch is spatial and keeps running (a dynamic end per sequence costs no
+// schedule change; its steps are computed and ignored). `logits` receives the logits RT if not
+// null.
+RT decode_tokens(Context& ctx, const LlamaConfig& c, LlamaWeights w, const HostTensor& prompt,
                  const Dim& t, const Dim& l, const AttentionPattern& pattern,
                  const Sampling& sampling = {}, RT* logits = nullptr);
 
@@ -129,8 +134,8 @@ struct Generation {
   RT logits;          // (batch, vocab) over (t): the logits at position P + t (pick tokens[t + 1])
   RT prefill_logits;  // (batch, vocab), no temporal dims: at position P - 1 (picks tokens[0])
 };
-Generation generate(Context& ctx, const LlamaConfig& c, const LlamaWeights& w,
-                    const HostTensor& prompt, const Dim& t, const Dim& l,
-                    const AttentionPattern& pattern, const Sampling& sampling = {});
+Generation generate(Context& ctx, const LlamaConfig& c, LlamaWeights w, const HostTensor& prompt,
+                    const Dim& t, const Dim& l, const AttentionPattern& pattern,
+                    const Sampling& sampling = {});
 
 }  // namespace tempo::llm

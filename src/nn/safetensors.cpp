@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "nn/json.h"
 #include "util/error.h"
@@ -97,22 +98,34 @@ std::string safetensors_encode(const NamedTensors& tensors) {
   return out;
 }
 
-std::map<std::string, HostTensor> safetensors_decode(const std::string& bytes,
-                                                     const std::string& what) {
-  auto fail = [&](const std::string& msg) -> void {
-    throw UserError(cat("cannot load ", what, ": ", msg));
-  };
-  if (bytes.size() < 8)
-    fail(cat("file too short for a safetensors header (", bytes.size(), " bytes)"));
+namespace {
+
+[[noreturn]] void fail_load(const std::string& what, const std::string& msg) {
+  throw UserError(cat("cannot load ", what, ": ", msg));
+}
+
+// The header's length from a file's first 8 bytes, checked against the file's size.
+uint64_t header_length(const char* first8, uint64_t file_size, const std::string& what) {
+  if (file_size < 8)
+    fail_load(what, cat("file too short for a safetensors header (", file_size, " bytes)"));
   uint64_t len = 0;
   for (int b = 0; b < 8; ++b)
-    len |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[b])) << (8 * b);
-  if (len > bytes.size() - 8)
-    fail(cat("header length ", len, " exceeds the file size ", bytes.size()));
-  Json root = parse_json(bytes.substr(8, len), cat("safetensors header in ", what));
+    len |= static_cast<uint64_t>(static_cast<uint8_t>(first8[b])) << (8 * b);
+  if (len > file_size - 8)
+    fail_load(what, cat("header length ", len, " exceeds the file size ", file_size));
+  return len;
+}
+
+// Reads n bytes at offset `at` of the data section (which follows the header) into dst.
+using ReadData = std::function<void(uint64_t at, uint64_t n, char* dst)>;
+
+// The tensors a header describes, each read from the data section of `data_size` bytes by `read`
+// straight into its own storage (half types through one temporary, widened to float32).
+std::map<std::string, HostTensor> decode(const std::string& header, uint64_t data_size,
+                                         const ReadData& read, const std::string& what) {
+  auto fail = [&](const std::string& msg) { fail_load(what, msg); };
+  Json root = parse_json(header, cat("safetensors header in ", what));
   if (root.kind != Json::Object) fail("the header is not a JSON object");
-  const size_t data_start = 8 + len;
-  const uint64_t data_size = bytes.size() - data_start;
   std::map<std::string, HostTensor> out;
   for (const auto& [name, v] : root.members) {
     if (name == "__metadata__") continue;
@@ -145,21 +158,33 @@ std::map<std::string, HostTensor> safetensors_decode(const std::string& bytes,
       bad(cat("data_offsets [", begin, ", ", end, "] outside the data (", data_size, " bytes)"));
     if (end - begin != nbytes)
       bad(cat("data_offsets cover ", end - begin, " bytes but the shape needs ", nbytes));
-    const char* src = bytes.data() + data_start + begin;
     if (fd.half == FileDType::None) {
-      t.data.assign(src, src + (end - begin));
+      t.data.resize(nbytes);
+      read(begin, nbytes, reinterpret_cast<char*>(t.data.data()));
     } else {
+      std::vector<uint8_t> src(nbytes);
+      read(begin, nbytes, reinterpret_cast<char*>(src.data()));
       t.data.resize(numel * 4);
       float* dst = t.ptr<float>();
       for (uint64_t k = 0; k < numel; ++k) {
-        uint16_t h = static_cast<uint16_t>(static_cast<uint8_t>(src[2 * k]) |
-                                           static_cast<uint8_t>(src[2 * k + 1]) << 8);
+        const auto h = static_cast<uint16_t>(src[2 * k] | src[2 * k + 1] << 8);
         dst[k] = fd.half == FileDType::BF16 ? ir::bf16_to_float(h) : ir::f16_to_float(h);
       }
     }
     if (!out.emplace(name, std::move(t)).second) bad("duplicate name");
   }
   return out;
+}
+
+}  // namespace
+
+std::map<std::string, HostTensor> safetensors_decode(const std::string& bytes,
+                                                     const std::string& what) {
+  const uint64_t len = header_length(bytes.data(), bytes.size(), what);
+  const char* data = bytes.data() + 8 + len;
+  return decode(bytes.substr(8, len), bytes.size() - 8 - len,
+                [data](uint64_t at, uint64_t n, char* dst) { std::memcpy(dst, data + at, n); },
+                what);
 }
 
 namespace {
@@ -208,14 +233,23 @@ void save(const std::string& path, const NamedTensors& tensors) {
 std::map<std::string, HostTensor> load(const std::string& path) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) throw UserError(cat("cannot load '", path, "': no such file or not readable"));
-  // Read in one piece: checkpoint files are large, a stream copy would double them.
   const std::streamoff size = f.tellg();
   if (size < 0) throw UserError(cat("cannot load '", path, "': not a readable file"));
-  std::string bytes(static_cast<size_t>(size), '\0');
-  f.seekg(0);
-  f.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f) throw UserError(cat("cannot load '", path, "': read failed"));
-  return safetensors_decode(bytes, cat("'", path, "'"));
+  const std::string what = cat("'", path, "'");
+  // Each tensor is read from the file into its own storage: checkpoints are large, and reading
+  // the whole file first would hold them twice.
+  auto read_at = [&](uint64_t at, uint64_t n, char* dst) {
+    f.seekg(static_cast<std::streamoff>(at));
+    f.read(dst, static_cast<std::streamsize>(n));
+    if (!f) throw UserError(cat("cannot load ", what, ": read failed"));
+  };
+  char first8[8] = {};
+  if (size >= 8) read_at(0, 8, first8);
+  const uint64_t len = header_length(first8, static_cast<uint64_t>(size), what);
+  std::string header(len, '\0');
+  read_at(8, len, header.data());
+  return decode(header, static_cast<uint64_t>(size) - 8 - len,
+                [&](uint64_t at, uint64_t n, char* dst) { read_at(8 + len + at, n, dst); }, what);
 }
 
 }  // namespace tempo::nn
