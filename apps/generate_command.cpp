@@ -249,7 +249,7 @@ int run_generate_command(int argc, char** argv) {
   if (!a.save_dir.empty()) llm::save_llama_checkpoint(a.save_dir, c, w);
   const DType weights_dtype = a.weights_dtype.value_or(
       ir::is_half(c.torch_dtype) ? c.torch_dtype : DType::Float32);
-  if (weights_dtype != DType::Float32) w = w.with_matmul_dtype(weights_dtype);
+  if (weights_dtype != w.matmul_dtype()) w = std::move(w).with_matmul_dtype(weights_dtype);
   using Clock = std::chrono::steady_clock;
   Context ctx;
   Dim t = ctx.dim("t", "T"), l = ctx.dim("l", "L");

@@ -201,11 +201,19 @@ HostTensor HostTensor::to(DType dt) const {
   if (dt == dtype) return *this;
   HostTensor out(dt, shape);
   const int64_t n = numel();
-  if (dtype == DType::Float32 && is_half(dt)) {  // the common case, without going through double
+  // The common cases, without going through double.
+  if (dtype == DType::Float32 && is_half(dt)) {
     const float* src = ptr<float>();
     uint16_t* dst = out.ptr<uint16_t>();
     for (int64_t k = 0; k < n; ++k)
       dst[k] = dt == DType::Float16 ? float_to_f16(src[k]) : float_to_bf16(src[k]);
+    return out;
+  }
+  if (is_half(dtype) && dt == DType::Float32) {
+    const uint16_t* src = ptr<uint16_t>();
+    float* dst = out.ptr<float>();
+    for (int64_t k = 0; k < n; ++k)
+      dst[k] = dtype == DType::Float16 ? f16_to_float(src[k]) : bf16_to_float(src[k]);
     return out;
   }
   for (int64_t k = 0; k < n; ++k) out.set(k, at(k));

@@ -113,22 +113,19 @@ class TensorSource {
     find(name, shape, &file);
   }
 
-  // The tensor `name` of the Hugging Face shape `shape`, as float32; removed from the source.
-  HostTensor take(const std::string& name, const std::vector<int64_t>& shape) {
+  // The tensor `name` of the Hugging Face shape `shape`, removed from the source: as float32, or
+  // with `keep_half` a float16 or bfloat16 tensor as the file holds it.
+  HostTensor take(const std::string& name, const std::vector<int64_t>& shape,
+                  bool keep_half = false) {
     std::string file;
     auto it = find(name, shape, &file);
     HostTensor t = std::move(it->second);
     files_[file].erase(it);
-    if (t.dtype == DType::Float64) {
-      HostTensor f(DType::Float32, t.shape);
-      for (int64_t k = 0; k < t.numel(); ++k)
-        f.ptr<float>()[k] = static_cast<float>(t.ptr<double>()[k]);
-      t = std::move(f);
-    } else if (t.dtype != DType::Float32) {
+    if (!ir::is_floating(t.dtype))
       throw UserError(cat("checkpoint ", dir_.string(), ": tensor '", name, "' in ", file,
                           " has dtype ", ir::dtype_name(t.dtype), ", expected a float type"));
-    }
-    return t;
+    if (keep_half && ir::is_half(t.dtype)) return t;
+    return t.to(DType::Float32);
   }
 
  private:
@@ -151,7 +148,7 @@ class TensorSource {
       if (!fs::exists(path))
         throw UserError(cat("checkpoint ", dir_.string(), ": tensor '", name, "' is in ", file,
                             ", which does not exist"));
-      loaded = files_.emplace(file, nn::load(path.string())).first;
+      loaded = files_.emplace(file, nn::load(path.string(), /*keep_half=*/true)).first;
     }
     auto it = loaded->second.find(name);
     if (it == loaded->second.end())
@@ -271,35 +268,44 @@ LlamaWeights load_llama_weights(const std::string& dir, const LlamaConfig& c) {
   const int64_t q = c.heads * hd, kv = c.kv_heads * hd, F = c.ffn_hidden;
   LlamaWeights w;
   w.embed = src.take("model.embed_tokens.weight", {c.vocab, D});
-  // Each layer's (out, in) matrix, copied into the stacked (layers, out, in) tensor.
-  // Every layer's tensor is checked first: num_hidden_layers comes from config.json, and the
-  // stacked tensor is allocated for that many layers.
+  // Each layer's (out, in) matrix, copied into the stacked (layers, out, in) tensor: matmul
+  // weights (`matmul`) of a half type stay as the file holds them (float32 otherwise), so that a
+  // bfloat16 checkpoint is never widened. Every layer's tensor is checked first:
+  // num_hidden_layers comes from config.json, and the stacked tensor is allocated for that many
+  // layers.
   auto check_layers = [&](const char* part, const std::vector<int64_t>& shape) {
     for (int64_t i = 0; i < L; ++i) src.check(layer_name(i, part), shape);
   };
-  auto stack = [&](const char* part, const std::vector<int64_t>& shape) {
+  auto stack = [&](const char* part, const std::vector<int64_t>& shape, bool matmul) {
     check_layers(part, shape);
+    HostTensor first = src.take(layer_name(0, part), shape, matmul);
     std::vector<int64_t> stacked = {L};
     stacked.insert(stacked.end(), shape.begin(), shape.end());
-    HostTensor s(DType::Float32, stacked);
-    const int64_t size = s.numel() / L;
-    for (int64_t i = 0; i < L; ++i)
-      std::memcpy(s.ptr<float>() + i * size, src.take(layer_name(i, part), shape).data.data(),
-                  static_cast<size_t>(size) * sizeof(float));
+    HostTensor s(first.dtype, stacked);
+    const size_t bytes = first.data.size();
+    for (int64_t i = 0; i < L; ++i) {
+      const HostTensor layer = i == 0 ? std::move(first)
+                                      : src.take(layer_name(i, part), shape, matmul).to(s.dtype);
+      std::memcpy(s.data.data() + static_cast<size_t>(i) * bytes, layer.data.data(), bytes);
+    }
     return s;
   };
-  w.attn_norm = stack("input_layernorm", {D});
-  w.ffn_norm = stack("post_attention_layernorm", {D});
-  w.wq = stack("self_attn.q_proj", {q, D});
-  w.wk = stack("self_attn.k_proj", {kv, D});
-  w.wv = stack("self_attn.v_proj", {kv, D});
-  w.wo = stack("self_attn.o_proj", {D, q});
-  w.w_gate = stack("mlp.gate_proj", {F, D});
-  w.w_up = stack("mlp.up_proj", {F, D});
-  w.w_down = stack("mlp.down_proj", {D, F});
+  w.attn_norm = stack("input_layernorm", {D}, false);
+  w.ffn_norm = stack("post_attention_layernorm", {D}, false);
+  w.wq = stack("self_attn.q_proj", {q, D}, true);
+  w.wk = stack("self_attn.k_proj", {kv, D}, true);
+  w.wv = stack("self_attn.v_proj", {kv, D}, true);
+  w.wo = stack("self_attn.o_proj", {D, q}, true);
+  w.w_gate = stack("mlp.gate_proj", {F, D}, true);
+  w.w_up = stack("mlp.up_proj", {F, D}, true);
+  w.w_down = stack("mlp.down_proj", {D, F}, true);
   w.final_norm = src.take("model.norm.weight", {D});
-  if (!c.tied_embeddings) w.head = src.take("lm_head.weight", {c.vocab, D});
-  return w;
+  if (!c.tied_embeddings) w.head = src.take("lm_head.weight", {c.vocab, D}, true);
+  // The matmul weights in one type: the file's, or float32 where it mixes types.
+  DType matmul = w.wq.dtype;
+  for (const HostTensor* m : {&w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down, &w.head})
+    if (!m->shape.empty() && m->dtype != matmul) matmul = DType::Float32;
+  return std::move(w).with_matmul_dtype(matmul);
 }
 
 LlamaCheckpoint load_llama_checkpoint(const std::string& dir) {

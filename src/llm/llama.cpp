@@ -147,14 +147,18 @@ LlamaWeights LlamaWeights::random(const LlamaConfig& c, uint64_t seed) {
   return w;
 }
 
-LlamaWeights LlamaWeights::with_matmul_dtype(DType dtype) const {
+LlamaWeights LlamaWeights::with_matmul_dtype(DType dtype) const& {
+  LlamaWeights w = *this;
+  return std::move(w).with_matmul_dtype(dtype);
+}
+
+LlamaWeights LlamaWeights::with_matmul_dtype(DType dtype) && {
   if (dtype != DType::Float32 && !ir::is_half(dtype))
     throw UserError(cat("matmul weights can be kept as f32, f16 or bf16, not ",
                         ir::dtype_name(dtype)));
-  LlamaWeights w = *this;
-  for (HostTensor* m : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down, &w.head})
-    if (!m->shape.empty()) *m = m->to(dtype);
-  return w;
+  for (HostTensor* m : {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down, &head})
+    if (!m->shape.empty() && m->dtype != dtype) *m = m->to(dtype);
+  return std::move(*this);
 }
 
 namespace {

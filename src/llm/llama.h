@@ -81,7 +81,8 @@ struct LlamaWeights {
   // These weights with every matmul weight (wq .. w_down, the head, a tied head included) kept
   // as `dtype`: Float32, or Float16/BFloat16 to read half the bytes per decoding step (the sums
   // stay float32). Rounded to nearest; exact for weights that a half-type checkpoint held.
-  LlamaWeights with_matmul_dtype(DType dtype) const;
+  LlamaWeights with_matmul_dtype(DType dtype) const&;
+  LlamaWeights with_matmul_dtype(DType dtype) &&;  // converts these weights in place
   DType matmul_dtype() const { return wq.dtype; }
 };
 

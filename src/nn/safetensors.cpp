@@ -120,9 +120,11 @@ uint64_t header_length(const char* first8, uint64_t file_size, const std::string
 using ReadData = std::function<void(uint64_t at, uint64_t n, char* dst)>;
 
 // The tensors a header describes, each read from the data section of `data_size` bytes by `read`
-// straight into its own storage (half types through one temporary, widened to float32).
+// straight into its own storage (half types as they are with `keep_half`, else through one
+// temporary, widened to float32).
 std::map<std::string, HostTensor> decode(const std::string& header, uint64_t data_size,
-                                         const ReadData& read, const std::string& what) {
+                                         const ReadData& read, const std::string& what,
+                                         bool keep_half) {
   auto fail = [&](const std::string& msg) { fail_load(what, msg); };
   Json root = parse_json(header, cat("safetensors header in ", what));
   if (root.kind != Json::Object) fail("the header is not a JSON object");
@@ -140,7 +142,6 @@ std::map<std::string, HostTensor> decode(const std::string& header, uint64_t dat
     HostTensor t;
     FileDType fd;
     if (!parse_dtype(dt->str, &fd)) bad(cat("unsupported dtype ", dt->str));
-    t.dtype = fd.dtype;
     // The element count and byte size must fit: a wrapped product could match a small data range.
     uint64_t numel = 1, nbytes = 0;
     for (const Json& d : shape->items) {
@@ -158,6 +159,9 @@ std::map<std::string, HostTensor> decode(const std::string& header, uint64_t dat
       bad(cat("data_offsets [", begin, ", ", end, "] outside the data (", data_size, " bytes)"));
     if (end - begin != nbytes)
       bad(cat("data_offsets cover ", end - begin, " bytes but the shape needs ", nbytes));
+    if (keep_half && fd.half != FileDType::None)  // read as they are
+      fd = {fd.half == FileDType::BF16 ? DType::BFloat16 : DType::Float16, 2};
+    t.dtype = fd.dtype;
     if (fd.half == FileDType::None) {
       t.data.resize(nbytes);
       read(begin, nbytes, reinterpret_cast<char*>(t.data.data()));
@@ -184,7 +188,7 @@ std::map<std::string, HostTensor> safetensors_decode(const std::string& bytes,
   const char* data = bytes.data() + 8 + len;
   return decode(bytes.substr(8, len), bytes.size() - 8 - len,
                 [data](uint64_t at, uint64_t n, char* dst) { std::memcpy(dst, data + at, n); },
-                what);
+                what, false);
 }
 
 namespace {
@@ -230,7 +234,7 @@ void save(const std::string& path, const NamedTensors& tensors) {
   write_atomic(path, safetensors_encode(tensors), "checkpoint");
 }
 
-std::map<std::string, HostTensor> load(const std::string& path) {
+std::map<std::string, HostTensor> load(const std::string& path, bool keep_half) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) throw UserError(cat("cannot load '", path, "': no such file or not readable"));
   const std::streamoff size = f.tellg();
@@ -249,7 +253,8 @@ std::map<std::string, HostTensor> load(const std::string& path) {
   std::string header(len, '\0');
   read_at(8, len, header.data());
   return decode(header, static_cast<uint64_t>(size) - 8 - len,
-                [&](uint64_t at, uint64_t n, char* dst) { read_at(8 + len + at, n, dst); }, what);
+                [&](uint64_t at, uint64_t n, char* dst) { read_at(8 + len + at, n, dst); }, what,
+                keep_half);
 }
 
 }  // namespace tempo::nn

@@ -1,7 +1,7 @@
 // The safetensors file layout: an 8-byte little-endian header length, a JSON header
 // {name: {"dtype", "shape", "data_offsets"}} (space-padded to 8 bytes), then the raw
-// little-endian data. Supported dtypes: F32, F64, I64, I32, BOOL, and for reading BF16 and F16,
-// which are converted to Float32 on load (host tensors have no half-precision dtype).
+// little-endian data. Supported dtypes: F32, F64, I64, I32, BOOL, F16 and BF16 (widened to
+// Float32 on load unless asked to keep them).
 #pragma once
 
 #include <map>
@@ -27,7 +27,9 @@ void save(const std::string& path, const NamedTensors& tensors);
 // it. UserError naming `what` (e.g. "checkpoint") and the path when it cannot.
 void write_atomic(const std::string& path, const std::string& bytes,
                   const std::string& what = "file");
-// Reads a file; UserError naming it when it is missing or malformed.
-std::map<std::string, HostTensor> load(const std::string& path);
+// Reads a file, each tensor straight into its own storage; UserError naming it when it is missing
+// or malformed. F16 and BF16 tensors are widened to Float32 unless `keep_half`, which keeps them
+// as Float16 and BFloat16 host tensors.
+std::map<std::string, HostTensor> load(const std::string& path, bool keep_half = false);
 
 }  // namespace tempo::nn

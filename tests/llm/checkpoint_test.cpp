@@ -133,6 +133,34 @@ TEST(Checkpoint, FewerLayersThanTheFileHolds) {
   fs::remove_all(dir);
 }
 
+// A bfloat16 checkpoint (as Llama-3.2's are) loads its matmul weights as bfloat16, never widened:
+// the same weights the float32 route gave (widen, then round back), at a fifth of the memory for
+// the 1B shape; the norms and the embedding are float32. nn::load widens unless told not to.
+TEST(Checkpoint, HalfMatmulWeightsStayHalf) {
+  LlamaConfig c = LlamaConfig::tiny();
+  c.tied_embeddings = false;
+  const LlamaWeights w = LlamaWeights::random(c, 6);
+  fs::path dir = temp_dir("bf16");
+  nn::NamedTensors tensors = llama_hf_tensors(c, w);
+  for (auto& [name, t] : tensors) t = t.to(DType::BFloat16);
+  nn::save((dir / "model.safetensors").string(), tensors);
+  write_text(dir / "config.json", llama_config_json(c));
+  const std::string file = (dir / "model.safetensors").string();
+  EXPECT_EQ(nn::load(file).at("model.norm.weight").dtype, DType::Float32);
+  EXPECT_EQ(nn::load(file, /*keep_half=*/true).at("model.norm.weight").dtype, DType::BFloat16);
+
+  LlamaWeights rounded = w;  // the float32 route: every value rounded to bfloat16 and widened
+  for (HostTensor* t : {&rounded.embed, &rounded.attn_norm, &rounded.ffn_norm, &rounded.wq,
+                        &rounded.wk, &rounded.wv, &rounded.wo, &rounded.w_gate, &rounded.w_up,
+                        &rounded.w_down, &rounded.final_norm, &rounded.head})
+    *t = t->to(DType::BFloat16).to(DType::Float32);
+  const LlamaWeights loaded = load_llama_weights(dir.string(), c);
+  EXPECT_EQ(loaded.matmul_dtype(), DType::BFloat16);
+  EXPECT_EQ(loaded.head.dtype, DType::BFloat16);
+  expect_same(loaded, std::move(rounded).with_matmul_dtype(DType::BFloat16));
+  fs::remove_all(dir);
+}
+
 TEST(Checkpoint, ShardsListedByAnIndex) {
   LlamaConfig c = LlamaConfig::tiny();
   c.tied_embeddings = false;
