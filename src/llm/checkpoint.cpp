@@ -267,10 +267,10 @@ LlamaWeights load_llama_weights(const std::string& dir, const LlamaConfig& c) {
   const int64_t L = c.layers, D = c.dim, hd = c.head_dim();
   const int64_t q = c.heads * hd, kv = c.kv_heads * hd, F = c.ffn_hidden;
   LlamaWeights w;
-  w.embed = src.take("model.embed_tokens.weight", {c.vocab, D});
+  w.embed = src.take("model.embed_tokens.weight", {c.vocab, D}, true);
   // Each layer's (out, in) matrix, copied into the stacked (layers, out, in) tensor: matmul
-  // weights (`matmul`) of a half type stay as the file holds them (float32 otherwise), so that a
-  // bfloat16 checkpoint is never widened. Every layer's tensor is checked first:
+  // weights (`matmul`) and the embedding of a half type stay as the file holds them (float32
+  // otherwise), so that a bfloat16 checkpoint is never widened. Every layer's tensor is checked first:
   // num_hidden_layers comes from config.json, and the stacked tensor is allocated for that many
   // layers.
   auto check_layers = [&](const char* part, const std::vector<int64_t>& shape) {

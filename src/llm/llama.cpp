@@ -200,6 +200,12 @@ struct Model {
   // output's weights are contiguous for the kernel that streams them at decoding
   // (backend/skinny_matmul.h); LibTorch's GEMM reads them transposed in place.
   static RT linear(const RT& x, const RT& w) { return x.matmul(w.transpose(-1, -2)); }
+  // The embedding's rows of `tokens`, as float32 (a half-type table, a half checkpoint's, is
+  // widened row by row).
+  RT embedding(const RT& tokens) const {
+    RT rows = embed.index_select(0, tokens);
+    return rows.dtype() == DType::Float32 ? rows : rows.cast(DType::Float32);
+  }
 };
 
 // The weights move into the program's constants: the program holds the only copy.
@@ -210,14 +216,14 @@ Model constants(Context& ctx, const LlamaConfig& c, LlamaWeights w, const Dim& l
   auto layer = [&](HostTensor& stacked) { return ctx.tensor(std::move(stacked)).index(0, l.var); };
   std::vector<float> inv;
   for (double f : rope_inverse_frequencies(c)) inv.push_back(static_cast<float>(f));
-  // The tied head is the embedding: (vocab, dim) is its (out, in).
-  const DType head_dtype = w.matmul_dtype();
-  const bool tied_half = c.tied_embeddings && head_dtype != DType::Float32;
-  HostTensor half_head = tied_half ? w.embed.to(head_dtype) : HostTensor{};
+  // The tied head is the embedding, (vocab, dim) its (out, in): the same tensor where the
+  // embedding has the matmul weights' type, else a copy in that type.
+  const bool tied_copy = c.tied_embeddings && w.embed.dtype != w.matmul_dtype();
+  HostTensor head_copy = tied_copy ? w.embed.to(w.matmul_dtype()) : HostTensor{};
   m.embed = ctx.tensor(std::move(w.embed));
   if (!c.tied_embeddings) m.head = ctx.tensor(std::move(w.head));
-  else if (!tied_half) m.head = m.embed;
-  else m.head = ctx.tensor(std::move(half_head));
+  else if (!tied_copy) m.head = m.embed;
+  else m.head = ctx.tensor(std::move(head_copy));
   m.final_norm = ctx.tensor(std::move(w.final_norm));
   m.inv_freq = ctx.tensor(HostTensor::from(inv, {c.head_dim() / 2}));
   m.attn_norm = layer(w.attn_norm), m.ffn_norm = layer(w.ffn_norm);
@@ -287,7 +293,7 @@ Prefill prefill(Context& ctx, const Model& m, const HostTensor& prompt, const Di
 
   HostTensor flat = prompt;
   flat.shape = {P * B};
-  h[Expr(0)] = m.embed.index_select(0, ctx.tensor(flat)).reshape({P, B, D});
+  h[Expr(0)] = m.embedding(ctx.tensor(flat)).reshape({P, B, D});
   h[l.var + 1] = result;
   out.logits = output_logits(m, result[l.bound - 1].index(0, P - 1));
   return out;
@@ -382,7 +388,7 @@ RT decode_logits(Context& ctx, const Model& m, const RT& tokens, const Dim& t, c
   }
   RT out = feed_forward(m, x + m.linear(attended.reshape({B, H * hd}), m.wo));
 
-  h[at(h, t, t.var, l, Expr(0))] = m.embed.index_select(0, tokens);
+  h[at(h, t, t.var, l, Expr(0))] = m.embedding(tokens);
   h[at(h, t, t.var, l, l.var + 1)] = out;
   return output_logits(m, out[at(out, t, t.var, l, l.bound - 1)]);
 }

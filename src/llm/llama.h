@@ -70,7 +70,7 @@ struct AttentionPattern {
 // The weights, layer weights stacked along a leading layer axis, matmul weights in Hugging Face's
 // orientation (out, in): x @ wᵀ applies them, and a checkpoint's tensors are copied as they are.
 struct LlamaWeights {
-  HostTensor embed;                      // (vocab, dim)
+  HostTensor embed;                      // (vocab, dim): float32, or a half checkpoint's type
   HostTensor attn_norm, ffn_norm;        // (layers, dim)
   HostTensor wq, wk, wv, wo;             // (layers, heads*hd, dim), (.., kv*hd, dim) x2, (.., dim, heads*hd)
   HostTensor w_gate, w_up, w_down;       // (layers, ffn, dim), (layers, ffn, dim), (layers, dim, ffn)

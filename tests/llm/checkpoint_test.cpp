@@ -133,14 +133,15 @@ TEST(Checkpoint, FewerLayersThanTheFileHolds) {
   fs::remove_all(dir);
 }
 
-// A bfloat16 checkpoint (as Llama-3.2's are) loads its matmul weights as bfloat16, never widened:
-// the same weights the float32 route gave (widen, then round back), at a fifth of the memory for
-// the 1B shape; the norms and the embedding are float32. nn::load widens unless told not to.
-TEST(Checkpoint, HalfMatmulWeightsStayHalf) {
+// A bfloat16 checkpoint (as Llama-3.2's are) loads its matmul weights and embedding as bfloat16,
+// never widened: the same values the float32 route gave (widen, then round back) in half the
+// memory, and the same logits, with a tied head (the embedding itself) or not; the norms are
+// float32. nn::load widens unless told not to.
+void half_checkpoint(bool tied) {
   LlamaConfig c = LlamaConfig::tiny();
-  c.tied_embeddings = false;
+  c.tied_embeddings = tied;
   const LlamaWeights w = LlamaWeights::random(c, 6);
-  fs::path dir = temp_dir("bf16");
+  fs::path dir = temp_dir(tied ? "bf16_tied" : "bf16");
   nn::NamedTensors tensors = llama_hf_tensors(c, w);
   for (auto& [name, t] : tensors) t = t.to(DType::BFloat16);
   nn::save((dir / "model.safetensors").string(), tensors);
@@ -149,17 +150,26 @@ TEST(Checkpoint, HalfMatmulWeightsStayHalf) {
   EXPECT_EQ(nn::load(file).at("model.norm.weight").dtype, DType::Float32);
   EXPECT_EQ(nn::load(file, /*keep_half=*/true).at("model.norm.weight").dtype, DType::BFloat16);
 
-  LlamaWeights rounded = w;  // the float32 route: every value rounded to bfloat16 and widened
-  for (HostTensor* t : {&rounded.embed, &rounded.attn_norm, &rounded.ffn_norm, &rounded.wq,
-                        &rounded.wk, &rounded.wv, &rounded.wo, &rounded.w_gate, &rounded.w_up,
-                        &rounded.w_down, &rounded.final_norm, &rounded.head})
-    *t = t->to(DType::BFloat16).to(DType::Float32);
+  LlamaWeights widened = w;  // the float32 route: every value rounded to bfloat16 and widened
+  for (HostTensor* t : {&widened.embed, &widened.attn_norm, &widened.ffn_norm, &widened.wq,
+                        &widened.wk, &widened.wv, &widened.wo, &widened.w_gate, &widened.w_up,
+                        &widened.w_down, &widened.final_norm, &widened.head})
+    if (!t->data.empty()) *t = t->to(DType::BFloat16).to(DType::Float32);
+  const LlamaWeights f32_route = widened.with_matmul_dtype(DType::BFloat16);
+  LlamaWeights want = f32_route;
+  want.embed = want.embed.to(DType::BFloat16);
   const LlamaWeights loaded = load_llama_weights(dir.string(), c);
   EXPECT_EQ(loaded.matmul_dtype(), DType::BFloat16);
-  EXPECT_EQ(loaded.head.dtype, DType::BFloat16);
-  expect_same(loaded, std::move(rounded).with_matmul_dtype(DType::BFloat16));
+  expect_same(loaded, want);
+  std::vector<HostTensor> a = logits_of(c, f32_route), b = logits_of(c, loaded);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t s = 0; s < a.size(); ++s) expect_same(b[s], a[s], cat("logits at step ", s));
   fs::remove_all(dir);
 }
+
+TEST(Checkpoint, HalfWeightsStayHalf) { half_checkpoint(false); }
+
+TEST(Checkpoint, HalfWeightsStayHalfTiedHead) { half_checkpoint(true); }
 
 TEST(Checkpoint, ShardsListedByAnIndex) {
   LlamaConfig c = LlamaConfig::tiny();
