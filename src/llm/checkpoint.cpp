@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "nn/json.h"
@@ -113,27 +114,23 @@ class TensorSource {
     find(name, shape, &file);
   }
 
-  // The tensor `name` of the Hugging Face shape `shape`, removed from the source: as float32, or
-  // with `keep_half` a float16 or bfloat16 tensor as the file holds it.
+  // The tensor `name` of the Hugging Face shape `shape`, read from its file: as float32, or with
+  // `keep_half` a float16 or bfloat16 tensor as the file holds it.
   HostTensor take(const std::string& name, const std::vector<int64_t>& shape,
                   bool keep_half = false) {
     std::string file;
-    auto it = find(name, shape, &file);
-    HostTensor t = std::move(it->second);
-    files_[file].erase(it);
+    HostTensor t = find(name, shape, &file).read(name, /*keep_half=*/true);
     if (!ir::is_floating(t.dtype))
       throw UserError(cat("checkpoint ", dir_.string(), ": tensor '", name, "' in ", file,
                           " has dtype ", ir::dtype_name(t.dtype), ", expected a float type"));
-    if (keep_half && ir::is_half(t.dtype)) return t;
+    if (t.dtype == DType::Float32 || (keep_half && ir::is_half(t.dtype))) return t;
     return t.to(DType::Float32);
   }
 
  private:
-  using Tensors = std::map<std::string, HostTensor>;
-
-  // The tensor `name`, loading its file (named in *file) when first asked for.
-  Tensors::iterator find(const std::string& name, const std::vector<int64_t>& shape,
-                         std::string* file_out) {
+  // The file holding tensor `name` (its name in *file_out), opened when first asked for.
+  nn::SafetensorsReader& find(const std::string& name, const std::vector<int64_t>& shape,
+                              std::string* file_out) {
     std::string file = "model.safetensors";
     if (sharded_) {
       auto it = file_of_.find(name);
@@ -142,30 +139,30 @@ class TensorSource {
                             "' is not listed in the weight_map of model.safetensors.index.json"));
       file = it->second;
     }
-    auto loaded = files_.find(file);
-    if (loaded == files_.end()) {
+    auto opened = files_.find(file);
+    if (opened == files_.end()) {
       const fs::path path = dir_ / file;
       if (!fs::exists(path))
         throw UserError(cat("checkpoint ", dir_.string(), ": tensor '", name, "' is in ", file,
                             ", which does not exist"));
-      loaded = files_.emplace(file, nn::load(path.string(), /*keep_half=*/true)).first;
+      opened = files_.emplace(file, std::make_unique<nn::SafetensorsReader>(path.string())).first;
     }
-    auto it = loaded->second.find(name);
-    if (it == loaded->second.end())
+    nn::SafetensorsReader& reader = *opened->second;
+    const std::vector<int64_t>* found = reader.shape(name);
+    if (!found)
       throw UserError(cat("checkpoint ", dir_.string(), ": no tensor '", name, "' in ", file,
                           sharded_ ? " (where model.safetensors.index.json puts it)" : ""));
-    if (it->second.shape != shape)
+    if (*found != shape)
       throw UserError(cat("checkpoint ", dir_.string(), ": tensor '", name, "' in ", file,
-                          " has shape ", shape_str(it->second.shape), ", expected ",
-                          shape_str(shape)));
+                          " has shape ", shape_str(*found), ", expected ", shape_str(shape)));
     *file_out = file;
-    return it;
+    return reader;
   }
 
   fs::path dir_;
   bool sharded_ = false;
   std::map<std::string, std::string> file_of_;
-  std::map<std::string, Tensors> files_;
+  std::map<std::string, std::unique_ptr<nn::SafetensorsReader>> files_;
 };
 
 // Layer i of a stacked (layers, ...) float tensor, as its own tensor.
@@ -270,9 +267,9 @@ LlamaWeights load_llama_weights(const std::string& dir, const LlamaConfig& c) {
   w.embed = src.take("model.embed_tokens.weight", {c.vocab, D}, true);
   // Each layer's (out, in) matrix, copied into the stacked (layers, out, in) tensor: matmul
   // weights (`matmul`) and the embedding of a half type stay as the file holds them (float32
-  // otherwise), so that a bfloat16 checkpoint is never widened. Every layer's tensor is checked first:
-  // num_hidden_layers comes from config.json, and the stacked tensor is allocated for that many
-  // layers.
+  // otherwise), so that a bfloat16 checkpoint is never widened. Every layer's tensor is checked
+  // first: num_hidden_layers comes from config.json, and the stacked tensor is allocated for that
+  // many layers.
   auto check_layers = [&](const char* part, const std::vector<int64_t>& shape) {
     for (int64_t i = 0; i < L; ++i) src.check(layer_name(i, part), shape);
   };
@@ -284,8 +281,8 @@ LlamaWeights load_llama_weights(const std::string& dir, const LlamaConfig& c) {
     HostTensor s(first.dtype, stacked);
     const size_t bytes = first.data.size();
     for (int64_t i = 0; i < L; ++i) {
-      const HostTensor layer = i == 0 ? std::move(first)
-                                      : src.take(layer_name(i, part), shape, matmul).to(s.dtype);
+      HostTensor layer = i == 0 ? std::move(first) : src.take(layer_name(i, part), shape, matmul);
+      if (layer.dtype != s.dtype) layer = layer.to(s.dtype);
       std::memcpy(s.data.data() + static_cast<size_t>(i) * bytes, layer.data.data(), bytes);
     }
     return s;

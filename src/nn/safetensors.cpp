@@ -116,19 +116,20 @@ uint64_t header_length(const char* first8, uint64_t file_size, const std::string
   return len;
 }
 
-// Reads n bytes at offset `at` of the data section (which follows the header) into dst.
-using ReadData = std::function<void(uint64_t at, uint64_t n, char* dst)>;
+// A tensor's entry in the header: its type in the file, shape, and bytes in the data section.
+struct Entry {
+  FileDType type;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, bytes = 0;
+};
 
-// The tensors a header describes, each read from the data section of `data_size` bytes by `read`
-// straight into its own storage (half types as they are with `keep_half`, else through one
-// temporary, widened to float32).
-std::map<std::string, HostTensor> decode(const std::string& header, uint64_t data_size,
-                                         const ReadData& read, const std::string& what,
-                                         bool keep_half) {
+// The entries of a header, checked against the data section of `data_size` bytes.
+std::map<std::string, Entry> parse_header(const std::string& header, uint64_t data_size,
+                                          const std::string& what) {
   auto fail = [&](const std::string& msg) { fail_load(what, msg); };
   Json root = parse_json(header, cat("safetensors header in ", what));
   if (root.kind != Json::Object) fail("the header is not a JSON object");
-  std::map<std::string, HostTensor> out;
+  std::map<std::string, Entry> out;
   for (const auto& [name, v] : root.members) {
     if (name == "__metadata__") continue;
     auto bad = [&](const std::string& msg) { fail(cat("tensor '", name, "': ", msg)); };
@@ -139,45 +140,58 @@ std::map<std::string, HostTensor> decode(const std::string& header, uint64_t dat
     if (!dt || dt->kind != Json::String) bad("missing dtype");
     if (!shape || shape->kind != Json::Array) bad("missing shape");
     if (!offs || offs->kind != Json::Array || offs->items.size() != 2) bad("missing data_offsets");
-    HostTensor t;
-    FileDType fd;
-    if (!parse_dtype(dt->str, &fd)) bad(cat("unsupported dtype ", dt->str));
+    Entry e;
+    if (!parse_dtype(dt->str, &e.type)) bad(cat("unsupported dtype ", dt->str));
     // The element count and byte size must fit: a wrapped product could match a small data range.
-    uint64_t numel = 1, nbytes = 0;
+    uint64_t numel = 1;
     for (const Json& d : shape->items) {
       if (d.kind != Json::Number || !d.is_int || d.integer < 0) bad("bad shape entry");
-      t.shape.push_back(d.integer);
+      e.shape.push_back(d.integer);
       if (__builtin_mul_overflow(numel, static_cast<uint64_t>(d.integer), &numel) ||
           numel > static_cast<uint64_t>(INT64_MAX))
-        bad(cat("shape ", shape_text(t.shape), " has too many elements"));
+        bad(cat("shape ", shape_text(e.shape), " has too many elements"));
     }
-    if (__builtin_mul_overflow(numel, fd.size, &nbytes)) bad("shape too large for its dtype");
+    if (__builtin_mul_overflow(numel, e.type.size, &e.bytes)) bad("shape too large for its dtype");
     for (const Json& o : offs->items)
       if (o.kind != Json::Number || !o.is_int || o.integer < 0) bad("bad data_offsets");
     uint64_t begin = offs->items[0].integer, end = offs->items[1].integer;
     if (begin > end || end > data_size)
       bad(cat("data_offsets [", begin, ", ", end, "] outside the data (", data_size, " bytes)"));
-    if (end - begin != nbytes)
-      bad(cat("data_offsets cover ", end - begin, " bytes but the shape needs ", nbytes));
-    if (keep_half && fd.half != FileDType::None)  // read as they are
-      fd = {fd.half == FileDType::BF16 ? DType::BFloat16 : DType::Float16, 2};
-    t.dtype = fd.dtype;
-    if (fd.half == FileDType::None) {
-      t.data.resize(nbytes);
-      read(begin, nbytes, reinterpret_cast<char*>(t.data.data()));
-    } else {
-      std::vector<uint8_t> src(nbytes);
-      read(begin, nbytes, reinterpret_cast<char*>(src.data()));
-      t.data.resize(numel * 4);
-      float* dst = t.ptr<float>();
-      for (uint64_t k = 0; k < numel; ++k) {
-        const auto h = static_cast<uint16_t>(src[2 * k] | src[2 * k + 1] << 8);
-        dst[k] = fd.half == FileDType::BF16 ? ir::bf16_to_float(h) : ir::f16_to_float(h);
-      }
-    }
-    if (!out.emplace(name, std::move(t)).second) bad("duplicate name");
+    if (end - begin != e.bytes)
+      bad(cat("data_offsets cover ", end - begin, " bytes but the shape needs ", e.bytes));
+    e.begin = begin;
+    if (!out.emplace(name, std::move(e)).second) bad("duplicate name");
   }
   return out;
+}
+
+// Reads n bytes at offset `at` of the data section (which follows the header) into dst.
+using ReadData = std::function<void(uint64_t at, uint64_t n, char* dst)>;
+
+// An entry's tensor, read by `read` straight into its own storage: half types as they are with
+// `keep_half`, else through one temporary, widened to float32.
+HostTensor read_tensor(const Entry& e, const ReadData& read, bool keep_half) {
+  FileDType type = e.type;
+  if (keep_half && type.half != FileDType::None)  // read as they are
+    type = {type.half == FileDType::BF16 ? DType::BFloat16 : DType::Float16, 2};
+  HostTensor t;
+  t.dtype = type.dtype;
+  t.shape = e.shape;
+  if (type.half == FileDType::None) {
+    t.data.resize(e.bytes);
+    read(e.begin, e.bytes, reinterpret_cast<char*>(t.data.data()));
+    return t;
+  }
+  std::vector<uint8_t> src(e.bytes);
+  read(e.begin, e.bytes, reinterpret_cast<char*>(src.data()));
+  const uint64_t numel = e.bytes / 2;
+  t.data.resize(numel * 4);
+  float* dst = t.ptr<float>();
+  for (uint64_t k = 0; k < numel; ++k) {
+    const auto h = static_cast<uint16_t>(src[2 * k] | src[2 * k + 1] << 8);
+    dst[k] = type.half == FileDType::BF16 ? ir::bf16_to_float(h) : ir::f16_to_float(h);
+  }
+  return t;
 }
 
 }  // namespace
@@ -186,9 +200,63 @@ std::map<std::string, HostTensor> safetensors_decode(const std::string& bytes,
                                                      const std::string& what) {
   const uint64_t len = header_length(bytes.data(), bytes.size(), what);
   const char* data = bytes.data() + 8 + len;
-  return decode(bytes.substr(8, len), bytes.size() - 8 - len,
-                [data](uint64_t at, uint64_t n, char* dst) { std::memcpy(dst, data + at, n); },
-                what, false);
+  auto read = [data](uint64_t at, uint64_t n, char* dst) { std::memcpy(dst, data + at, n); };
+  std::map<std::string, HostTensor> out;
+  for (const auto& [name, e] : parse_header(bytes.substr(8, len), bytes.size() - 8 - len, what))
+    out.emplace(name, read_tensor(e, read, false));
+  return out;
+}
+
+struct SafetensorsReader::Impl {
+  std::ifstream file;
+  std::string what;  // the path, quoted, for errors
+  uint64_t data_start = 0;
+  std::map<std::string, Entry> entries;
+
+  void read_at(uint64_t at, uint64_t n, char* dst) {
+    file.seekg(static_cast<std::streamoff>(at));
+    file.read(dst, static_cast<std::streamsize>(n));
+    if (!file) fail_load(what, "read failed");
+  }
+};
+
+SafetensorsReader::SafetensorsReader(const std::string& path) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.file.open(path, std::ios::binary | std::ios::ate);
+  if (!m.file) throw UserError(cat("cannot load '", path, "': no such file or not readable"));
+  const std::streamoff size = m.file.tellg();
+  if (size < 0) throw UserError(cat("cannot load '", path, "': not a readable file"));
+  m.what = cat("'", path, "'");
+  char first8[8] = {};
+  if (size >= 8) m.read_at(0, 8, first8);
+  const uint64_t len = header_length(first8, static_cast<uint64_t>(size), m.what);
+  std::string header(len, '\0');
+  m.read_at(8, len, header.data());
+  m.data_start = 8 + len;
+  m.entries = parse_header(header, static_cast<uint64_t>(size) - m.data_start, m.what);
+}
+
+SafetensorsReader::~SafetensorsReader() = default;
+
+std::vector<std::string> SafetensorsReader::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, e] : impl_->entries) out.push_back(name);
+  return out;
+}
+
+const std::vector<int64_t>* SafetensorsReader::shape(const std::string& name) const {
+  auto it = impl_->entries.find(name);
+  return it == impl_->entries.end() ? nullptr : &it->second.shape;
+}
+
+HostTensor SafetensorsReader::read(const std::string& name, bool keep_half) {
+  Impl& m = *impl_;
+  auto it = m.entries.find(name);
+  if (it == m.entries.end()) fail_load(m.what, cat("no tensor '", name, "'"));
+  return read_tensor(
+      it->second,
+      [&m](uint64_t at, uint64_t n, char* dst) { m.read_at(m.data_start + at, n, dst); },
+      keep_half);
 }
 
 namespace {
@@ -235,26 +303,10 @@ void save(const std::string& path, const NamedTensors& tensors) {
 }
 
 std::map<std::string, HostTensor> load(const std::string& path, bool keep_half) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) throw UserError(cat("cannot load '", path, "': no such file or not readable"));
-  const std::streamoff size = f.tellg();
-  if (size < 0) throw UserError(cat("cannot load '", path, "': not a readable file"));
-  const std::string what = cat("'", path, "'");
-  // Each tensor is read from the file into its own storage: checkpoints are large, and reading
-  // the whole file first would hold them twice.
-  auto read_at = [&](uint64_t at, uint64_t n, char* dst) {
-    f.seekg(static_cast<std::streamoff>(at));
-    f.read(dst, static_cast<std::streamsize>(n));
-    if (!f) throw UserError(cat("cannot load ", what, ": read failed"));
-  };
-  char first8[8] = {};
-  if (size >= 8) read_at(0, 8, first8);
-  const uint64_t len = header_length(first8, static_cast<uint64_t>(size), what);
-  std::string header(len, '\0');
-  read_at(8, len, header.data());
-  return decode(header, static_cast<uint64_t>(size) - 8 - len,
-                [&](uint64_t at, uint64_t n, char* dst) { read_at(8 + len + at, n, dst); }, what,
-                keep_half);
+  SafetensorsReader file(path);
+  std::map<std::string, HostTensor> out;
+  for (const std::string& name : file.names()) out.emplace(name, file.read(name, keep_half));
+  return out;
 }
 
 }  // namespace tempo::nn

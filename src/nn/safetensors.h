@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,9 +28,26 @@ void save(const std::string& path, const NamedTensors& tensors);
 // it. UserError naming `what` (e.g. "checkpoint") and the path when it cannot.
 void write_atomic(const std::string& path, const std::string& bytes,
                   const std::string& what = "file");
-// Reads a file, each tensor straight into its own storage; UserError naming it when it is missing
-// or malformed. F16 and BF16 tensors are widened to Float32 unless `keep_half`, which keeps them
-// as Float16 and BFloat16 host tensors.
+// A file opened for reading: its header is read and checked at once, each tensor is read from the
+// file into its own storage when asked for, so that a large checkpoint is never held twice.
+// UserError naming the file when it is missing or malformed.
+class SafetensorsReader {
+ public:
+  explicit SafetensorsReader(const std::string& path);
+  ~SafetensorsReader();
+  std::vector<std::string> names() const;
+  // The shape of tensor `name` (null where the file has none of that name).
+  const std::vector<int64_t>* shape(const std::string& name) const;
+  // Tensor `name`: F16 and BF16 widened to Float32 unless `keep_half`, which keeps them as
+  // Float16 and BFloat16 host tensors.
+  HostTensor read(const std::string& name, bool keep_half = false);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Every tensor of a file, read as SafetensorsReader::read reads them.
 std::map<std::string, HostTensor> load(const std::string& path, bool keep_half = false);
 
 }  // namespace tempo::nn
