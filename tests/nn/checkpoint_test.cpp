@@ -64,6 +64,33 @@ TEST(Safetensors, RoundTripThroughAFile) {
   fs::remove_all(dir);
 }
 
+// A reader opens the header at once and reads tensors one by one: half types as they are or
+// widened, and a name the file does not hold is a UserError naming the file.
+TEST(Safetensors, ReaderReadsTensorsWhenAskedFor) {
+  fs::path dir = temp_dir("reader");
+  HostTensor a = HostTensor::from(std::vector<float>{1.5f, -2, 3, 0.25f}, {2, 2});
+  HostTensor h = a.to(DType::BFloat16);
+  const std::string file = (dir / "x.safetensors").string();
+  nn::save(file, {{"a", a}, {"h", h}});
+  nn::SafetensorsReader r(file);
+  EXPECT_EQ(r.names(), (std::vector<std::string>{"a", "h"}));
+  ASSERT_NE(r.shape("h"), nullptr);
+  EXPECT_EQ(*r.shape("h"), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(r.shape("b"), nullptr);
+  EXPECT_EQ(r.read("h", /*keep_half=*/true).data, h.data);
+  EXPECT_EQ(r.read("h").dtype, DType::Float32);
+  EXPECT_EQ(r.read("h").to_vector(), a.to_vector());  // these values are exact in bfloat16
+  EXPECT_EQ(r.read("a").data, a.data);
+  try {
+    r.read("b");
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no tensor 'b'"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Safetensors, MissingAndCorruptFilesAreUserErrors) {
   fs::path dir = temp_dir("corrupt");
   auto expect_error = [](const fs::path& p, const std::string& part) {
