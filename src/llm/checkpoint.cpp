@@ -168,17 +168,17 @@ class TensorSource {
 // Layer i of a stacked (layers, ...) float tensor, as its own tensor.
 HostTensor layer_of(const HostTensor& stacked, int64_t i) {
   std::vector<int64_t> shape(stacked.shape.begin() + 1, stacked.shape.end());
-  HostTensor out(DType::Float32, shape);
+  HostTensor out(stacked.dtype, shape);
   const size_t bytes = out.data.size();
   std::memcpy(out.data.data(), stacked.data.data() + static_cast<size_t>(i) * bytes, bytes);
   return out;
 }
 
 void check_shape(const char* field, const HostTensor& t, const std::vector<int64_t>& shape) {
-  if (t.shape != shape || t.dtype != DType::Float32)
+  if (t.shape != shape || (t.dtype != DType::Float32 && !ir::is_half(t.dtype)))
     throw UserError(cat("save_llama_checkpoint: LlamaWeights::", field, " is ",
-                        ir::dtype_name(t.dtype), " ", shape_str(t.shape), ", expected float32 ",
-                        shape_str(shape)));
+                        ir::dtype_name(t.dtype), " ", shape_str(t.shape),
+                        ", expected float32, float16 or bfloat16 ", shape_str(shape)));
 }
 
 std::string number_text(double v) {
@@ -347,6 +347,15 @@ nn::NamedTensors llama_hf_tensors(const LlamaConfig& c, const LlamaWeights& w) {
   return out;
 }
 
+namespace {
+
+// config.json's name of a dtype.
+const char* torch_dtype_name(DType d) {
+  return d == DType::Float16 ? "float16" : d == DType::BFloat16 ? "bfloat16" : "float32";
+}
+
+}  // namespace
+
 std::string llama_config_json(const LlamaConfig& c) {
   std::string rope = "null";
   if (c.rope_factor > 0)
@@ -364,7 +373,7 @@ std::string llama_config_json(const LlamaConfig& c) {
              ",\n  \"max_position_embeddings\": ", c.max_context, ",\n  \"rms_norm_eps\": ", number_text(c.norm_eps),
              ",\n  \"rope_theta\": ", number_text(c.rope_theta), ",\n  \"rope_scaling\": ", rope,
              ",\n  \"tie_word_embeddings\": ", c.tied_embeddings ? "true" : "false",
-             ",\n  \"torch_dtype\": \"float32\"\n}\n");
+             ",\n  \"torch_dtype\": \"", torch_dtype_name(c.torch_dtype), "\"\n}\n");
 }
 
 void save_llama_checkpoint(const std::string& dir, const LlamaConfig& c, const LlamaWeights& w) {

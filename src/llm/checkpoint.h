@@ -34,9 +34,10 @@ LlamaCheckpoint load_llama_checkpoint(const std::string& dir);
 
 // The weights under Hugging Face's names and shapes (what model.safetensors holds).
 nn::NamedTensors llama_hf_tensors(const LlamaConfig& c, const LlamaWeights& w);
-// config.json's text for c.
+// config.json's text for c (its torch_dtype is c.torch_dtype).
 std::string llama_config_json(const LlamaConfig& c);
-// Writes DIR/config.json and DIR/model.safetensors (float32), creating DIR if needed.
+// Writes DIR/config.json and DIR/model.safetensors (each tensor in its type: float32, or the half
+// type of a half checkpoint's matmul weights and embedding), creating DIR if needed.
 void save_llama_checkpoint(const std::string& dir, const LlamaConfig& c, const LlamaWeights& w);
 
 }  // namespace tempo::llm

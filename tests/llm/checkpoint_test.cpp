@@ -164,6 +164,13 @@ void half_checkpoint(bool tied) {
   std::vector<HostTensor> a = logits_of(c, f32_route), b = logits_of(c, loaded);
   ASSERT_EQ(a.size(), b.size());
   for (size_t s = 0; s < a.size(); ++s) expect_same(b[s], a[s], cat("logits at step ", s));
+  // Saved again, they stay half: the same weights load back, and config.json says bfloat16.
+  LlamaConfig half = c;
+  half.torch_dtype = DType::BFloat16;
+  save_llama_checkpoint((dir / "again").string(), half, loaded);
+  LlamaCheckpoint again = load_llama_checkpoint((dir / "again").string());
+  EXPECT_EQ(again.config.torch_dtype, DType::BFloat16);
+  expect_same(again.weights, want);
   fs::remove_all(dir);
 }
 
