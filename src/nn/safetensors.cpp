@@ -177,13 +177,17 @@ HostTensor read_tensor(const Entry& e, const ReadData& read, bool keep_half) {
   HostTensor t;
   t.dtype = type.dtype;
   t.shape = e.shape;
+  // An empty tensor reads nothing (its storage may have no address).
+  auto fill = [&](void* dst) {
+    if (e.bytes > 0) read(e.begin, e.bytes, static_cast<char*>(dst));
+  };
   if (type.half == FileDType::None) {
     t.data.resize(e.bytes);
-    read(e.begin, e.bytes, reinterpret_cast<char*>(t.data.data()));
+    fill(t.data.data());
     return t;
   }
   std::vector<uint8_t> src(e.bytes);
-  read(e.begin, e.bytes, reinterpret_cast<char*>(src.data()));
+  fill(src.data());
   const uint64_t numel = e.bytes / 2;
   t.data.resize(numel * 4);
   float* dst = t.ptr<float>();

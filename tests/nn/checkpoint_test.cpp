@@ -71,9 +71,13 @@ TEST(Safetensors, ReaderReadsTensorsWhenAskedFor) {
   HostTensor a = HostTensor::from(std::vector<float>{1.5f, -2, 3, 0.25f}, {2, 2});
   HostTensor h = a.to(DType::BFloat16);
   const std::string file = (dir / "x.safetensors").string();
-  nn::save(file, {{"a", a}, {"h", h}});
+  const HostTensor empty(DType::Float32, {0, 3});
+  nn::save(file, {{"a", a}, {"h", h}, {"e", empty}});
   nn::SafetensorsReader r(file);
-  EXPECT_EQ(r.names(), (std::vector<std::string>{"a", "h"}));
+  EXPECT_EQ(r.names(), (std::vector<std::string>{"a", "e", "h"}));
+  EXPECT_EQ(r.read("e").shape, empty.shape);
+  EXPECT_TRUE(r.read("e").data.empty());
+  EXPECT_TRUE(nn::load(file).at("e").data.empty());
   ASSERT_NE(r.shape("h"), nullptr);
   EXPECT_EQ(*r.shape("h"), (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(r.shape("b"), nullptr);
