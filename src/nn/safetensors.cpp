@@ -39,24 +39,11 @@ const char* st_dtype(DType d) {
   return "?";
 }
 
-// A file's dtype: the host dtype it decodes to, and its element size in the file.
-struct FileDType {
-  DType dtype;
-  size_t size;
-  enum Half { None, BF16, F16 } half = None;
-};
-
-bool parse_dtype(const std::string& s, FileDType* out) {
-  static const std::pair<const char*, FileDType> table[] = {
-      {"F32", {DType::Float32, 4}},
-      {"F64", {DType::Float64, 8}},
-      {"I64", {DType::Int64, 8}},
-      {"I32", {DType::Int32, 4}},
-      {"BOOL", {DType::Bool, 1}},
-      {"BF16", {DType::Float32, 2, FileDType::BF16}},
-      {"F16", {DType::Float32, 2, FileDType::F16}}};
-  for (const auto& [name, d] : table)
-    if (s == name) {
+// The dtype a file's dtype name stands for (st_dtype's inverse); false for other names.
+bool parse_dtype(const std::string& s, DType* out) {
+  for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int64,
+                  DType::Int32, DType::Bool})
+    if (s == st_dtype(d)) {
       *out = d;
       return true;
     }
@@ -118,7 +105,7 @@ uint64_t header_length(const char* first8, uint64_t file_size, const std::string
 
 // A tensor's entry in the header: its type in the file, shape, and bytes in the data section.
 struct Entry {
-  FileDType type;
+  DType dtype = DType::Float32;
   std::vector<int64_t> shape;
   uint64_t begin = 0, bytes = 0;
 };
@@ -141,7 +128,7 @@ std::map<std::string, Entry> parse_header(const std::string& header, uint64_t da
     if (!shape || shape->kind != Json::Array) bad("missing shape");
     if (!offs || offs->kind != Json::Array || offs->items.size() != 2) bad("missing data_offsets");
     Entry e;
-    if (!parse_dtype(dt->str, &e.type)) bad(cat("unsupported dtype ", dt->str));
+    if (!parse_dtype(dt->str, &e.dtype)) bad(cat("unsupported dtype ", dt->str));
     // The element count and byte size must fit: a wrapped product could match a small data range.
     uint64_t numel = 1;
     for (const Json& d : shape->items) {
@@ -151,7 +138,8 @@ std::map<std::string, Entry> parse_header(const std::string& header, uint64_t da
           numel > static_cast<uint64_t>(INT64_MAX))
         bad(cat("shape ", shape_text(e.shape), " has too many elements"));
     }
-    if (__builtin_mul_overflow(numel, e.type.size, &e.bytes)) bad("shape too large for its dtype");
+    if (__builtin_mul_overflow(numel, ir::dtype_size(e.dtype), &e.bytes))
+      bad("shape too large for its dtype");
     for (const Json& o : offs->items)
       if (o.kind != Json::Number || !o.is_int || o.integer < 0) bad("bad data_offsets");
     uint64_t begin = offs->items[0].integer, end = offs->items[1].integer;
@@ -168,33 +156,16 @@ std::map<std::string, Entry> parse_header(const std::string& header, uint64_t da
 // Reads n bytes at offset `at` of the data section (which follows the header) into dst.
 using ReadData = std::function<void(uint64_t at, uint64_t n, char* dst)>;
 
-// An entry's tensor, read by `read` straight into its own storage: half types as they are with
-// `keep_half`, else through one temporary, widened to float32.
+// An entry's tensor, read by `read` straight into its own storage; half types as they are with
+// `keep_half`, else widened to float32.
 HostTensor read_tensor(const Entry& e, const ReadData& read, bool keep_half) {
-  FileDType type = e.type;
-  if (keep_half && type.half != FileDType::None)  // read as they are
-    type = {type.half == FileDType::BF16 ? DType::BFloat16 : DType::Float16, 2};
   HostTensor t;
-  t.dtype = type.dtype;
+  t.dtype = e.dtype;
   t.shape = e.shape;
+  t.data.resize(e.bytes);
   // An empty tensor reads nothing (its storage may have no address).
-  auto fill = [&](void* dst) {
-    if (e.bytes > 0) read(e.begin, e.bytes, static_cast<char*>(dst));
-  };
-  if (type.half == FileDType::None) {
-    t.data.resize(e.bytes);
-    fill(t.data.data());
-    return t;
-  }
-  std::vector<uint8_t> src(e.bytes);
-  fill(src.data());
-  const uint64_t numel = e.bytes / 2;
-  t.data.resize(numel * 4);
-  float* dst = t.ptr<float>();
-  for (uint64_t k = 0; k < numel; ++k) {
-    const auto h = static_cast<uint16_t>(src[2 * k] | src[2 * k + 1] << 8);
-    dst[k] = type.half == FileDType::BF16 ? ir::bf16_to_float(h) : ir::f16_to_float(h);
-  }
+  if (e.bytes > 0) read(e.begin, e.bytes, reinterpret_cast<char*>(t.data.data()));
+  if (!keep_half && ir::is_half(t.dtype)) return t.to(DType::Float32);
   return t;
 }
 
