@@ -11,11 +11,13 @@
 // token streams agree; the tracked peak against T. Then Tempo's tile-size sweep for causal
 // attention (TEMPO Fig. 18), the batched prefill against feeding the prompt token by token, and
 // compile time against the number of layers.
-// Usage: bench_decode [--quick | --long | --traffic | --gpu]   (--long: window:512 and causal at
-// batch 16 and at T = 2048 and 8192 only; --traffic: the D768 model's time and memory traffic
+// Usage: bench_decode [--quick | --long | --traffic | --gpu | --gpu-dtypes]
+// (--long: window:512 and causal at batch 16 and at T = 2048 and 8192 only; --traffic: the D768 model's time and memory traffic
 // per token against the machine's memory bandwidth; --gpu: the Llama-3.2-1B shape with random
 // weights, Tempo and the grown cache both on $TEMPO_DEVICE, causal and window:512, batch 1 and
-// 16, T = 1024, 4096 and 16384 or the lengths that follow --gpu, the grown cache up to 4096)
+// 16, T = 1024, 4096 and 16384 or the lengths that follow --gpu, the grown cache up to 4096;
+// then Tempo with float32 and bfloat16 weights at the first length; --gpu-dtypes [T]: that last
+// table alone, T = 512 by default)
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -303,6 +305,35 @@ void prefill_row(const LlamaConfig& c, const LlamaWeights& w, const AttentionPat
   std::fflush(stdout);
 }
 
+// Tempo's causal decoding on the device with the matmul weights and the embedding as float32 and
+// as bfloat16 (the half GEMMs of backend/kernels_indexing.cpp): ms per token, tracked memory, and
+// how many leading greedy tokens of every sequence equal float32's.
+void gpu_weight_dtypes(const LlamaConfig& c, const LlamaWeights& w32, int64_t T) {
+  std::printf("\n## Weights as float32 and as bfloat16, causal, T = %lld, on %s\n\n"
+              "| batch | f32 ms/token | bf16 ms/token | bf16/f32 | f32 tracked MiB | "
+              "bf16 tracked MiB | leading tokens equal (min over batch) |\n"
+              "|---|---|---|---|---|---|---|\n",
+              static_cast<long long>(T), device().str().c_str());
+  const LlamaWeights w16 = w32.with_matmul_dtype(DType::BFloat16);
+  for (int64_t B : {int64_t{1}, int64_t{16}}) {
+    torch::manual_seed(0);
+    torch::Tensor first = torch::randint(c.vocab, {B}, torch::kInt64);
+    const Run f = tempo_decode(c, w32, first, T, AttentionPattern::causal(), 0);
+    const Run h = tempo_decode(c, w16, first, T, AttentionPattern::causal(), 0);
+    int64_t leading = T;
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t s = 0;
+      while (s < T && f.tokens[s][b].item<int64_t>() == h.tokens[s][b].item<int64_t>()) ++s;
+      leading = std::min(leading, s);
+    }
+    std::printf("| %lld | %.2f | %.2f | %.2f | %.1f | %.1f | %lld |\n",
+                static_cast<long long>(B), f.ms_per_token, h.ms_per_token,
+                h.ms_per_token / f.ms_per_token, f.tracked_mib, h.tracked_mib,
+                static_cast<long long>(leading));
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -315,11 +346,16 @@ int main(int argc, char** argv) {
     traffic();
     return 0;
   }
-  if (gpu) {  // the shape of TEMPO's decoding figures, on the device
+  const bool gpu_dtypes = argc > 1 && std::strcmp(argv[1], "--gpu-dtypes") == 0;
+  if (gpu || gpu_dtypes) {  // the shape of TEMPO's decoding figures, on the device
     const LlamaConfig g = LlamaConfig::llama_3_2_1b();
     const LlamaWeights gw = LlamaWeights::random(g, 1);
     std::vector<int64_t> lengths;
     for (int k = 2; k < argc; ++k) lengths.push_back(std::stoll(argv[k]));
+    if (gpu_dtypes) {
+      gpu_weight_dtypes(g, gw, lengths.empty() ? 512 : lengths.front());
+      return 0;
+    }
     if (lengths.empty()) lengths = {1024, 4096, 16384};
     std::cout << "## Greedy decoding, Llama-3.2-1B shape (random weights) on " << device()
               << "\n\n| attention | batch | T | Tempo ms/token | grown cache ms/token | "
@@ -345,6 +381,7 @@ int main(int argc, char** argv) {
           }
           std::fflush(stdout);
         }
+    gpu_weight_dtypes(g, gw, lengths.front());
     return 0;
   }
   LlamaConfig c = LlamaConfig::tiny();

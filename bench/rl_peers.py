@@ -23,7 +23,7 @@ import sys
 import time
 
 WINDOW = 20  # episodes in the mean return, as Tempo's progress lines
-ALGOS = ("dqn", "ppo", "sac", "td3", "ppo-mujoco")
+ALGOS = ("dqn", "ppo", "sac", "td3", "ppo-mujoco", "td3-mujoco")
 
 # Per algorithm: the environment, thresholds, and (steps, learning_starts) of the default and of
 # --full; the hyperparameters are CleanRL's defaults for each script (Tempo's defaults follow
@@ -44,6 +44,11 @@ SETUPS = {
     # both bootstrap at the 1000-step time limit (CleanRL's script does not).
     "ppo-mujoco": dict(env="HalfCheetah-v5", peer_env="HalfCheetah-v4", thresholds=(1000.0,),
                        quick=(200_000, 0), full=(1_000_000, 0), script=None),
+    # TD3 on Hopper: CleanRL's td3_continuous_action.py (gym 0.23) has no MuJoCo task without
+    # mujoco-py either, so SB3 is the peer, on Gymnasium 0.29.1's Hopper-v4. Learning from step
+    # 10k (CleanRL: 25k of 1M) to fit the step budgets.
+    "td3-mujoco": dict(env="Hopper-v5", peer_env="Hopper-v4", thresholds=(1000.0,),
+                       quick=(120_000, 10_000), full=(300_000, 10_000), script=None),
 }
 PPO_BATCH = 4 * 128  # CleanRL's ppo.py: 4 envs x 128 steps per update
 PPO_MUJOCO_BATCH = 2048  # ppo_continuous_action.py: 1 env x 2048 steps
@@ -262,7 +267,8 @@ def tempo_cmd(tempo, algo, env_id, steps, learning_starts, seed):
                 str(steps // PPO_MUJOCO_BATCH), "--num-envs", "1", "--steps",
                 str(PPO_MUJOCO_BATCH), "--epochs", "10", "--minibatches", "32", "--lr", "3e-4",
                 "--ent-coef", "0", "--normalize-obs", "--normalize-reward"]
-    return cmd + ["--iterations", str(steps), "--learning-starts", str(learning_starts)]
+    return [tempo, "train", algo.split("-")[0], "--env", env_id, "--seed", str(seed),
+            "--iterations", str(steps), "--learning-starts", str(learning_starts)]
 
 
 def cleanrl_args(algo, env_id, steps, learning_starts, seed):
@@ -460,8 +466,8 @@ def main():
     root = os.path.dirname(here)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--algos", default="dqn,ppo,sac,td3,ppo-mujoco,envs",
-                   help="comma-separated: dqn, ppo, sac, td3, ppo-mujoco (HalfCheetah), envs "
-                        "(default: all)")
+                   help="comma-separated: dqn, ppo, sac, td3, ppo-mujoco (HalfCheetah), "
+                        "td3-mujoco (Hopper), envs (default: all but td3-mujoco)")
     p.add_argument("--who", default="tempo,cleanrl,sb3", help="rows: tempo, cleanrl, sb3")
     p.add_argument("--full", action="store_true",
                    help="CleanRL's budgets for DQN and PPO (500k steps), SAC and TD3 50k with "

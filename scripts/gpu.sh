@@ -127,17 +127,21 @@ bench() {  # title, then the command; its output (Markdown tables) goes into the
     echo "(failed: $(tail -1 "$out/stderr.txt"))" >> "$results"
 }
 
-decode_profile() {  # where a decoding step's time goes, per op: fused, unfused, and unfused
-  # with every launch waited for (its time then includes the GPU's)
+decode_profile() {  # where a decoding step's time goes, per op: fused, unfused, unfused with
+  # every launch waited for (its time then includes the GPU's), and a window of 32 (it slides
+  # from step 32)
   local args=(generate --config 1b --layers 4 --tokens 64 --profile) setting
-  for setting in "" "TEMPO_NO_PASS=fusion" "TEMPO_NO_PASS=fusion CUDA_LAUNCH_BLOCKING=1"; do
+  for setting in "" "TEMPO_NO_PASS=fusion" "TEMPO_NO_PASS=fusion CUDA_LAUNCH_BLOCKING=1" \
+    "--attention window:32"; do
     log "decode profile: ${setting:-all passes}"
     echo -e "\n## Decoding profile (4 layers of the 1B shape, 64 tokens):" \
       "${setting:-all passes}\n" >> "$results"
     echo '```' >> "$results"
-    # shellcheck disable=SC2086  # the setting's words are variables for env
-    env TEMPO_DEVICE=cuda $setting ./build-gpu/tempo "${args[@]}" 2>&1 | grep -v '^sequence' \
-      >> "$results" || true
+    local envs=() extra=()
+    # shellcheck disable=SC2206  # the setting's words: variables for env, or generate's flags
+    if [[ "$setting" == --* ]]; then extra=($setting); else envs=($setting); fi
+    env TEMPO_DEVICE=cuda "${envs[@]}" ./build-gpu/tempo "${args[@]}" "${extra[@]}" 2>&1 |
+      grep -v '^sequence' >> "$results" || true
     echo '```' >> "$results"
   done
 }

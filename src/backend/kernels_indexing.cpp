@@ -3,6 +3,11 @@
 #include <optional>
 #include <vector>
 
+#ifdef TEMPO_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
+
 #include "backend/skinny_matmul.h"
 #include "backend/torch_kernel_rules.h"
 
@@ -73,23 +78,38 @@ std::optional<WeightType> weight_type(torch::ScalarType t) {
 }
 
 // a @ b for a few float32 rows a and b a weight of float32, float16 or bfloat16 whose transpose
-// is contiguous (an (n, k) linear layer read as (k, n)), streamed once (skinny_matmul.h). Empty
-// where the operands are not of that kind, or beyond 32 rows (a prefill), where LibTorch's GEMM
-// is faster (the half types widened once for it).
+// is contiguous (an (n, k) linear layer read as (k, n)), streamed once (skinny_matmul.h): on the
+// CPU, and on a GPU for the half types (float32 weights go to cuBLAS there). Empty where the
+// operands are not of that kind, or beyond 32 rows (a prefill), where a GEMM is faster (the half
+// types widened once for it).
 std::optional<torch::Tensor> skinny_weight_matmul(const torch::Tensor& a, const torch::Tensor& b,
                                                   torch::ScalarType st) {
   const std::optional<WeightType> wt = weight_type(b.scalar_type());
   if (!wt || st != torch::kFloat32 || a.scalar_type() != torch::kFloat32 ||
-      b.dim() != 2 || a.dim() < 1 || !a.device().is_cpu() || !b.device().is_cpu() ||
+      b.dim() != 2 || a.dim() < 1 || a.device() != b.device() ||
       !b.t().is_contiguous() || a.size(-1) != b.size(0) || b.size(0) == 0)
     return std::nullopt;
+  const bool cpu = a.device().is_cpu();
+#ifdef TEMPO_CUDA
+  if (!cpu && (!a.device().is_cuda() || *wt == WeightType::F32)) return std::nullopt;
+#else
+  if (!cpu) return std::nullopt;
+#endif
   const int64_t k = b.size(0), n = b.size(1), rows = a.numel() / k;
-  if (rows > kPackedRows) return std::nullopt;
+  if (rows == 0 || rows > kPackedRows) return std::nullopt;
   const torch::Tensor x = a.contiguous();
   std::vector<int64_t> shape(a.sizes().begin(), a.sizes().end() - 1);
   shape.push_back(n);
   torch::Tensor y = torch::empty(shape, a.options());
-  skinny_matmul(x.data_ptr<float>(), rows, k, b.data_ptr(), *wt, n, y.data_ptr<float>());
+  if (cpu) {
+    skinny_matmul(x.data_ptr<float>(), rows, k, b.data_ptr(), *wt, n, y.data_ptr<float>());
+  } else {
+#ifdef TEMPO_CUDA
+    const c10::cuda::CUDAGuard guard(a.device());
+    cuda_skinny_matmul(x.data_ptr<float>(), rows, k, b.data_ptr(), *wt, n, y.data_ptr<float>(),
+                       at::cuda::getCurrentCUDAStream(a.device().index()).stream());
+#endif
+  }
   return y;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace tempo::backend {
 
@@ -17,6 +18,13 @@ void skinny_matmul(const float* x, int64_t rows, int64_t k, const void* w, Weigh
                    int64_t n, float* y);
 // Float32 weights with 4 rows up to this many go through a packed panel of the rows.
 constexpr int64_t kPackedRows = 32;
+
+// skinny_matmul on a GPU for float16 and bfloat16 weights and 1 to kPackedRows rows (x, w and y
+// in device memory), queued on `stream` (a cudaStream_t); its source for NVRTC. Only a CUDA build
+// defines these.
+void cuda_skinny_matmul(const float* x, int64_t rows, int64_t k, const void* w, WeightType type,
+                        int64_t n, float* y, void* stream);
+std::string cuda_skinny_matmul_source(WeightType type, int64_t rows);
 
 // y (m x n, row-major) = a (m x k) · b (k x n), a float32 and b of `b_type`, for any strides
 // (element (i, j) of a at a[i * a_rs + j * a_cs]) where b's rows or b's columns are contiguous

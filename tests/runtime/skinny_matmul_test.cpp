@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "api/tempo.h"
+#include "backend/cuda_kernels.h"
 #include "backend/skinny_matmul.h"
 #include "driver/compile.h"
 
@@ -108,35 +109,51 @@ TEST(SkinnyMatmul, AttentionOverPermutedCache) {
 }
 
 // x @ wᵀ with w kept as a half type equals the float32 program with w rounded the same way, for
-// one row (decoding at batch 1), a batch, and more rows than the kernel takes (LibTorch's GEMM);
-// w read without the transpose takes LibTorch's path and agrees too.
+// one row (decoding at batch 1), a batch, and more rows than the kernel takes (LibTorch's GEMM),
+// with reduction lengths that the GPU kernel reads 8 weights at a time and one at a time; w read
+// without the transpose takes LibTorch's path and agrees too.
 TEST(SkinnyMatmul, HalfWeightsMatchFloat32) {
-  const int64_t k = 37, n = 11;
-  for (ir::DType dt : {ir::DType::Float16, ir::DType::BFloat16})
-    for (int64_t rows : {1, 6, 40}) {
-      HostTensor w = wave({n, k}, 2.0).to(dt), v = wave({k, n}, 3.0).to(dt);
-      Context ctx;
-      Dim t = ctx.dim("t", "T");
-      // Over t, so that nothing is folded at compile time.
-      RT x = ctx.tensor(wave({rows, k}, 0.0)) * (ctx.symbol(t.var).cast(DType::Float32) + 1.0);
-      RT y = x.matmul(ctx.tensor(w).transpose(0, 1)).retain();
-      RT want = x.matmul(ctx.tensor(w.to(DType::Float32)).transpose(0, 1)).retain();
-      RT plain = x.matmul(ctx.tensor(v)).retain();
-      RT plain_want = x.matmul(ctx.tensor(v.to(DType::Float32))).retain();
-      Executable exe = compile(ctx, {{t.bound, 3}});
-      exe.run();
-      for (int64_t s = 0; s < 3; ++s) {
-        HostTensor a = exe.get(y, {s}), b = exe.get(want, {s});
-        HostTensor c = exe.get(plain, {s}), d = exe.get(plain_want, {s});
-        ASSERT_EQ(a.dtype, DType::Float32);
-        ASSERT_EQ(a.shape, (std::vector<int64_t>{rows, n}));
-        for (int64_t e = 0; e < a.numel(); ++e) {
-          EXPECT_NEAR(a.at(e), b.at(e), 1e-5 * (s + 1) * k) << ir::dtype_name(dt) << " " << rows;
-          EXPECT_NEAR(c.at(e), d.at(e), 1e-5 * (s + 1) * k) << ir::dtype_name(dt) << " " << rows;
+  const int64_t n = 11;
+  for (int64_t k : {37, 264})
+    for (ir::DType dt : {ir::DType::Float16, ir::DType::BFloat16})
+      for (int64_t rows : {1, 6, 40}) {
+        HostTensor w = wave({n, k}, 2.0).to(dt), v = wave({k, n}, 3.0).to(dt);
+        Context ctx;
+        Dim t = ctx.dim("t", "T");
+        // Over t, so that nothing is folded at compile time.
+        RT x = ctx.tensor(wave({rows, k}, 0.0)) * (ctx.symbol(t.var).cast(DType::Float32) + 1.0);
+        RT y = x.matmul(ctx.tensor(w).transpose(0, 1)).retain();
+        RT want = x.matmul(ctx.tensor(w.to(DType::Float32)).transpose(0, 1)).retain();
+        RT plain = x.matmul(ctx.tensor(v)).retain();
+        RT plain_want = x.matmul(ctx.tensor(v.to(DType::Float32))).retain();
+        Executable exe = compile(ctx, {{t.bound, 3}});
+        exe.run();
+        for (int64_t s = 0; s < 3; ++s) {
+          HostTensor a = exe.get(y, {s}), b = exe.get(want, {s});
+          HostTensor c = exe.get(plain, {s}), d = exe.get(plain_want, {s});
+          ASSERT_EQ(a.dtype, DType::Float32);
+          ASSERT_EQ(a.shape, (std::vector<int64_t>{rows, n}));
+          for (int64_t e = 0; e < a.numel(); ++e) {
+            EXPECT_NEAR(a.at(e), b.at(e), 1e-5 * (s + 1) * k)
+                << ir::dtype_name(dt) << " " << rows << " rows, k " << k;
+            EXPECT_NEAR(c.at(e), d.at(e), 1e-5 * (s + 1) * k)
+                << ir::dtype_name(dt) << " " << rows << " rows, k " << k;
+          }
         }
       }
+}
+
+#ifdef TEMPO_CUDA
+// The GPU kernel for half weights compiles for every row count it is asked for (no GPU needed).
+TEST(SkinnyMatmul, CudaKernelCompiles) {
+  for (backend::WeightType type : {backend::WeightType::F16, backend::WeightType::BF16})
+    for (int64_t rows : {int64_t{1}, int64_t{5}, backend::kPackedRows}) {
+      const backend::CudaImage image =
+          backend::compile_cuda(backend::cuda_skinny_matmul_source(type, rows), "compute_80");
+      EXPECT_NE(image.data.find(".entry skinny_matmul"), std::string::npos) << rows;
     }
 }
+#endif
 
 }  // namespace
 }  // namespace tempo
