@@ -5,6 +5,7 @@
 // steps), and widening the weight first writes and reads a float32 copy of it every step.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,38 +28,72 @@ std::string cuda_skinny_matmul_source(WeightType type, int64_t rows) {
                           ? "return __uint_as_float(((unsigned int)h) << 16);"
                           : "float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); "
                             "return f;";
-  return cat(R"(#define ROWS )", rows, R"(
+  // From 4 rows on, a block stages tiles of the rows in shared memory (8 columns read each value
+  // once from there); below, each warp reads its rows through the L1 cache.
+  const bool staged = rows >= 4;
+  const int64_t tile = std::min<int64_t>(1024, 8192 / rows / 256 * 256);  // 32 KiB at most
+  return cat("#define ROWS ", rows, "\n#define STAGED ", staged ? 1 : 0, "\n#define TILE ", tile,
+             R"(
 struct alignas(16) Words { unsigned int w[4]; };
 struct alignas(16) Floats { float f[4]; };
 __device__ __forceinline__ float widen(unsigned short h) { )",
              widen, R"( }
+__device__ __forceinline__ float dot8(const Floats& a, const Floats& b, const float* f) {
+  return a.f[0] * f[0] + a.f[1] * f[1] + a.f[2] * f[2] + a.f[3] * f[3] + b.f[0] * f[4] +
+         b.f[1] * f[5] + b.f[2] * f[6] + b.f[3] * f[7];
+}
+__device__ __forceinline__ void widen8(const unsigned short* p, float* f) {
+  const Words v = *reinterpret_cast<const Words*>(p);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    f[2 * j] = widen((unsigned short)(v.w[j] & 0xffffu));
+    f[2 * j + 1] = widen((unsigned short)(v.w[j] >> 16));
+  }
+}
 extern "C" __global__ void skinny_matmul(const float* __restrict__ x,
     const unsigned short* __restrict__ w, float* __restrict__ y, long long k, long long n) {
   const int lane = threadIdx.x & 31;
   const long long col = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (col >= n) return;  // the whole warp: col is the warp's
-  const unsigned short* wc = w + col * k;
+  const bool live = col < n;  // a warp past the last column still stages rows for the others
+  const unsigned short* wc = w + (live ? col : 0) * k;
   float acc[ROWS];
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) acc[r] = 0.0f;
   if ((k & 7) == 0 && ((unsigned long long)w & 15) == 0 && ((unsigned long long)x & 15) == 0) {
-    for (long long e = (long long)lane * 8; e < k; e += 256) {
-      const Words v = *reinterpret_cast<const Words*>(wc + e);
-      float f[8];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        f[2 * j] = widen((unsigned short)(v.w[j] & 0xffffu));
-        f[2 * j + 1] = widen((unsigned short)(v.w[j] >> 16));
+#if STAGED
+    __shared__ Floats xs[ROWS * TILE / 4];
+    for (long long base = 0; base < k; base += TILE) {
+      const int len = (int)(k - base < TILE ? k - base : TILE);  // a multiple of 8
+      __syncthreads();  // the previous tile is read
+      for (int i = threadIdx.x; i < ROWS * TILE / 4; i += blockDim.x) {
+        const int r = i / (TILE / 4), c = i % (TILE / 4) * 4;
+        xs[i] = c < len ? *reinterpret_cast<const Floats*>(x + r * k + base + c) : Floats{};
       }
+      __syncthreads();
+      if (live) {
+        for (int e = lane * 8; e < len; e += 256) {
+          float f[8];
+          widen8(wc + base + e, f);
 #pragma unroll
-      for (int r = 0; r < ROWS; ++r) {
-        const Floats a = *reinterpret_cast<const Floats*>(x + r * k + e);
-        const Floats b = *reinterpret_cast<const Floats*>(x + r * k + e + 4);
-        acc[r] += a.f[0] * f[0] + a.f[1] * f[1] + a.f[2] * f[2] + a.f[3] * f[3] +
-                  b.f[0] * f[4] + b.f[1] * f[5] + b.f[2] * f[6] + b.f[3] * f[7];
+          for (int r = 0; r < ROWS; ++r)
+            acc[r] += dot8(xs[(r * TILE + e) / 4], xs[(r * TILE + e) / 4 + 1], f);
+        }
       }
     }
-  } else {
+#else
+    if (live) {
+      for (long long e = (long long)lane * 8; e < k; e += 256) {
+        float f[8];
+        widen8(wc + e, f);
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+          const Floats* a = reinterpret_cast<const Floats*>(x + r * k + e);
+          acc[r] += dot8(a[0], a[1], f);
+        }
+      }
+    }
+#endif
+  } else if (live) {
     for (long long e = lane; e < k; e += 32) {
       const float f = widen(wc[e]);
 #pragma unroll
@@ -68,7 +103,7 @@ extern "C" __global__ void skinny_matmul(const float* __restrict__ x,
 #pragma unroll
   for (int r = 0; r < ROWS; ++r)
     for (int d = 16; d > 0; d >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], d);
-  if (lane == 0) {
+  if (live && lane == 0) {
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) y[r * n + col] = acc[r];
   }
