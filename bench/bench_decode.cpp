@@ -12,12 +12,12 @@
 // attention (TEMPO Fig. 18), the batched prefill against feeding the prompt token by token, and
 // compile time against the number of layers.
 // Usage: bench_decode [--quick | --long | --traffic | --gpu | --gpu-dtypes]
-// (--long: window:512 and causal at batch 16 and at T = 2048 and 8192 only; --traffic: the D768 model's time and memory traffic
-// per token against the machine's memory bandwidth; --gpu: the Llama-3.2-1B shape with random
-// weights, Tempo and the grown cache both on $TEMPO_DEVICE, causal and window:512, batch 1 and
-// 16, T = 1024, 4096 and 16384 or the lengths that follow --gpu, the grown cache up to 4096;
-// then Tempo with float32 and bfloat16 weights at the first length; --gpu-dtypes [T]: that last
-// table alone, T = 512 by default)
+// (--long: window:512 and causal at batch 16 and at T = 2048 and 8192 only; --traffic: the D768
+// model's time and memory traffic per token against the machine's memory bandwidth; --gpu: the
+// Llama-3.2-1B shape with random weights, Tempo and the grown cache both on $TEMPO_DEVICE, causal
+// and window:512, batch 1 and 16, T = 1024, 4096 and 16384 or the lengths that follow --gpu, the
+// grown cache up to 4096; then Tempo with float32 and bfloat16 weights at the first length;
+// --gpu-dtypes [T]: that last table alone, T = 512 by default)
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -306,8 +306,8 @@ void prefill_row(const LlamaConfig& c, const LlamaWeights& w, const AttentionPat
 }
 
 // Tempo's causal decoding on the device with the matmul weights and the embedding as float32 and
-// as bfloat16 (the half GEMMs of backend/kernels_indexing.cpp): ms per token, tracked memory, and
-// how many leading greedy tokens of every sequence equal float32's.
+// as bfloat16 (on a GPU through backend/skinny_matmul_cuda.cpp's kernel): ms per token, tracked
+// memory, and how many leading greedy tokens of every sequence equal float32's.
 void gpu_weight_dtypes(const LlamaConfig& c, const LlamaWeights& w32, int64_t T) {
   std::printf("\n## Weights as float32 and as bfloat16, causal, T = %lld, on %s\n\n"
               "| batch | f32 ms/token | bf16 ms/token | bf16/f32 | f32 tracked MiB | "
