@@ -257,18 +257,17 @@ def tempo_knows(tempo, algo):
 
 
 def tempo_cmd(tempo, algo, env_id, steps, learning_starts, seed):
-    cmd = [tempo, "train", algo, "--env", env_id, "--seed", str(seed)]
+    # "ppo-mujoco" and "td3-mujoco" are `tempo train ppo` and `tempo train td3`
+    cmd = [tempo, "train", algo.split("-")[0], "--env", env_id, "--seed", str(seed)]
     if algo == "dqn":
         return cmd + ["--iterations", str(steps // 10), "--learning-starts", str(learning_starts)]
     if algo == "ppo":  # CleanRL's ppo.py ends an episode at a time limit without a bootstrap
         return cmd + ["--iterations", str(steps // PPO_BATCH), "--truncation", "terminate"]
     if algo == "ppo-mujoco":  # bootstrapping at the time limit, as SB3 does
-        return [tempo, "train", "ppo", "--env", env_id, "--seed", str(seed), "--iterations",
-                str(steps // PPO_MUJOCO_BATCH), "--num-envs", "1", "--steps",
-                str(PPO_MUJOCO_BATCH), "--epochs", "10", "--minibatches", "32", "--lr", "3e-4",
-                "--ent-coef", "0", "--normalize-obs", "--normalize-reward"]
-    return [tempo, "train", algo.split("-")[0], "--env", env_id, "--seed", str(seed),
-            "--iterations", str(steps), "--learning-starts", str(learning_starts)]
+        return cmd + ["--iterations", str(steps // PPO_MUJOCO_BATCH), "--num-envs", "1",
+                      "--steps", str(PPO_MUJOCO_BATCH), "--epochs", "10", "--minibatches", "32",
+                      "--lr", "3e-4", "--ent-coef", "0", "--normalize-obs", "--normalize-reward"]
+    return cmd + ["--iterations", str(steps), "--learning-starts", str(learning_starts)]
 
 
 def cleanrl_args(algo, env_id, steps, learning_starts, seed):
