@@ -31,7 +31,8 @@ const Command kCommands[] = {
     {"show", run_show_command, "print a built-in example's SDG or schedule (tempo show --list)"},
     {"tokenize", run_tokenize_command,
      "encode JSON-lines text with a tokenizer.json (tempo tokenize --help)"},
-    {"train", run_train_command, "train a policy with PPO, A2C or REINFORCE (tempo train --help)"},
+    {"train", run_train_command,
+     "train a policy with PPO, A2C, REINFORCE, DQN, SAC or TD3 (tempo train --help)"},
 };
 
 void usage(FILE* out) {

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <mutex>
 #include <utility>
 
 #include "backend/cpu_allocator.h"
@@ -120,17 +121,53 @@ ir::HostTensor torch_to_host(const torch::Tensor& t) {
 
 namespace {
 
-// OpenBLAS (setup.sh installs it as libblas.so.3) starts one thread per core unless told
-// otherwise; beside LibTorch's own intra-op threads they contend, and small matmuls run slower
-// (measured on the RL benchmarks: 1 BLAS thread 1.5-1.6x faster than 2 on 2 cores). Unless the
-// user set OPENBLAS_NUM_THREADS, the BLAS gets LibTorch's thread count.
+template <typename F>
+F openblas_function(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+}
+
+// OpenBLAS (setup.sh installs it as libblas.so.3) picks its kernels by the CPU's model number,
+// and on a model it does not know (one newer than its release) falls back to its oldest x86-64
+// kernels, Prescott's (SSE3): Debian's 0.3.21 on a Xeon of model 207 ran a 256x256x256 sgemm at
+// 31 GFLOP/s where its AVX-512 kernels run 144 (1 thread). Unless the user chose with
+// OPENBLAS_CORETYPE, that fallback is replaced by the kernels of the instruction set the CPU
+// reports; children of the process inherit the choice.
+void select_blas_kernels() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto corename = openblas_function<char* (*)()>("openblas_get_corename");
+    auto quit = openblas_function<void (*)()>("gotoblas_dynamic_quit");
+    auto init = openblas_function<void (*)()>("gotoblas_dynamic_init");
+    if (!corename || !quit || !init || std::getenv("OPENBLAS_CORETYPE") ||
+        std::strcmp(corename(), "Prescott") != 0)
+      return;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    const char* core = nullptr;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+      core = "SkylakeX";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      core = "Haswell";
+    if (!core) return;
+    setenv("OPENBLAS_CORETYPE", core, 0);
+    quit();
+    init();
+#endif
+  });
+}
+
+// OpenBLAS starts one thread per core unless told otherwise; beside LibTorch's own intra-op
+// threads they contend, and small matmuls run slower (measured on the RL benchmarks: 1 BLAS
+// thread 1.5-1.6x faster than 2 on 2 cores). Unless the user set OPENBLAS_NUM_THREADS, the BLAS
+// gets LibTorch's thread count.
 void set_blas_threads(int n) {
-  using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
-    set(n);
+  select_blas_kernels();
+  if (auto set = openblas_function<void (*)(int)>("openblas_set_num_threads")) set(n);
 }
 
 void limit_blas_threads() {
+  select_blas_kernels();
   if (!std::getenv("OPENBLAS_NUM_THREADS")) set_blas_threads(at::get_num_threads());
 }
 
@@ -389,6 +426,11 @@ std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& devic
 void set_num_threads(int n) {
   torch::set_num_threads(n);
   set_blas_threads(n);
+}
+
+std::string blas_kernels() {
+  auto corename = openblas_function<char* (*)()>("openblas_get_corename");
+  return corename ? cat("OpenBLAS ", corename()) : "";
 }
 
 std::string default_device() {

@@ -11,12 +11,19 @@ namespace tempo::backend {
 
 enum class WeightType { F32, F16, BF16 };
 
+// The widest vector instructions the CPU kernels use: AVX-512 where the CPU has it (unless
+// $TEMPO_NO_AVX512 is set), else AVX2 with FMA and F16C, else none (portable loops).
+enum class VectorIsa { None, Avx2, Avx512 };
+VectorIsa vector_isa();
+
 // y (rows x n) = x (rows x k) · wᵀ, where w is n x k of `type` (each output's weights
 // contiguous, the layout of a Hugging Face linear layer) and x and y are row-major float32. Each
-// weight is read from memory once for all rows: meant for a few rows (up to tens).
+// weight is read from memory once for all rows: meant for a few rows (up to tens). `isa` above
+// the CPU's is undefined behaviour; below it, the same sums in narrower vectors.
 void skinny_matmul(const float* x, int64_t rows, int64_t k, const void* w, WeightType type,
-                   int64_t n, float* y);
-// Float32 weights with 4 rows up to this many go through a packed panel of the rows.
+                   int64_t n, float* y, VectorIsa isa = vector_isa());
+// Float32 weights with 4 rows up to this many go through a packed panel of the rows; above 16
+// rows, where the CPU has AVX-512, half weights too (widened a tile of outputs at a time).
 constexpr int64_t kPackedRows = 32;
 
 // skinny_matmul on a GPU for float16 and bfloat16 weights and 1 to kPackedRows rows (x, w and y

@@ -243,9 +243,12 @@ void make_backend(Compilation& c) {
   bo.process_group = driver::process_group_of(c.options.communicator);
   if (bo.process_group)
     driver::check_same_schedule(*bo.process_group, impl.schedule.str(impl.graph), where(c.loc));
-  impl.backend = backend::make_libtorch_backend(
-      c.options.device.empty() ? backend::default_device() : c.options.device, bo);
+  const std::string device =
+      c.options.device.empty() ? backend::default_device() : c.options.device;
+  impl.backend = backend::make_libtorch_backend(device, bo);
   impl.backend->seed(c.options.seed);
+  if (const std::string blas = backend::blas_kernels(); !blas.empty())
+    c.log(cat("backend: ", device, ", BLAS ", blas));
 }
 
 void make_executor(Compilation& c) {

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "backend/libtorch_backend.h"
 #include "ir/sdg.h"
@@ -363,6 +365,24 @@ TEST(Backend, UnknownDeviceIsUserError) {
 #ifndef TEMPO_CUDA
   EXPECT_THROW(backend::make_libtorch_backend("cuda"), UserError);
 #endif
+}
+
+// OpenBLAS falls back to its SSE3 kernels (Prescott) on a CPU model it does not know; the backend
+// replaces them with those of the CPU's instruction set, and products stay right.
+TEST(Blas, KernelsOfTheCpusInstructionSet) {
+  const bool user_chose = std::getenv("OPENBLAS_CORETYPE") != nullptr;  // before Tempo sets it
+  backend::set_num_threads(1);
+  const std::string kernels = backend::blas_kernels();
+  if (kernels.empty()) GTEST_SKIP() << "the BLAS is not OpenBLAS";
+  if (user_chose) GTEST_SKIP() << "OPENBLAS_CORETYPE chooses the kernels";
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    EXPECT_NE(kernels, "OpenBLAS Prescott");
+  }
+  torch::manual_seed(0);
+  torch::Tensor a = torch::randn({67, 45}), b = torch::randn({45, 33});
+  torch::Tensor by_sums = (a.unsqueeze(2) * b.unsqueeze(0)).sum(1);
+  EXPECT_TRUE(torch::allclose(torch::matmul(a, b), by_sums, 1e-4, 1e-4)) << kernels;
 }
 
 }  // namespace

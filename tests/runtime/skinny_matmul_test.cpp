@@ -26,25 +26,55 @@ backend::WeightType weight_type(ir::DType dt) {
                                     : backend::WeightType::BF16;
 }
 
+// The vector widths this CPU runs, narrowest first.
+std::vector<backend::VectorIsa> isas() {
+  std::vector<backend::VectorIsa> all;
+  for (auto isa : {backend::VectorIsa::None, backend::VectorIsa::Avx2, backend::VectorIsa::Avx512})
+    if (isa <= backend::vector_isa()) all.push_back(isa);
+  return all;
+}
+
+std::vector<float> skinny(const HostTensor& x, const HostTensor& w, backend::VectorIsa isa) {
+  const int64_t rows = x.shape[0], k = x.shape[1], n = w.shape[0];
+  std::vector<float> y(static_cast<size_t>(rows * n), NAN);
+  backend::skinny_matmul(x.ptr<float>(), rows, k, w.data.data(), weight_type(w.dtype), n,
+                         y.data(), isa);
+  return y;
+}
+
 // Every path of the kernel (one row; pairs of rows and a last one, four outputs at a time and
-// the rest one by one) and reduction lengths with and without a tail past the last 8 or 32.
+// the rest one by one) and reduction lengths with and without a tail past the last 8 or 32, at
+// every vector width this CPU has.
 TEST(SkinnyMatmul, KernelMatchesDoubleSums) {
-  for (ir::DType dt : {ir::DType::Float32, ir::DType::Float16, ir::DType::BFloat16})
-    for (int64_t rows : {1, 2, 3, 4, 5, 7, 16, 17, 32, 33})
-      for (int64_t k : {1, 8, 13, 64, 100, 131})
-        for (int64_t n : {1, 2, 3, 4, 5, 9}) {
-          HostTensor x = wave({rows, k}, 0.5), w = wave({n, k}, 1.5).to(dt);
-          std::vector<float> y(static_cast<size_t>(rows * n), NAN);
-          backend::skinny_matmul(x.ptr<float>(), rows, k, w.data.data(), weight_type(dt), n,
-                                 y.data());
-          for (int64_t r = 0; r < rows; ++r)
-            for (int64_t o = 0; o < n; ++o) {
-              double want = 0.0;
-              for (int64_t j = 0; j < k; ++j) want += x.at(r * k + j) * w.at(o * k + j);
-              ASSERT_NEAR(y[r * n + o], want, 1e-5 * static_cast<double>(k))
-                  << ir::dtype_name(dt) << " rows " << rows << " k " << k << " n " << n;
-            }
-        }
+  for (backend::VectorIsa isa : isas())
+    for (ir::DType dt : {ir::DType::Float32, ir::DType::Float16, ir::DType::BFloat16})
+      for (int64_t rows : {1, 2, 3, 4, 5, 7, 16, 17, 32, 33})
+        for (int64_t k : {1, 8, 13, 64, 100, 131})
+          for (int64_t n : {1, 2, 3, 4, 5, 9}) {
+            HostTensor x = wave({rows, k}, 0.5), w = wave({n, k}, 1.5).to(dt);
+            std::vector<float> y = skinny(x, w, isa);
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t o = 0; o < n; ++o) {
+                double want = 0.0;
+                for (int64_t j = 0; j < k; ++j) want += x.at(r * k + j) * w.at(o * k + j);
+                ASSERT_NEAR(y[r * n + o], want, 1e-5 * static_cast<double>(k))
+                    << ir::dtype_name(dt) << " rows " << rows << " k " << k << " n " << n
+                    << " isa " << static_cast<int>(isa);
+              }
+          }
+}
+
+// The packed panel of float32 weights in AVX-512 vectors (17 to 32 rows) sums in AVX2's
+// order: equal results, whole tiles of 12 outputs and their remainders.
+TEST(SkinnyMatmul, VectorWidthsGiveEqualSums) {
+  if (backend::vector_isa() < backend::VectorIsa::Avx512) GTEST_SKIP() << "no AVX-512";
+  for (int64_t rows : {16, 17, 24, 31, 32})
+    for (int64_t k : {1, 13, 64, 131})
+      for (int64_t n : {1, 5, 12, 25, 49}) {
+        HostTensor x = wave({rows, k}, 0.5), w = wave({n, k}, 1.5);
+        EXPECT_EQ(skinny(x, w, backend::VectorIsa::Avx2), skinny(x, w, backend::VectorIsa::Avx512))
+            << "rows " << rows << " k " << k << " n " << n;
+      }
 }
 
 // The strided kernel's three paths (b's columns contiguous: dot products; b's rows contiguous:
