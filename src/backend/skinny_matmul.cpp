@@ -270,10 +270,11 @@ TEMPO_AVX512 void matmul_packed512(const float* x, int64_t rows, int64_t k, cons
 
 // The weights are read in memory order: on the 2-core EPYC machines measured (bench/README.md,
 // "bench_decode"), the hardware prefetcher keeps one stream at 18-21 GB/s but two or more
-// interleaved streams at 7-9 GB/s. One row of x takes each output's dot product in turn; more
-// rows take three outputs at a time, their weights read from memory once (prefetched) and from
-// the L1 cache for every four rows (3 x 4 sums, 3 weight vectors and a row's vector fill the 16
-// registers; 4 x 2 sums measured 8-18% slower at 16 rows).
+// interleaved streams at 7-9 GB/s. Three outputs are taken at a time, their weights read from
+// memory once (prefetched) and from the L1 cache for every four rows (3 x 4 sums, 3 weight
+// vectors and a row's vector fill the 16 registers; 4 x 2 sums measured 8-18% slower at 16
+// rows). One row too: on the Xeon machines (bench_skinny) that took 0.3x the time of a dot
+// product per output for half weights, 0.75x for float32.
 template <WeightType T>
 TEMPO_AVX2 void matmul_avx2(const float* x, int64_t rows, int64_t k, const void* w, int64_t n,
                             float* y) {
@@ -281,20 +282,18 @@ TEMPO_AVX2 void matmul_avx2(const float* x, int64_t rows, int64_t k, const void*
   const char* base = static_cast<const char*>(w);
   const char* end = base + n * k * kBytes<T>;
   int64_t o = 0;
-  if (rows > 1) {
-    for (; o + NO <= n; o += NO) {
-      const char* next = base + (o + NO) * k * kBytes<T>;
-      int64_t r = 0;
-      for (; r + 4 <= rows; r += 4)
-        tile<T, NO, 4>(x + r * k, k, w, o * k, n, y + r * n + o, next, end);
-      const float* xr = x + r * k;
-      float* yr = y + r * n + o;
-      switch (rows - r) {
-        case 3: tile<T, NO, 3>(xr, k, w, o * k, n, yr, next, end); break;
-        case 2: tile<T, NO, 2>(xr, k, w, o * k, n, yr, next, end); break;
-        case 1: tile<T, NO, 1>(xr, k, w, o * k, n, yr, next, end); break;
-        default: break;
-      }
+  for (; o + NO <= n; o += NO) {
+    const char* next = base + (o + NO) * k * kBytes<T>;
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4)
+      tile<T, NO, 4>(x + r * k, k, w, o * k, n, y + r * n + o, next, end);
+    const float* xr = x + r * k;
+    float* yr = y + r * n + o;
+    switch (rows - r) {
+      case 3: tile<T, NO, 3>(xr, k, w, o * k, n, yr, next, end); break;
+      case 2: tile<T, NO, 2>(xr, k, w, o * k, n, yr, next, end); break;
+      case 1: tile<T, NO, 1>(xr, k, w, o * k, n, yr, next, end); break;
+      default: break;
     }
   }
   for (; o < n; ++o)
