@@ -181,7 +181,7 @@ TEMPO_AVX2 void matmul_packed(const float* x, int64_t rows, int64_t k, const flo
 // order as in packed_tile, so the two give equal results. Half weights take this path too,
 // widened a tile at a time into a float32 scratch (12 outputs x k, in the L2 cache), where
 // tile() would widen each weight once per four rows. Measured on 2048 x 768 weights from memory
-// (bench_skinny), 32 rows: 1.3-2.1x faster than AVX2 for every weight type; at 16 rows and
+// (bench_skinny), 32 rows: 1.5-1.7x faster than AVX2 for every weight type; at 16 rows and
 // fewer, the weights' bandwidth sets the time and AVX2 and AVX-512 run alike.
 #define TEMPO_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma,f16c")))
 
@@ -415,6 +415,7 @@ TEMPO_AVX2 void strided_axpys(const float* a, int64_t a_rs, int64_t a_cs, const 
 }
 
 bool has_avx2() { return vector_isa() >= VectorIsa::Avx2; }
+
 template <WeightType T>
 void strided_typed(const float* a, int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs,
                    int64_t b_cs, int64_t m, int64_t k, int64_t n, float* y) {
