@@ -109,9 +109,9 @@ std::string expression(OpKind k, DType out, const std::vector<std::string>& x) {
     case OpKind::Ge:
       return cat("(", x[0], " >= ", x[1], ")");
     case OpKind::And:
-      return cat("((bool)", x[0], " && (bool)", x[1], ")");
+      return cat("((bool)", x[0], " & (bool)", x[1], ")");  // not && nor ||: branch-free
     case OpKind::Or:
-      return cat("((bool)", x[0], " || (bool)", x[1], ")");
+      return cat("((bool)", x[0], " | (bool)", x[1], ")");
     case OpKind::Not:
       return cat("(!(bool)", x[0], ")");
     case OpKind::Where:
@@ -454,8 +454,14 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
   auto statement = [&](const ir::OpNode& op, const char* indent) {
     std::vector<std::string> args;
     for (ir::EdgeId eid : op.inputs) args.push_back(operand(body.edge(eid)));
-    return cat(indent, "const ", c_type(op.outputs[0].dtype), " ", value_name(op.id, 0), " = ",
-               expression(op.kind, op.outputs[0].dtype, args), ";\n");
+    const DType out = op.outputs[0].dtype;
+    const ir::Edge& first = body.edge(op.inputs.at(0));
+    const bool from_bool = body.op(first.source).outputs[first.source_output].dtype == DType::Bool;
+    // A bool widened by a C cast keeps GCC from vectorizing the loop; a select does not.
+    const std::string e = op.kind == OpKind::Cast && from_bool && out != DType::Bool
+                              ? cat("(", args[0], " ? (", c_type(out), ")1 : (", c_type(out), ")0)")
+                              : expression(op.kind, out, args);
+    return cat(indent, "const ", c_type(out), " ", value_name(op.id, 0), " = ", e, ";\n");
   };
   // The body of a loop over a row: loads, then the element ops `targets` need, in order.
   auto element_chain = [&](std::vector<ir::OpId> targets) {
@@ -696,10 +702,12 @@ template <class T> TEMPO_DEV void tempo_block_argmax(T& v, int64_t& i) {
 
 // Helpers of both targets.
 const char* kCommonPrelude = R"(
-// NaN-propagating like LibTorch's maximum, minimum, relu and sign.
-template <class T> TEMPO_DEV T tempo_max(T a, T b) { return (a > b || a != a) ? a : b; }
-template <class T> TEMPO_DEV T tempo_min(T a, T b) { return (a < b || a != a) ? a : b; }
-template <class T> TEMPO_DEV T tempo_relu(T x) { return x > T(0) || x != x ? x : T(0); }
+// NaN-propagating like LibTorch's maximum, minimum, relu and sign. The conditions are or-ed
+// without short-circuit, so that the compiler vectorizes them into blends (|| kept the loops of
+// a 256 x 256 relu layer scalar).
+template <class T> TEMPO_DEV T tempo_max(T a, T b) { return ((a > b) | (a != a)) ? a : b; }
+template <class T> TEMPO_DEV T tempo_min(T a, T b) { return ((a < b) | (a != a)) ? a : b; }
+template <class T> TEMPO_DEV T tempo_relu(T x) { return ((x > T(0)) | (x != x)) ? x : T(0); }
 template <class T> TEMPO_DEV T tempo_sign(T x) { return x != x ? x : T((x > T(0)) - (x < T(0))); }
 
 )";
