@@ -702,13 +702,16 @@ template <class T> TEMPO_DEV void tempo_block_argmax(T& v, int64_t& i) {
 
 // Helpers of both targets.
 const char* kCommonPrelude = R"(
-// NaN-propagating like LibTorch's maximum, minimum, relu and sign. The conditions are or-ed
-// without short-circuit, so that the compiler vectorizes them into blends (|| kept the loops of
-// a 256 x 256 relu layer scalar).
-template <class T> TEMPO_DEV T tempo_max(T a, T b) { return ((a > b) | (a != a)) ? a : b; }
-template <class T> TEMPO_DEV T tempo_min(T a, T b) { return ((a < b) | (a != a)) ? a : b; }
-template <class T> TEMPO_DEV T tempo_relu(T x) { return ((x > T(0)) | (x != x)) ? x : T(0); }
-template <class T> TEMPO_DEV T tempo_sign(T x) { return x != x ? x : T((x > T(0)) - (x < T(0))); }
+// NaN-propagating like LibTorch's maximum, minimum, relu and sign. Written as a select of the
+// result and then one for a NaN, the form GCC vectorizes into blends (with the conditions or-ed
+// into one select, PPO's clipped loss and TD3's relu layers stayed scalar loops).
+template <class T> TEMPO_DEV T tempo_max(T a, T b) { T m = a > b ? a : b; return a != a ? a : m; }
+template <class T> TEMPO_DEV T tempo_min(T a, T b) { T m = a < b ? a : b; return a != a ? a : m; }
+template <class T> TEMPO_DEV T tempo_relu(T x) { T m = x > T(0) ? x : T(0); return x != x ? x : m; }
+template <class T> TEMPO_DEV T tempo_sign(T x) {
+  T s = T((x > T(0)) - (x < T(0)));
+  return x != x ? x : s;
+}
 
 )";
 
