@@ -86,8 +86,10 @@ std::string kernel_cache_dir() {
   return (fs::temp_directory_path() / "tempo-cache").string();
 }
 
+std::string kernel_compile_command() { return compiler() + " " + kFlags; }
+
 std::shared_ptr<KernelLibrary> KernelLibrary::load(const std::string& source) {
-  const std::string command = compiler() + " " + kFlags;
+  const std::string command = kernel_compile_command();
   static const std::string cpu = cpu_signature();
   const std::string key =
       kernel_cache_key(std::string(kFormat) + "\n" + command + "\n" + cpu + source);

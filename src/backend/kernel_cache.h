@@ -32,6 +32,9 @@ class KernelLibrary {
   std::string path_;
 };
 
+// The compiler and flags a library is built with ($TEMPO_CXX, else c++), without the files.
+std::string kernel_compile_command();
+
 // $TEMPO_CACHE_DIR, else $XDG_CACHE_HOME/tempo, else $HOME/.cache/tempo (created on use).
 std::string kernel_cache_dir();
 
