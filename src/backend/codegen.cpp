@@ -455,10 +455,13 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
     std::vector<std::string> args;
     for (ir::EdgeId eid : op.inputs) args.push_back(operand(body.edge(eid)));
     const DType out = op.outputs[0].dtype;
-    const ir::Edge& first = body.edge(op.inputs.at(0));
-    const bool from_bool = body.op(first.source).outputs[first.source_output].dtype == DType::Bool;
+    auto widens_bool = [&] {
+      const ir::Edge& in = body.edge(op.inputs.at(0));
+      const DType from = body.op(in.source).outputs[in.source_output].dtype;
+      return from == DType::Bool && out != DType::Bool;
+    };
     // A bool widened by a C cast keeps GCC from vectorizing the loop; a select does not.
-    const std::string e = op.kind == OpKind::Cast && from_bool && out != DType::Bool
+    const std::string e = op.kind == OpKind::Cast && widens_bool()
                               ? cat("(", args[0], " ? (", c_type(out), ")1 : (", c_type(out), ")0)")
                               : expression(op.kind, out, args);
     return cat(indent, "const ", c_type(out), " ", value_name(op.id, 0), " = ", e, ";\n");
