@@ -3,11 +3,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "ir/types.h"
+#include "util/env.h"
 
 namespace tempo::backend {
 
@@ -432,8 +431,7 @@ VectorIsa vector_isa() {
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
         !__builtin_cpu_supports("f16c"))
       return VectorIsa::None;
-    const char* no512 = std::getenv("TEMPO_NO_AVX512");
-    if ((no512 && *no512 && std::strcmp(no512, "0") != 0) || !__builtin_cpu_supports("avx512f") ||
+    if (env_flag("TEMPO_NO_AVX512") || !__builtin_cpu_supports("avx512f") ||
         !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512bw") ||
         !__builtin_cpu_supports("avx512dq"))
       return VectorIsa::Avx2;

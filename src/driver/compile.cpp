@@ -14,6 +14,7 @@
 #include "driver/memory_plan.h"
 #include "passes/pipeline.h"
 #include "schedule/donation.h"
+#include "util/env.h"
 #include "util/error.h"
 
 namespace tempo {
@@ -78,12 +79,6 @@ void check_tiles(const Dims& dims, const PassOptions& po, const Bounds& bounds, 
         if (d.name() == name && b.same(d.bound) && size > v)
           throw UserError(cat("tile size ", size, " for ", name, " exceeds its bound ",
                               d.bound.name(), " = ", v, " (at ", where(loc), ")"));
-}
-
-// Whether an environment switch is set (not empty, not 0).
-bool env_flag(const char* variable) {
-  const char* v = std::getenv(variable);
-  return v && *v && *v != '0';
 }
 
 // What a compilation runs with: the caller's options overridden by the environment. Every
