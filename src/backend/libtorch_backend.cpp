@@ -14,6 +14,7 @@
 
 #include "backend/cpu_allocator.h"
 #include "backend/cuda_kernels.h"
+#include "backend/skinny_matmul.h"
 #include "backend/torch_collectives.h"
 #include "backend/torch_value.h"
 #include "util/error.h"
@@ -130,8 +131,9 @@ F openblas_function(const char* name) {
 // and on a model it does not know (one newer than its release) falls back to its oldest x86-64
 // kernels, Prescott's (SSE3): Debian's 0.3.21 on a Xeon of model 207 ran a 256x256x256 sgemm at
 // 31 GFLOP/s where its AVX-512 kernels run 144 (1 thread). Unless the user chose with
-// OPENBLAS_CORETYPE, that fallback is replaced by the kernels of the instruction set the CPU
-// reports; children of the process inherit the choice.
+// OPENBLAS_CORETYPE, that fallback is replaced by the kernels of the vector width Tempo's own
+// kernels use (vector_isa: SkylakeX for AVX-512, Haswell for AVX2); children of the process
+// inherit the choice.
 void select_blas_kernels() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -139,21 +141,11 @@ void select_blas_kernels() {
     auto quit = openblas_function<void (*)()>("gotoblas_dynamic_quit");
     auto init = openblas_function<void (*)()>("gotoblas_dynamic_init");
     if (!corename || !quit || !init || std::getenv("OPENBLAS_CORETYPE") ||
-        std::strcmp(corename(), "Prescott") != 0)
+        std::strcmp(corename(), "Prescott") != 0 || vector_isa() == VectorIsa::None)
       return;
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    const char* core = nullptr;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-      core = "SkylakeX";
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-      core = "Haswell";
-    if (!core) return;
-    setenv("OPENBLAS_CORETYPE", core, 0);
+    setenv("OPENBLAS_CORETYPE", vector_isa() == VectorIsa::Avx512 ? "SkylakeX" : "Haswell", 0);
     quit();
     init();
-#endif
   });
 }
 

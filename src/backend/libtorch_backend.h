@@ -35,8 +35,8 @@ std::unique_ptr<runtime::Backend> make_libtorch_backend(const std::string& devic
 
 // Sets LibTorch's intra-op thread count and, where the BLAS is OpenBLAS (setup.sh installs it),
 // the BLAS's thread count too. Both this and make_libtorch_backend also replace OpenBLAS's
-// fallback kernels for a CPU model it does not know with those of the CPU's instruction set
-// (AVX-512 or AVX2), unless OPENBLAS_CORETYPE chooses.
+// fallback kernels for a CPU model it does not know with those of the CPU's vector width
+// (backend::vector_isa: AVX-512 or AVX2), unless OPENBLAS_CORETYPE chooses.
 void set_num_threads(int n);
 
 // The BLAS's kernels, for logs and tests: "OpenBLAS SkylakeX", or "" where the BLAS is not

@@ -11,8 +11,9 @@ namespace tempo::backend {
 
 enum class WeightType { F32, F16, BF16 };
 
-// The widest vector instructions the CPU kernels use: AVX-512 where the CPU has it (unless
-// $TEMPO_NO_AVX512 is set), else AVX2 with FMA and F16C, else none (portable loops).
+// The widest vector instructions the CPU kernels use, here and in the BLAS's choice of kernels
+// (libtorch_backend.h): AVX-512 where the CPU has it (unless $TEMPO_NO_AVX512 is set), else AVX2
+// with FMA and F16C, else none (portable loops).
 enum class VectorIsa { None, Avx2, Avx512 };
 VectorIsa vector_isa();
 
