@@ -75,6 +75,7 @@ class NullBackend : public runtime::Backend {
                               const runtime::Value&) override {
     return v_;
   }
+  runtime::ValuePtr block_row(const runtime::Value&, int64_t, int64_t) override { return v_; }
   runtime::ValuePtr block_rows(const runtime::Value&, int64_t, int64_t, int64_t,
                                int64_t) override {
     return v_;

@@ -270,6 +270,9 @@ class LibTorchBackend final : public runtime::Backend {
     dst.copy_(r);
     return wrap(std::move(dst));
   }
+  runtime::ValuePtr block_row(const runtime::Value& block, int64_t axis, int64_t index) override {
+    return wrap(static_cast<const TorchValue&>(block).tensor.select(axis, index));
+  }
   runtime::ValuePtr block_rows(const runtime::Value& block, int64_t axis, int64_t start,
                                int64_t stop, int64_t step) override {
     const torch::Tensor& b = static_cast<const TorchValue&>(block).tensor;

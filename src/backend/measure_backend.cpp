@@ -9,18 +9,22 @@
 namespace tempo::backend {
 namespace {
 
-// A value's size; views share their base's storage, as LibTorch's views do.
+// A value's size; views share their base's storage, as LibTorch's views do. A block store's
+// block also knows its number of rows.
 class SizeValue final : public runtime::Value, public std::enable_shared_from_this<SizeValue> {
  public:
-  explicit SizeValue(int64_t bytes, std::shared_ptr<const SizeValue> base = nullptr)
-      : bytes_(bytes), base_(std::move(base)) {}
+  explicit SizeValue(int64_t bytes, std::shared_ptr<const SizeValue> base = nullptr,
+                     int64_t rows = 1)
+      : bytes_(bytes), rows_(rows), base_(std::move(base)) {}
   int64_t nbytes() const override { return bytes_; }
+  int64_t rows() const { return rows_; }
   const void* storage() const override { return base_ ? base_->storage() : this; }
   int64_t storage_nbytes() const override { return base_ ? base_->storage_nbytes() : bytes_; }
   std::shared_ptr<const SizeValue> base() const { return base_ ? base_ : shared_from_this(); }
 
  private:
   int64_t bytes_;
+  int64_t rows_;
   std::shared_ptr<const SizeValue> base_;
 };
 
@@ -72,11 +76,15 @@ class MeasureBackend final : public runtime::Backend {
     return std::make_shared<SizeValue>(bytes);
   }
   runtime::ValuePtr new_block(const runtime::Value& row, int64_t rows, int64_t) override {
-    return std::make_shared<SizeValue>(row.nbytes() * rows);
+    return std::make_shared<SizeValue>(row.nbytes() * rows, nullptr, rows);
   }
   runtime::ValuePtr write_row(const runtime::Value& block, int64_t, int64_t,
                               const runtime::Value& row) override {
     return std::make_shared<SizeValue>(row.nbytes(), size_of(block).base());
+  }
+  runtime::ValuePtr block_row(const runtime::Value& block, int64_t, int64_t) override {
+    return std::make_shared<SizeValue>(block.nbytes() / size_of(block).rows(),
+                                       size_of(block).base());
   }
   // A view of the rows; its own size is not needed (the storage is the block's).
   runtime::ValuePtr block_rows(const runtime::Value& block, int64_t, int64_t, int64_t,
@@ -85,7 +93,7 @@ class MeasureBackend final : public runtime::Backend {
   }
   runtime::ValuePtr rolled_block(const runtime::Value& block, int64_t, int64_t,
                                  int64_t) override {
-    return std::make_shared<SizeValue>(block.nbytes());
+    return std::make_shared<SizeValue>(block.nbytes(), nullptr, size_of(block).rows());
   }
   runtime::ValuePtr evict(const runtime::Value& v) override {
     return std::make_shared<SizeValue>(v.nbytes());

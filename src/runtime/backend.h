@@ -61,10 +61,11 @@ class Backend {
   // copying nothing, where `row` does not fit: another shape or type); the rows start:stop:step
   // of a block as one view, stacked along a new leading dim; a new block of as many rows as
   // `block` whose first stop - start rows are copies of rows start:stop of `block` (window stores
-  // rolling forward). The rows lie along dim `axis` of the block: before the row's dim `axis`
-  // (0: the rows are the block's leading dim, each contiguous).
+  // rolling forward); row `index` of `block` as a view. The rows lie along dim `axis` of the
+  // block: before the row's dim `axis` (0: the rows are the block's leading dim, each contiguous).
   virtual ValuePtr new_block(const Value& row, int64_t rows, int64_t axis) = 0;
   virtual ValuePtr write_row(const Value& block, int64_t axis, int64_t index, const Value& row) = 0;
+  virtual ValuePtr block_row(const Value& block, int64_t axis, int64_t index) = 0;
   virtual ValuePtr block_rows(const Value& block, int64_t axis, int64_t start, int64_t stop,
                               int64_t step) = 0;
   virtual ValuePtr rolled_block(const Value& block, int64_t axis, int64_t start, int64_t stop) = 0;

@@ -633,7 +633,7 @@ void note_use(BufferTrace* trace, const ValuePtr& v) {
 // (each noted in `trace` where given).
 ValuePtr gather(InputRead& in, size_t k, Backend& backend, const int64_t* env, BufferTrace* trace) {
   if (k == in.ranges.size()) {
-    const ValuePtr& v = in.store->get(in.coords.data());
+    ValuePtr v = in.store->get(in.coords.data());
     note_use(trace, v);
     return v;
   }
@@ -681,7 +681,7 @@ void Executor::launch_impl(Launcher& l) {
   auto read = [&](InputRead& in) -> ValuePtr {
     if (!in.sliced) {
       for (size_t k = 0; k < in.point_phi.size(); ++k) in.coords[k] = in.point_phi[k].eval(env);
-      const ValuePtr& v = in.store->get(in.coords.data());
+      ValuePtr v = in.store->get(in.coords.data());
       note_use(trace_, v);
       return v;
     }

@@ -77,24 +77,23 @@ ValuePtr PointStore::into_block(int64_t k, ValuePtr v) {
     b.data = blocks_backend_->new_block(*v, block_rows_, row_axis_);
     b.held.assign(static_cast<size_t>(block_rows_), false);
     b.base = window_ > 0 ? last : 0;
+    b.row_bytes = v->nbytes();
     if (auto p = first_point_.find(outer); p != first_point_.end()) {
       const int64_t first = p->second;
       first_point_.erase(p);
       ValuePtr* slot = const_cast<ValuePtr*>(find(first));
       const int64_t r = block_of(first).second;
-      if (slot && *slot) {
-        if (ValuePtr row = blocks_backend_->write_row(*b.data, row_axis_, r, **slot)) {
-          memory_->release(**slot);
-          memory_->acquire(*row);
-          *slot = std::move(row);
-          b.held[r] = true;
-          ++b.live;
-        }
+      if (slot && *slot && blocks_backend_->write_row(*b.data, row_axis_, r, **slot)) {
+        memory_->release(**slot);
+        memory_->acquire(*b.data);
+        *slot = b.data;
+        b.held[r] = true;
+        ++b.live;
       }
     }
   }
   if (last < b.base) return v;  // older than the window: kept as it is
-  if (last - b.base >= block_rows_) roll(b, last - window_ + 1);
+  if (last - b.base >= block_rows_) roll(outer, b, last - window_ + 1);
   const int64_t r = last - b.base;
   ValuePtr row = blocks_backend_->write_row(*b.data, row_axis_, r, *v);
   if (!row) {  // does not fit the block: kept as it is
@@ -105,14 +104,33 @@ ValuePtr PointStore::into_block(int64_t k, ValuePtr v) {
     b.held[r] = true;
     ++b.live;
   }
-  return row;
+  b.latest = std::move(row);
+  b.latest_row = r;
+  return b.data;
 }
 
-void PointStore::roll(Block& b, int64_t start) {
-  // The rows from `start` on are copies of stored points: later window reads view the new block,
-  // the stored values keep viewing the old one (freed with its last view).
+ValuePtr PointStore::row_view(const Block& b, int64_t k) const {
+  const int64_t r = block_of(k).second - b.base;
+  return r == b.latest_row ? b.latest : blocks_backend_->block_row(*b.data, row_axis_, r);
+}
+
+void PointStore::roll(int64_t outer, Block& b, int64_t start) {
+  // The rows from `start` on are copies of stored points: their slots and later window reads
+  // take the new block; the points before keep a view each of the old one (freed with its last).
   const int64_t from = std::clamp<int64_t>(start - b.base, 0, block_rows_);
-  b.data = blocks_backend_->rolled_block(*b.data, row_axis_, from, block_rows_);
+  const ValuePtr old = b.data;
+  b.data = blocks_backend_->rolled_block(*old, row_axis_, from, block_rows_);
+  for (int64_t r = 0; r < block_rows_; ++r) {
+    if (!b.held[r]) continue;
+    ValuePtr* slot = const_cast<ValuePtr*>(find(outer + (b.base + r) * dim_stride_));
+    if (!slot || *slot != old) continue;
+    ValuePtr now = r < from ? blocks_backend_->block_row(*old, row_axis_, r) : b.data;
+    memory_->acquire(*now);
+    memory_->release(*old);
+    *slot = std::move(now);
+  }
+  b.latest = nullptr;
+  b.latest_row = -1;
   std::vector<bool> held(static_cast<size_t>(block_rows_), false);
   std::copy(b.held.begin() + from, b.held.end(), held.begin());
   b.held = std::move(held);
@@ -196,7 +214,7 @@ bool PointStore::erase_key(int64_t k) {
     removed = std::move(it->second);
     map_.erase(it);
   }
-  bytes_ -= removed->nbytes();
+  bytes_ -= stored_bytes(k, removed);
   release(*removed);
   if (host_memory_) forget_host(k, removed);
   --size_;
@@ -207,8 +225,10 @@ bool PointStore::erase_key(int64_t k) {
     auto it = blocks_.find(outer);
     const int64_t r = it == blocks_.end() ? -1 : pos - it->second.base;
     if (r >= 0 && r < block_rows_ && it->second.held[r]) {
-      it->second.held[r] = false;
-      if (--it->second.live == 0) blocks_.erase(it);  // its memory goes with the last view
+      Block& b = it->second;
+      b.held[r] = false;
+      if (r == b.latest_row) b.latest = nullptr, b.latest_row = -1;
+      if (--b.live == 0) blocks_.erase(it);  // its memory goes with the last view
     }
   }
   return true;

@@ -86,16 +86,18 @@ struct MemoryAccount {
 //
 // With blocks (TEMPO §6's block store; the executor uses them for outputs read as x[0:t+1] or
 // x[t:T] along their last dimension), the points that differ only in the last coordinate are
-// rows of one preallocated block: a stored value is copied into its row and kept as a view of
-// it, and a read of consecutive points is one view of the block (rows()) instead of a stack of
-// copies. A block is allocated at its second point (the first is then copied in) and dropped
-// when its last row is erased.
+// rows of one preallocated block: a stored value is copied into its row, and a read of
+// consecutive points is one view of the block (rows()) instead of a stack of copies. A block is
+// allocated at its second point (the first is then copied in) and dropped when its last row is
+// erased. The store keeps no view per point: a read of one point makes a view of its row (the
+// last row written keeps one), since a LibTorch view costs ~0.5 KiB, more than the data of the
+// small points a replay buffer holds by the million.
 //
 // A window store (TEMPO §6; for outputs read through sliding windows x[max(0,t-w):t+1] of at
 // most W points) keeps a block of 2W rows that rolls: when a point does not fit, the last W - 1
-// rows move to the front of a new block (values already stored keep viewing the old one, which
-// goes with its last view), so memory stays O(W) however long the dimension, and each window
-// read is one view.
+// rows move to the front of a new block (the points left behind each keep a view of the old one,
+// which goes with its last view), so memory stays O(W) however long the dimension, and each
+// window read is one view.
 class PointStore {
  public:
   // `who` names the op output in error messages; `rank` is the number of domain dimensions.
@@ -142,24 +144,28 @@ class PointStore {
 
   void put(const int64_t* point, ValuePtr v) {
     const int64_t k = key(point);
-    if (blocks_backend_ && v->nbytes() >= min_point_bytes_) v = into_block(k, std::move(v));
+    const int64_t n = v->nbytes();
+    // In a block, the slot holds the block itself (rows are viewed when read).
+    if (blocks_backend_ && n >= min_point_bytes_) v = into_block(k, std::move(v));
     ValuePtr& slot = slot_for_write(k);
     if (slot) {
-      bytes_ -= slot->nbytes();
+      bytes_ -= stored_bytes(k, slot);
       release(*slot);
       if (host_memory_) forget_host(k, slot);
     } else {
       ++size_;
     }
     memory_->acquire(*v);
-    bytes_ += v->nbytes();
+    bytes_ += n;
     peak_bytes_ = std::max(peak_bytes_, bytes_);
     slot = std::move(v);
   }
   // The value at `point`; a missing point is an InternalError (a schedule bug) naming the op.
-  const ValuePtr& get(const int64_t* point) const {
-    const ValuePtr* v = find(key(point));
+  ValuePtr get(const int64_t* point) const {
+    const int64_t k = key(point);
+    const ValuePtr* v = find(k);
     if (!v) missing(point);
+    if (const Block* b = holding_block(k, *v)) return row_view(*b, k);
     return *v;
   }
   bool contains(const int64_t* point) const;
@@ -220,6 +226,8 @@ class PointStore {
     memory_->release(v);
     if (host_memory_) host_memory_->release(v);
   }
+  // Copies `v` into its block's row where it fits and returns the block (what the point's slot
+  // then holds); else returns `v`.
   ValuePtr into_block(int64_t k, ValuePtr v);
   std::string point_str(const int64_t* point) const;
   [[noreturn]] void missing(const int64_t* point) const;
@@ -249,9 +257,24 @@ class PointStore {
     std::vector<bool> held;  // per row: the point's value is this row
     int64_t live = 0;        // rows held
     int64_t base = 0;        // the last coordinate of row 0 (window stores roll it forward)
+    int64_t row_bytes = 0;
+    ValuePtr latest;          // a view of the last row written (most reads are of it)
+    int64_t latest_row = -1;
   };
-  // Block `b`'s rows from `start` on, moved to the front of a new block (window stores).
-  void roll(Block& b, int64_t start);
+  // The block whose row is the value at key `k`, where `slot` (k's) holds that block.
+  const Block* holding_block(int64_t k, const ValuePtr& slot) const {
+    if (!blocks_backend_) return nullptr;
+    auto it = blocks_.find(block_of(k).first);
+    return it != blocks_.end() && it->second.data == slot ? &it->second : nullptr;
+  }
+  ValuePtr row_view(const Block& b, int64_t k) const;
+  int64_t stored_bytes(int64_t k, const ValuePtr& slot) const {
+    const Block* b = holding_block(k, slot);
+    return b ? b->row_bytes : slot->nbytes();
+  }
+  // Block `b` (of key `outer`): its rows from `start` on moved to the front of a new block
+  // (window stores).
+  void roll(int64_t outer, Block& b, int64_t start);
   Backend* blocks_backend_ = nullptr;
   int64_t window_ = 0;           // > 0: window store for reads of at most this many rows
   int64_t min_point_bytes_ = 0;  // smaller points are not put in blocks

@@ -281,5 +281,37 @@ TEST(Patterns, WindowStoresMatchPointStores) {
   }
 }
 
+// A long run of small points (a replay buffer's transitions) in a block store and in a window
+// store, every point kept: the stores hold their blocks, not a view per point (a view's ~0.5 KiB
+// was 10-30x the data of such a point), and every point still reads back its value, those a
+// window store's blocks rolled past too.
+TEST(Patterns, BlockStoresKeepNoViewPerPoint) {
+  if (std::getenv("TEMPO_NO_BLOCK_STORES")) GTEST_SKIP() << "block stores are switched off";
+  const int64_t T = 600;
+  Context ctx;
+  Dim t = ctx.dim("t", "T");
+  RT x = source(ctx, {t}, {3}, 1).retain(), v = source(ctx, {t}, {2}, 2).retain();
+  RT prefix = x[{slice(0, t.var + 1)}].max(0).retain();  // maxima: sums would become scans
+  RT window = v[{slice(max(0, t.var - 3), t.var + 1)}].max(0).retain();
+  Executable exe = compile(ctx, {{t.bound, T}});
+  exe.run();
+  const runtime::Executor& ex = *exe.impl().executor;
+  ASSERT_TRUE(ex.store(exe.impl().op_map[x.op()], 0)->blocked());
+  ASSERT_GT(ex.store(exe.impl().op_map[v.op()], 0)->window(), 0);
+  // Tensors sharing the block's storage: the block, the last row's view and this read.
+  EXPECT_LE(to_torch(exe.get(x, {T / 2})).storage().use_count(), 4);
+  torch::Tensor most = eager_source({0}, {3}, 1);
+  for (int64_t k = 0; k < T; ++k) {
+    expect_close(to_torch(exe.get(x, {k})), eager_source({k}, {3}, 1), cat("x at ", k));
+    expect_close(to_torch(exe.get(v, {k})), eager_source({k}, {2}, 2), cat("v at ", k));
+    most = torch::maximum(most, eager_source({k}, {3}, 1));
+    torch::Tensor recent = eager_source({k}, {2}, 2);
+    for (int64_t j = std::max<int64_t>(0, k - 3); j < k; ++j)
+      recent = torch::maximum(recent, eager_source({j}, {2}, 2));
+    expect_close(to_torch(exe.get(prefix, {k})), most, cat("prefix at ", k));
+    expect_close(to_torch(exe.get(window, {k})), recent, cat("window at ", k));
+  }
+}
+
 }  // namespace
 }  // namespace tempo

@@ -351,7 +351,7 @@ TEST(Fusion, GeneratedLoopsVectorize) {
     RT y = pre.relu() * mask + clip * pre.sign() + where(pre > 0.5, x, clip);
     return std::vector<RT>{y.retain(), mask.retain()};
   };
-  run({true, true}, build, {{Expr::bound("T"), 2}}, {{1}});
+  run({true, true, true, "cpu"}, build, {{Expr::bound("T"), 2}}, {{1}});  // C++ loops
   unsetenv("TEMPO_CACHE_DIR");
   int loops = 0;
   for (const auto& e : fs::directory_iterator(fs::path(dir) / "kernels")) {
