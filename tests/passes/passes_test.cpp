@@ -223,6 +223,25 @@ TEST(Passes, LargeBatchesReadPerStepStayPerStep) {
   }
 }
 
+// Batching over the outermost dimension stacks every point of the per-point sources read, each
+// a tensor of its own from the run's start until the batch runs: a step counter's scalars
+// (TD3's delayed updates) are batched over 16 steps, not over a run of 100,000.
+TEST(Passes, PerPointSourcesOfALongRunStayPerStep) {
+  for (int64_t steps : {16, 100000}) {
+    Context ctx;
+    Dim t = ctx.dim("t", "T");
+    RT started = (ctx.symbol(t.var) >= 100.0).named("started");
+    RT count = started.cast(DType::Float32)[slice(0, t.bound)].sum(0).retain();
+    passes::Program p(ctx.graph(), ctx.retained());
+    p.bound_values = {{"T", steps}};
+    passes::vectorize(p);
+    ir::validate(p.graph);
+    const std::string sdg = testing::text(p.graph);
+    EXPECT_EQ(sdg.find("Ge(%0[0:T]") != std::string::npos, steps == 16) << sdg;
+    EXPECT_EQ(sdg.find("Ge(%0[t]") != std::string::npos, steps == 100000) << sdg;
+  }
+}
+
 // s[t + 1] = f(s[t]) is a cycle along t: never vectorized; what reads it per step is.
 TEST(Passes, RecurrenceStaysPerStep) {
   Context ctx;
