@@ -172,7 +172,7 @@ class Vectorizer {
           for (EdgeId id : op.inputs) ins.push_back(classify(g_.edge(id)));
           bool ok =
               std::none_of(ins.begin(), ins.end(), [](Input i) { return i == Input::Invalid; });
-          if (!ok || !rule_ok(op, ins) || stacks_whole_run(op, ins)) {
+          if (!ok || !rule_ok(op, ins) || stacks_whole_run(op)) {
             in_[op.id] = false;
             again = true;
             continue;
@@ -224,12 +224,7 @@ class Vectorizer {
   // it, while the launches batching saves (one per point) are a small part of each point's
   // work; such ops stay per point.
   bool large_batch(const OpNode& op) const {
-    int64_t held = bytes(op);
-    for (EdgeId id : op.inputs) {
-      const ir::Edge& e = g_.edge(id);
-      if (!in_[e.source] && classify(e) == Input::Batched) held += bytes(g_.op(e.source));
-    }
-    return batch_points(op) * held > kLargeBatch;
+    return batch_points(op) * (bytes(op) + stacked_bytes(op, 0)) > kLargeBatch;
   }
 
   // A batch over the outermost dimension (a training run's iterations) stacks every point of
@@ -237,19 +232,25 @@ class Vectorizer {
   // runs, which is at the run's start where they are sources: TD3's and DQN's update counters
   // and noise, a few scalars a step whose tensors' bookkeeping (~0.5 KiB each) far outweighs
   // their data, held from the start for the whole run. Such ops stay per point.
-  bool stacks_whole_run(const OpNode& op, const std::vector<Input>& ins) const {
+  bool stacks_whole_run(const OpNode& op) const {
     constexpr int64_t kPointOverhead = 512;  // bytes of a stored point beyond its data
     if (!outer_.empty()) return false;
-    int64_t held = 0;
-    for (size_t k = 0; k < ins.size(); ++k) {
-      const ir::Edge& e = g_.edge(op.inputs[k]);
-      if (ins[k] == Input::Batched && !in_[e.source])
-        held += bytes(g_.op(e.source)) + kPointOverhead;
-    }
+    const int64_t held = stacked_bytes(op, kPointOverhead);
     return held && batch_points(op) * held > kLargeBatch;
   }
 
   static constexpr int64_t kLargeBatch = 1 << 20;  // bytes
+
+  // Per point of `op`, the bytes of the points it stacks from per-point sources, each counted
+  // with `overhead` more.
+  int64_t stacked_bytes(const OpNode& op, int64_t overhead) const {
+    int64_t n = 0;
+    for (EdgeId id : op.inputs) {
+      const ir::Edge& e = g_.edge(id);
+      if (!in_[e.source] && classify(e) == Input::Batched) n += bytes(g_.op(e.source)) + overhead;
+    }
+    return n;
+  }
 
   // The points of `op` along d and the dimensions inside it (an outer one's points come and go
   // one by one); 0 where d's bound is not known.
