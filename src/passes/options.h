@@ -20,6 +20,9 @@ struct PassOptions {
   bool lifting = true;           // windows over x[t:T] / x[0:t+1] become scans (TEMPO §4.1)
   bool vectorize = true;         // per-timestep ops become batched ops (TEMPO §4.2)
   bool tiling = true;            // windows along the dims in `tiles` run tile by tile (§4.3)
+  // A where() on a condition of the point alone (an optimizer's every-k-th step) runs only the
+  // branch it takes, and what only that branch reads runs at those points only.
+  bool conditional_execution = true;
   bool dce = true;               // dead-code elimination
   bool fusion = true;            // same-point dataflow regions become one op each (TEMPO §4.4)
   // Tile sizes per temporal dimension, {{"t", 64}}: a window x[a:b] along t that feeds a

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "passes/algebraic.h"
+#include "passes/conditional_execution.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/domain_reduction.h"
@@ -42,6 +43,10 @@ constexpr Pass kPipeline[] = {
     // Before vectorization (an op that does not vary along t must not be batched), after lifting
     // (whose reads of the scan's last point, x[0:T].sum(), do not vary along t).
     {"domain-reduction", &Options::domain_reduction, reduce_domains},
+    // Before vectorization, which batches a condition's per-point symbols into one tensor (where
+    // it is no longer a function of the point) and leaves an op whose condition varies along a
+    // dimension per point along it.
+    {"conditional-execution", &Options::conditional_execution, execute_conditionally},
     // Before vectorization, which batches the copies over the window the late reader reads.
     {"recompute", &Options::recompute, recompute_activations},
     {"vectorize", &Options::vectorize, vectorize},

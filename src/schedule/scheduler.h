@@ -210,8 +210,10 @@ class Scheduler {
 
   void add_domain(const isl::set& dom);
 
-  // The condition of an edge over the sink's statement space (universe when undefined).
-  isl::set edge_cond(const Edge& e);
+  // The condition of an edge over the sink's statement space (universe when undefined). A
+  // condition checked at run time (statements.cpp) is the universe where `at_least` (where the
+  // edge may be active), else empty (where it surely is).
+  isl::set edge_cond(const Edge& e, bool at_least);
 
   static std::string s_name(const isl::set& s);
 

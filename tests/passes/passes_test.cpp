@@ -9,6 +9,7 @@
 #include "e2e/e2e_util.h"
 #include "ir/parse.h"
 #include "passes/algebraic.h"
+#include "passes/conditional_execution.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/domain_reduction.h"
@@ -296,6 +297,54 @@ TEST(Passes, PerStepPolicyGradientRunsBatched) {
 }
 
 // The same program with every pass, with vectorization off and with no passes: same values.
+// A where() on a condition of the point alone runs only the branch it takes: the where becomes
+// a merge whose first branch is read where the condition holds, and the ops only that branch
+// reads run at those points only. The values are those of the program without the pass.
+TEST(Passes, ConditionalExecution) {
+  auto program = [](Context& ctx) {
+    Dim i = ctx.dim("i", "I");
+    RT x = source(ctx, {i}, {3});
+    RT every_third = ctx.symbol(i.var % 3) == 0.0;
+    return where(every_third, (x * 2.0).exp().tanh(), x).retain();
+  };
+  {
+    Context ctx;
+    program(ctx);
+    const std::string t = after(ctx, passes::execute_conditionally);
+    EXPECT_NE(t.find("Merge(%"), std::string::npos) << t;
+    EXPECT_NE(t.find("Exp(%"), std::string::npos) << t;
+    for (const char* kind : {"Mul(", "Exp(", "Tanh("}) {
+      const std::string line = t.substr(t.find(kind), t.find('\n', t.find(kind)) - t.find(kind));
+      EXPECT_NE(line.find("where i % 3 == 0"), std::string::npos) << line;
+    }
+  }
+  auto run = [&](PassOptions po) {
+    Context ctx;
+    RT y = program(ctx);
+    CompileOptions o;
+    o.passes = po;
+    o.passes.check_ir = true;
+    Executable exe = compile(ctx, {{ctx.dims()[0].bound, 9}}, o);
+    exe.run();
+    std::vector<double> out;
+    for (int64_t k = 0; k < 9; ++k)
+      for (double v : exe.get(y, {k}).to_vector()) out.push_back(v);
+    return std::make_pair(out, exe.ops_executed());
+  };
+  PassOptions per_op;  // every op its own launch, per point
+  per_op.vectorize = per_op.fusion = false;
+  PassOptions per_op_off = per_op;
+  per_op_off.conditional_execution = false;
+  PassOptions off;
+  off.conditional_execution = false;
+  const auto [on_values, on_launches] = run(per_op);
+  const auto [off_values, off_launches] = run(per_op_off);
+  EXPECT_EQ(on_values, off_values);
+  EXPECT_EQ(run(PassOptions{}).first, run(off).first);
+  // Mul, Exp and Tanh at 3 of the 9 points instead of 9; the symbol and comparison nowhere.
+  EXPECT_GE(off_launches - on_launches, 3 * 6 + 2 * 9) << on_launches << " vs " << off_launches;
+}
+
 TEST(Passes, OnAndOffAgree) {
   auto run = [](const PassOptions& po) {
     Context ctx;

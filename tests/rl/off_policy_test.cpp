@@ -161,6 +161,25 @@ TEST(Td3, RunsOnContinuousActionsAndRefusesBadSettings) {
   expect_refused(c, [](TrainConfig& b) { b.optimizer = "sgd"; }, "Adam");
 }
 
+// TD3's actor and targets update every second iteration: with conditional execution the actor's
+// loss, gradients and Adam step and the targets' averages run at those iterations only, where
+// without it they are computed every iteration and discarded at every other. The same run, bit
+// for bit (bench/README times both).
+TEST(Td3, ConditionalExecutionIsExact) {
+  if (std::getenv("TEMPO_NO_PASS")) GTEST_SKIP() << "compares the pass on and off itself";
+  TrainConfig c = TrainConfig::defaults("td3");
+  c.env = "Pendulum-v1";
+  c.iterations = 120;
+  c.learning_starts = 50;
+  c.hidden = 16;
+  c.batch_size = 16;
+  c.keep_parameters = true;
+  const TrainResult on = train(c, nullptr);
+  c.compile.passes.conditional_execution = false;
+  const TrainResult off = train(c, nullptr);
+  expect_same_run(on, off);
+}
+
 TEST(Dqn, BadConfigurationIsAUserError) {
   auto bad = [](auto change) {
     TrainConfig c = TrainConfig::defaults("dqn");
