@@ -145,7 +145,7 @@ bool where_to_merge(ir::Graph& g, ir::OpNode& op, const std::vector<EdgeId>& rea
   std::optional<Expr> cond = points.through(c);
   if (!cond || cond->type() != sym::Type::Bool) return false;
   const Expr when = sym::simplify(*cond, op.domain);
-  if (when.is_bool_const()) return false;  // the algebraic pass's case, not a condition  // the algebraic pass's case, not a condition
+  if (when.is_bool_const()) return false;  // the algebraic pass's case, not a condition
   op.kind = OpKind::Merge;
   op.attrs = ir::Attrs();
   g.edge(a).cond = when;
@@ -190,7 +190,7 @@ Expr needed(const ir::Graph& g, OpId id, const std::vector<EdgeId>& reads,
   for (EdgeId eid : reads) {
     const ir::Edge& e = g.edge(eid);
     const ir::OpNode& sink = g.op(e.sink);
-    if (!live[sink.id]) continue;  // unread (the autodiff's forward pass of a loss): DCE's
+    if (!live[sink.id]) continue;  // unread (the autodiff's forward pass of a loss): DCE's op
     Expr term = sink.cond;
     if (sink.kind == OpKind::Merge && e.cond.defined())
       term = term.defined() ? (term && e.cond) : e.cond;
@@ -229,8 +229,9 @@ bool execute_conditionally(Program& p) {
     movable[op.id] = !root[op.id] && !op.cond.defined();
   }
   const std::vector<std::vector<EdgeId>> reads = consumers(g);
-  // What the user functions and the user's reads need; an unread op's reads count for nothing.
-  std::vector<bool> live(g.num_ops(), false);
+  // What the user functions and the user's reads need. An unread op's reads count for nothing
+  // where DCE removes it later; without DCE it runs, and reads, at every point.
+  std::vector<bool> live(g.num_ops(), !p.options.dce);
   std::vector<OpId> todo;
   for (const ir::OpNode& op : g.ops())
     if (root[op.id]) todo.push_back(op.id);

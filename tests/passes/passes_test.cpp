@@ -305,7 +305,9 @@ TEST(Passes, ConditionalExecution) {
     Dim i = ctx.dim("i", "I");
     RT x = source(ctx, {i}, {3});
     RT every_third = ctx.symbol(i.var % 3) == 0.0;
-    return where(every_third, (x * 2.0).exp().tanh(), x).retain();
+    RT branch = (x * 2.0).exp();
+    branch.sin();  // unread: DCE removes it, and without DCE it reads `branch` at every point
+    return where(every_third, branch.tanh(), x).retain();
   };
   {
     Context ctx;
@@ -341,6 +343,9 @@ TEST(Passes, ConditionalExecution) {
   const auto [off_values, off_launches] = run(per_op_off);
   EXPECT_EQ(on_values, off_values);
   EXPECT_EQ(run(PassOptions{}).first, run(off).first);
+  PassOptions no_dce = per_op;
+  no_dce.dce = false;
+  EXPECT_EQ(run(no_dce).first, off_values);
   // Mul, Exp and Tanh at 3 of the 9 points instead of 9; the symbol and comparison nowhere.
   EXPECT_GE(off_launches - on_launches, 3 * 6 + 2 * 9) << on_launches << " vs " << off_launches;
 }
