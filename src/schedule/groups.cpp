@@ -71,7 +71,11 @@ Expr Scheduler::carried_dim(const Edge& e) const {
 }
 
 bool Scheduler::fusible(const Edge& e) {
-  if (e.source == e.sink || e.cond.defined() || !is_identity(e)) return false;
+  // A merge branch under a condition checked at run time joins its group like any same-point
+  // read: the merge's statement picks the branch at each point.
+  if (e.source == e.sink || (e.cond.defined() && !checked_at_run_time(e.cond)) ||
+      !is_identity(e))
+    return false;
   if (alone_.count(e.source) || alone_.count(e.sink)) return false;
   const OpNode& a = g_.op(e.source);
   const OpNode& b = g_.op(e.sink);

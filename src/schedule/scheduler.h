@@ -56,6 +56,10 @@ inline isl::union_map to_union(const isl::map& m) {
   return isl::union_map(m);
 }
 
+// Whether a condition (an op's or a merge branch's) is checked by the executor at run time
+// instead of entering isl's domains: one with an integer division or modulo (statements.cpp).
+bool checked_at_run_time(const Expr& cond);
+
 // A set of a statement's points, printed as a condition over the op's variables (t == T - 1), or
 // in isl's notation over them where that fails.
 inline std::string points_str(isl::set s, const Dims& dims) {
