@@ -5,9 +5,10 @@ namespace tempo::schedule::detail {
 
 // Conditions with an integer division or modulo (`(i + 1) % 2 == 0`, every second iteration:
 // passes/conditional_execution.h) are checked by the executor at run time instead of entering
-// the statements' domains (or keeping a merge from its branches' groups): the lattices they make slowed isl's scheduling of TD3 from 3 s to
-// 22 s. isl then sees every point, so dependences and lifetimes are those of the program that
-// computes at every point, and a statement at a point where its condition fails does nothing.
+// the statements' domains (or keeping a merge from its branches' groups): the lattices they
+// make slowed isl's scheduling of TD3 from 3 s to 22 s. isl then sees every point, so
+// dependences and lifetimes are those of the program that computes at every point, and a
+// statement at a point where its condition fails does nothing.
 bool checked_at_run_time(const Expr& cond) {
   if (cond.op() == sym::Op::Mod || cond.op() == sym::Op::FloorDiv) return true;
   return std::any_of(cond.args().begin(), cond.args().end(), checked_at_run_time);
