@@ -34,8 +34,8 @@ class PointFunctions {
     std::optional<Expr> v = of(e.source);
     if (!v || e.cond.defined()) return std::nullopt;
     const Dims& domain = g_.op(e.source).domain;
+    if (!e.phi.defined()) return v;
     const std::vector<Expr> entries = phi_entries(e.phi);
-    if (entries.empty()) return domain.empty() || !e.phi.defined() ? v : std::nullopt;
     if (entries.size() != domain.size()) return std::nullopt;
     std::vector<std::pair<Expr, Expr>> repl;
     for (size_t k = 0; k < entries.size(); ++k) {
@@ -87,8 +87,8 @@ class PointFunctions {
         if ((x[0].type() == sym::Type::Bool) != (dt == ir::DType::Bool)) return std::nullopt;
         return x[0];
       case OpKind::Neg:
-        if (ints()) return -x[0];
-        return std::nullopt;
+        if (!ints()) return std::nullopt;
+        return -x[0];
       case OpKind::Add:
       case OpKind::Sub:
       case OpKind::Mul:
@@ -172,13 +172,7 @@ Expr within(const Expr& cond, const Dims& domain) {
 
 // Whether edge `e` reads its source at the sink's own coordinates of the source's dimensions.
 bool reads_own_coordinates(const ir::Graph& g, const ir::Edge& e) {
-  const Dims& domain = g.op(e.source).domain;
-  if (!e.phi.defined()) return true;
-  const std::vector<Expr> entries = phi_entries(e.phi);
-  if (entries.size() != domain.size()) return false;
-  for (size_t k = 0; k < entries.size(); ++k)
-    if (!entries[k].same(domain[k].var)) return false;
-  return true;
+  return !e.phi.defined() || e.phi.same(identity_phi(g.op(e.source).domain));
 }
 
 // Where some reader needs op `id`'s value: the union of its reads' conditions, in its own
@@ -222,26 +216,15 @@ bool execute_conditionally(Program& p) {
 
   // Ops that keep every point: user functions (their effects), the user's reads, and ops whose
   // condition is the program's own.
-  std::vector<bool> root(g.num_ops()), movable(g.num_ops());
-  for (const ir::OpNode& op : g.ops()) {
-    root[op.id] = op.kind == OpKind::Udf || (op.kind == OpKind::Fused && has_effect(op)) ||
-                  p.is_retained(op.id);
-    movable[op.id] = !root[op.id] && !op.cond.defined();
-  }
-  const std::vector<std::vector<EdgeId>> reads = consumers(g);
-  // What the user functions and the user's reads need. An unread op's reads count for nothing
-  // where DCE removes it later; without DCE it runs, and reads, at every point.
-  std::vector<bool> live(g.num_ops(), !p.options.dce);
-  std::vector<OpId> todo;
+  std::vector<bool> movable(g.num_ops());
   for (const ir::OpNode& op : g.ops())
-    if (root[op.id]) todo.push_back(op.id);
-  while (!todo.empty()) {
-    const OpId id = todo.back();
-    todo.pop_back();
-    if (live[id]) continue;
-    live[id] = true;
-    for (EdgeId e : g.op(id).inputs) todo.push_back(g.edge(e).source);
-  }
+    movable[op.id] = !(op.kind == OpKind::Udf || (op.kind == OpKind::Fused && has_effect(op)) ||
+                       p.is_retained(op.id) || op.cond.defined());
+  const std::vector<std::vector<EdgeId>> reads = consumers(g);
+  // An op DCE removes later counts for nothing as a reader; without DCE it runs, and reads, at
+  // every point.
+  const std::vector<bool> live =
+      p.options.dce ? needed_ops(p) : std::vector<bool>(g.num_ops(), true);
   // Readers come after what they read in most graphs, so one sweep from the end settles most
   // conditions; readers' conditions only narrow from sweep to sweep, so each op's condition
   // always covers what its readers need, and a few sweeps reach the fixed point.

@@ -26,6 +26,26 @@ bool has_effect(const ir::OpNode& op) {
          op.kind == ir::OpKind::RandNormal;
 }
 
+std::vector<bool> needed_ops(const Program& p) {
+  const Graph& g = p.graph;
+  std::vector<bool> live(g.num_ops(), false);
+  std::vector<OpId> work;
+  auto mark = [&](OpId id) {
+    if (!live[id]) {
+      live[id] = true;
+      work.push_back(id);
+    }
+  };
+  for (const ir::OpNode& op : g.ops())
+    if (has_effect(op) || p.is_retained(op.id)) mark(op.id);
+  while (!work.empty()) {
+    OpId id = work.back();
+    work.pop_back();
+    for (EdgeId e : g.op(id).inputs) mark(g.edge(e).source);
+  }
+  return live;
+}
+
 bool mentions(const Expr& e, const Dim& d) {
   return e.defined() && sym::depends_on(e, d.var);
 }

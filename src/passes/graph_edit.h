@@ -16,6 +16,9 @@ std::vector<std::vector<ir::EdgeId>> consumers(const ir::Graph& g);
 // random draws. They are never merged, removed as unread, or moved to fewer points.
 bool has_effect(const ir::OpNode& op);
 
+// The ops DCE keeps: those with an effect, the retained ones, and every op they read.
+std::vector<bool> needed_ops(const Program& p);
+
 // Whether e is defined and mentions d's variable.
 bool mentions(const Expr& e, const Dim& d);
 
