@@ -92,6 +92,7 @@ Measure measure(const Kind& kind, int64_t B, int64_t H, int64_t T, bool fusion, 
 }  // namespace
 
 int main(int argc, char** argv) {
+  setenv("TEMPO_NO_SCHEDULE_CACHE", "1", 1);  // compile times include scheduling
   bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   backend::set_num_threads(1);
   const int64_t T = quick ? 200 : 1000;

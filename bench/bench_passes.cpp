@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iomanip>
 #include <iostream>
@@ -229,6 +230,7 @@ void rl_programs_table(bool quick) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  setenv("TEMPO_NO_SCHEDULE_CACHE", "1", 1);  // compile times include scheduling
   bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   if (argc > 1 && !quick) {
     std::cerr << "usage: bench_passes [--quick]\n";

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -650,6 +651,7 @@ int main_impl(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  setenv("TEMPO_NO_SCHEDULE_CACHE", "1", 1);  // compile times include scheduling
   try {
     return main_impl(argc, argv);
   } catch (const std::exception& e) {

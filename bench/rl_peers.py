@@ -286,6 +286,14 @@ def child_env(paths):
     return env
 
 
+def tempo_env(opts):
+    # Every Tempo run schedules its program, as a first run does, unless --schedule-cache.
+    env = child_env([])
+    if not opts.schedule_cache:
+        env["TEMPO_NO_SCHEDULE_CACHE"] = "1"
+    return env
+
+
 def run_algo(opts, algo, log):
     setup = SETUPS[algo]
     steps, starts = setup["full" if opts.full else "quick"]
@@ -300,7 +308,7 @@ def run_algo(opts, algo, log):
     gym_path = [opts.prefix + "/gym"] + gymnasium_path
     rows = {}
     runners = {
-        "tempo": lambda s: (tempo_cmd(opts.tempo, algo, env_id, steps, starts, s), child_env([]),
+        "tempo": lambda s: (tempo_cmd(opts.tempo, algo, env_id, steps, starts, s), tempo_env(opts),
                             parse_tempo),
         "cleanrl": lambda s: ([py, me, "--child", "cleanrl", setup["script"]] +
                               cleanrl_args(algo, env_id, steps, starts, s),
@@ -474,6 +482,9 @@ def main():
     p.add_argument("--seeds", type=int, default=None, help="seeds 1..N (default 1, --full 3)")
     p.add_argument("--steps", type=int, default=None, help="env steps of every algorithm")
     p.add_argument("--tempo", default=os.path.join(root, "build", "tempo"))
+    p.add_argument("--schedule-cache", action="store_true",
+                   help="let Tempo read its schedules back from the cache (a second run of the "
+                        "same command); default: every run schedules, as a first run does")
     p.add_argument("--bench-envs", default=os.path.join(root, "build-bench", "bench_envs"))
     p.add_argument("--prefix", default=os.environ.get("TEMPO_BENCH_PREFIX",
                                                       "/opt/tempo-deps/bench"),

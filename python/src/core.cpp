@@ -471,6 +471,7 @@ const std::vector<Keyword<CompileOptions>>& compile_keywords() {
                  : value.cast<int64_t>();
        }},
       keyword("schedule_time_limit", &O::schedule_time_limit),
+      keyword("schedule_cache", &O::schedule_cache),
       keyword("dump", &O::dump),
       keyword("dump_dir", &O::dump_dir),
       {"swap_policy",
@@ -1012,7 +1013,7 @@ void bind_context(py::module_& m) {
           "Compiles the program with values for its bounds ({'T': 100} or {T: 100}) and "
           "options (deallocate, proximity, fuse, codegen, block_stores, donation, "
           "memory_budget, memory_timeline, schedule_memory_limit, schedule_time_limit, "
-          "swap_policy, seed, device, verbose, profile, dump, "
+          "schedule_cache, swap_policy, seed, device, verbose, profile, dump, "
           "dump_dir, no_pass, tiles, tile_above_bytes, static_tiles). dump names compile "
           "stages whose result is written ('passes,schedule' or 'all'). swap_policy(candidates, excess) -> indices "
           "chooses what to swap under memory_budget: candidates are dicts {'rt', 'bytes'}.");

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "util/env.h"
 #include "util/hash.h"
 
 namespace tempo::backend {
@@ -79,12 +80,7 @@ std::string kernel_cache_key(const std::string& text) {
   return buf;
 }
 
-std::string kernel_cache_dir() {
-  if (const char* d = std::getenv("TEMPO_CACHE_DIR"); d && *d) return d;
-  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/tempo";
-  if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/tempo";
-  return (fs::temp_directory_path() / "tempo-cache").string();
-}
+std::string kernel_cache_dir() { return cache_dir(); }
 
 std::string kernel_compile_command() { return compiler() + " " + kFlags; }
 

@@ -35,7 +35,7 @@ class KernelLibrary {
 // The compiler and flags a library is built with ($TEMPO_CXX, else c++), without the files.
 std::string kernel_compile_command();
 
-// $TEMPO_CACHE_DIR, else $XDG_CACHE_HOME/tempo, else $HOME/.cache/tempo (created on use).
+// The folder of the on-disk caches (util/env.h: cache_dir()); kernels go in its kernels/.
 std::string kernel_cache_dir();
 
 // The name of the cache entry of `text` (a source and all that decides what it compiles to):

@@ -108,6 +108,7 @@ Settings settings_from(const CompileOptions& options) {
   o.codegen &= !env_flag("TEMPO_NO_CODEGEN");
   o.block_stores &= !env_flag("TEMPO_NO_BLOCK_STORES");
   o.donation &= !env_flag("TEMPO_NO_DONATION");
+  o.schedule_cache &= !env_flag("TEMPO_NO_SCHEDULE_CACHE");
   if (const char* d = std::getenv("TEMPO_DUMP"); d && *d) o.dump = d;
   if (const char* d = std::getenv("TEMPO_DUMP_DIR"); d && *d) o.dump_dir = d;
   if (o.verbose && o.dump.empty()) o.dump = "donation";  // verbose shows the final schedule
@@ -192,9 +193,11 @@ void schedule_program(Compilation& c) {
   so.solve_in_child = c.settings.schedule_in_child;
   so.child_memory_limit = c.options.schedule_memory_limit;
   so.time_limit_s = c.options.schedule_time_limit;
+  if (c.options.schedule_cache) so.cache_dir = cache_dir() + "/schedules";
   for (const auto& [b, v] : c.bounds) so.known_bounds.emplace_back(b.name(), v);
   impl.schedule = schedule::compute_schedule(impl.graph, so);
-  c.log(cat("isl statements: ", impl.schedule.num_statements,
+  c.log(cat(impl.schedule.from_cache ? "from the schedule cache: " : "",
+            "isl statements: ", impl.schedule.num_statements,
             impl.schedule.fused ? " (fused" : " (unfused",
             impl.schedule.bounded ? ", lifetimes bounded)" : ", lifetimes unbounded)"));
 }

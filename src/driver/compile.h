@@ -68,6 +68,10 @@ struct CompileOptions {
   // with the program's size and what to try, instead of the machine running out of memory.
   int64_t schedule_memory_limit = 0;
   double schedule_time_limit = 300;
+  // Keep computed schedules in the cache folder ($TEMPO_CACHE_DIR, else ~/.cache/tempo) and read
+  // them back when the same optimized program is compiled again with the same options and build
+  // (schedule/cache.h): the next run skips isl. $TEMPO_NO_SCHEDULE_CACHE=1 turns it off.
+  bool schedule_cache = true;
   uint64_t seed = 0;  // random number generation
   // The device the program runs on: "cpu", "cuda" or "cuda:N". Empty: $TEMPO_DEVICE, else
   // "cuda" in a CUDA build on a machine with a GPU, else "cpu".

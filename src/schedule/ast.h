@@ -41,6 +41,7 @@ struct Schedule {
   int num_statements = 0;  // isl statements scheduled (ops or fused groups, and deallocations)
   bool fused = false;      // static islands were scheduled as one statement each
   bool bounded = false;    // with bounded lifetimes (see compute_schedule)
+  bool from_cache = false;  // read back from the schedule cache (schedule/cache.h)
   std::vector<std::pair<ir::OpId, int>> swapped;  // op outputs evicted and loaded (ScheduleOptions)
   std::vector<ir::OpId> on_host;                  // ops whose outputs stay in host memory (Swap)
   std::string str(const ir::Graph& g) const;      // C-like pretty print, e.g. `for (c1 = 0; ...)`

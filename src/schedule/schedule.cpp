@@ -3,6 +3,7 @@
 // and from bounded to unbounded lifetimes where isl finds no schedule.
 #include <unistd.h>
 
+#include "schedule/cache.h"
 #include "schedule/scheduler.h"
 
 namespace tempo::schedule {
@@ -236,7 +237,12 @@ int64_t default_child_memory_limit() {
 
 Schedule compute_schedule(const Graph& g, const ScheduleOptions& options) {
   if (g.num_ops() == 0) return Schedule();  // nothing to run (e.g. nothing retained)
-  return Tries(g, options).fused_or_unfused(options);
+  if (options.cache_dir.empty()) return Tries(g, options).fused_or_unfused(options);
+  const ScheduleCache cache(options.cache_dir, g, options);
+  if (std::optional<Schedule> cached = cache.load()) return std::move(*cached);
+  Schedule s = Tries(g, options).fused_or_unfused(options);
+  cache.store(s);
+  return s;
 }
 
 }  // namespace tempo::schedule

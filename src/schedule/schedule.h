@@ -57,6 +57,8 @@ struct ScheduleOptions {
   // swapping or an OOM kill of this process, or a wait of many minutes.
   int64_t child_memory_limit = 0;
   double time_limit_s = 300;
+  // Where computed schedules are kept and read back (schedule/cache.h); empty: no cache.
+  std::string cache_dir;
 };
 
 // The child's memory limit that child_memory_limit = 0 stands for.

@@ -95,5 +95,39 @@ TEST(CompileStages, UnknownStageOrUnwritableFolderIsAUserError) {
       {"cannot write '/nonexistent/folder/1-passes.txt'"});
 }
 
+// The second compile of a program reads its schedule back from the cache (schedule/cache.h)
+// and runs the same; with the cache off nothing is read or written.
+TEST(CompileStages, ScheduleCacheGivesTheSameProgram) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tempo_cache_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  setenv("TEMPO_CACHE_DIR", dir.c_str(), 1);
+  auto compile_and_run = [](const CompileOptions& o, bool* from_cache) {
+    Recurrence p;
+    CompileOptions verbose = o;
+    verbose.verbose = true;
+    ::testing::internal::CaptureStderr();
+    Executable exe = compile(p.ctx, {{p.t.bound, 8}}, verbose);
+    *from_cache = ::testing::internal::GetCapturedStderr().find(
+                      "from the schedule cache") != std::string::npos;
+    exe.run();
+    return std::make_pair(exe.schedule_str(), exe.get(p.total, {}).to_vector());
+  };
+  CompileOptions off;
+  off.schedule_cache = false;
+  bool cached = true;
+  const auto uncached = compile_and_run(off, &cached);
+  EXPECT_FALSE(cached);
+  EXPECT_FALSE(std::filesystem::exists(dir / "schedules"));
+  const auto first = compile_and_run({}, &cached);
+  EXPECT_FALSE(cached);
+  const auto second = compile_and_run({}, &cached);
+  EXPECT_TRUE(cached);
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(first, uncached);
+  unsetenv("TEMPO_CACHE_DIR");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tempo
