@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +24,9 @@ namespace fs = std::filesystem;
 
 // Bump when the text form changes.
 constexpr const char* kFormat = "tempo-schedule 1";
+
+constexpr StmtKind kKinds[] = {StmtKind::Seq,     StmtKind::For,   StmtKind::If,  StmtKind::Exec,
+                               StmtKind::Dealloc, StmtKind::Evict, StmtKind::Load};
 
 const char* kind_word(StmtKind k) {
   switch (k) {
@@ -139,13 +143,10 @@ class Reader {
   StmtPtr statement() {
     const auto f = fields(next(), '\t');
     auto s = std::make_shared<Stmt>();
-    const std::map<std::string, StmtKind> kinds = {
-        {"seq", StmtKind::Seq},         {"for", StmtKind::For},     {"if", StmtKind::If},
-        {"exec", StmtKind::Exec},       {"dealloc", StmtKind::Dealloc},
-        {"evict", StmtKind::Evict},     {"load", StmtKind::Load}};
-    const auto kind = kinds.find(f[0]);
-    expect(kind != kinds.end(), "a statement kind");
-    s->kind = kind->second;
+    const auto kind = std::find_if(std::begin(kKinds), std::end(kKinds),
+                                   [&](StmtKind k) { return f[0] == kind_word(k); });
+    expect(kind != std::end(kKinds), "a statement kind");
+    s->kind = *kind;
     size_t body = 0, else_body = 0;
     switch (s->kind) {
       case StmtKind::Seq:
