@@ -157,10 +157,10 @@ TEMPO_AVX2 void packed_rows(const float* xt, int64_t rows, int64_t k, const floa
   for (; o < n; ++o) packed_tile<V, 1>(xt, rows, k, w, o, n, y);
 }
 
-// Float32 weights and 4 to 32 rows: the rows transposed into a packed panel (k x 8V, zero
+// Float32 weights and 9 to 32 rows: the rows transposed into a packed panel (k x 8V, zero
 // padded), read from the cache for every output, and each weight broadcast from memory once.
 // Measured with weights cold in memory (2048 x 768): 16 rows 62 GFLOP/s, against 36 for the
-// BLAS's GEMM on one thread and 31 for tile(); 4 rows 0.72x tile()'s time.
+// BLAS's GEMM on one thread and 31 for tile().
 TEMPO_AVX2 void matmul_packed(const float* x, int64_t rows, int64_t k, const float* w, int64_t n,
                               float* y) {
   const int64_t v = (rows + 7) / 8;
@@ -450,7 +450,12 @@ void skinny_matmul(const float* x, int64_t rows, int64_t k, const void* w, Weigh
       case WeightType::BF16: return matmul_packed512<WeightType::BF16>(x, rows, k, w, n, y);
     }
   }
-  if (avx2 && type == WeightType::F32 && rows >= 4 && rows <= kPackedRows)
+  // The panel from two row vectors on: with one (4 to 8 rows, half of it padding at 4) its
+  // broadcasts and FMAs bound it below the memory's bandwidth on the EPYC machines (decoding the
+  // Llama-3.2-1B shape, ms a step through the tiles and the panel: 4 rows 214 and 324, 8 rows 255
+  // and 341; the D768 model at 4 rows 6.1-7.7 and 8.5-8.8), where on the Xeons measured before
+  // (7-9 GB/s) 4 rows took 0.72x tile()'s time.
+  if (avx2 && type == WeightType::F32 && rows > 8 && rows <= kPackedRows)
     return matmul_packed(x, rows, k, static_cast<const float*>(w), n, y);
   switch (type) {
     case WeightType::F32:

@@ -23,7 +23,7 @@ VectorIsa vector_isa();
 // the CPU's is undefined behaviour; below it, the same sums in narrower vectors.
 void skinny_matmul(const float* x, int64_t rows, int64_t k, const void* w, WeightType type,
                    int64_t n, float* y, VectorIsa isa = vector_isa());
-// Float32 weights with 4 rows up to this many go through a packed panel of the rows; above 16
+// Float32 weights with 9 rows up to this many go through a packed panel of the rows; above 16
 // rows, where the CPU has AVX-512, half weights too (widened a tile of outputs at a time).
 constexpr int64_t kPackedRows = 32;
 
