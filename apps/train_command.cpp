@@ -399,6 +399,8 @@ int run_train_command(int argc, char** argv) {
   print_summary(print, cfg, res, world);
   if (!out.empty()) write_curve(out, res.curve, title);
   if (!cfg.save_dir.empty()) print << "saved the policy in " << cfg.save_dir << "\n";
-  print << "final mean return: " << fmt(res.final_mean_return) << std::endl;
+  print << "final mean return: " << fmt(res.final_mean_return);
+  if (std::isnan(res.final_mean_return)) print << " (no episode finished; run more iterations)";
+  print << std::endl;
   return 0;
 }
