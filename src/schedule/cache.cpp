@@ -265,14 +265,19 @@ std::string schedule_text(const Schedule& s) {
   } else {
     body << "none\n";
   }
-  for (const Dim& d : s.iterators) symbols.erase(d.name()), symbols.erase(d.bound.name());
+  for (const Dim& d : s.iterators) {  // the iterators line declares these
+    symbols.erase(d.name());
+    symbols.erase(d.bound.name());
+  }
   std::ostringstream os;
   os << "schedule " << s.num_statements << " " << s.fused << " " << s.bounded << "\n";
   os << "iterators " << sym::dims_str(s.iterators) << "\n";
   os << "symbols ";
-  bool first = true;
-  for (const auto& [name, bound] : symbols)
-    os << (first ? "" : ",") << name << ":" << (bound ? 'b' : 'v'), first = false;
+  const char* sep = "";
+  for (const auto& [name, bound] : symbols) {
+    os << sep << name << ":" << (bound ? 'b' : 'v');
+    sep = ",";
+  }
   os << "\nswapped ";
   for (size_t k = 0; k < s.swapped.size(); ++k)
     os << (k ? "," : "") << s.swapped[k].first << ":" << s.swapped[k].second;
