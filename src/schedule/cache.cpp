@@ -244,14 +244,10 @@ std::string key_text(const ir::Graph& g, const ScheduleOptions& o) {
 
 // Two 64-bit FNV-1a hashes with different starting values: 128 bits name an entry.
 std::string hash128(const std::string& text) {
-  uint64_t h2 = 0xcbf29ce484222325ULL ^ 0x5bd1e9955bd1e995ULL;
-  for (unsigned char c : text) {
-    h2 ^= c;
-    h2 *= 1099511628211ULL;
-  }
   char buf[33];
   std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(fnv1a(text)),
-                static_cast<unsigned long long>(h2));
+                static_cast<unsigned long long>(fnv1a(text, 0xcbf29ce484222325ULL ^
+                                                                0x5bd1e9955bd1e995ULL)));
   return buf;
 }
 

@@ -7,8 +7,9 @@
 
 namespace tempo {
 
-inline uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
+// `basis` other than FNV's own offset basis gives an independent hash of the same bytes.
+inline uint64_t fnv1a(const std::string& s, uint64_t basis = 1469598103934665603ULL) {
+  uint64_t h = basis;
   for (unsigned char c : s) {
     h ^= c;
     h *= 1099511628211ULL;
