@@ -130,7 +130,8 @@ class Reader {
     }
     for (const std::string& f : fields(after("on_host "), ','))
       if (!f.empty()) s.on_host.push_back(integer(f));
-    if (lines_.at(at_) == "none") {
+    expect(at_ < lines_.size(), "the statements or `none`");
+    if (lines_[at_] == "none") {
       ++at_;
     } else {
       s.root = statement();

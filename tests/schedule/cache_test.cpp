@@ -93,6 +93,9 @@ TEST_F(ScheduleCacheTest, MalformedTextNamesTheLine) {
         << e.what();
   }
   EXPECT_THROW(parse_schedule(text.substr(0, text.size() / 2)), UserError);  // truncated
+  // Cut after the header: the statements are missing.
+  EXPECT_THROW(parse_schedule(text.substr(0, text.find("\non_host") + 1) + "on_host \n"),
+               UserError);
   EXPECT_THROW(parse_schedule(""), UserError);
 }
 
