@@ -11,14 +11,16 @@
 // token streams agree; the tracked peak against T. Then Tempo's tile-size sweep for causal
 // attention (TEMPO Fig. 18), the batched prefill against feeding the prompt token by token, and
 // compile time against the number of layers.
-// Usage: bench_decode [--quick | --long | --traffic | --gpu | --gpu-dtypes]
+// Usage: bench_decode [--quick | --long | --traffic | --gpu | --gpu-dtypes | --gpu-agreement]
 // (--long: window:512 and causal at batch 16 and at T = 2048 and 8192 only; --traffic: the D768
 // model's time and memory traffic per token against the machine's memory bandwidth; --gpu: the
 // Llama-3.2-1B shape with random weights, Tempo and the grown cache both on $TEMPO_DEVICE, causal
 // and window:512, batch 1 and 16, T = 1024, 4096 and 16384 or the lengths that follow --gpu, the
 // grown cache up to 4096 (where the tokens differ, for how many leading steps they agree);
 // then Tempo with float32 and bfloat16 weights at the first length;
-// --gpu-dtypes [T]: that last table alone, T = 512 by default)
+// --gpu-dtypes [T]: that last table alone, T = 512 by default; --gpu-agreement [T]: where
+// window:512's tokens at batch 16 part between Tempo and the eager decoders, and how near a tie
+// each parting was)
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -72,9 +74,11 @@ struct Run {
   torch::Tensor tokens;    // (T, B)
 };
 
-// The eager decoder: one step at a time over a per-layer K/V cache, grown or padded.
+// The eager decoder: one step at a time over a per-layer K/V cache, grown or padded. With
+// `gaps`, it also keeps each step's gap between the two largest logits of every sequence (T, B):
+// how near a tie its greedy choice was.
 Run eager(const LlamaConfig& c, const LlamaWeights& hw, const torch::Tensor& first, int64_t T,
-          const AttentionPattern& p, bool padded) {
+          const AttentionPattern& p, bool padded, torch::Tensor* gaps = nullptr) {
   torch::NoGradGuard no_grad;
   const int64_t B = first.size(0), H = c.heads, Hk = c.kv_heads, G = H / Hk, hd = c.head_dim();
   // The matmul weights (layers, out, in) laid out (layers, in, out) once, so that x @ w[j] is
@@ -100,6 +104,7 @@ Run eager(const LlamaConfig& c, const LlamaWeights& hw, const torch::Tensor& fir
       vc[j] = torch::zeros({B, Hk, T, hd}, device());
     }
   torch::Tensor tok = first.to(device()), out = torch::empty({T, B}, torch::kInt64);
+  if (gaps) *gaps = torch::empty({T, B}, device());
   for (int64_t s = 0; s < T; ++s) {
     out[s] = tok.cpu();
     torch::Tensor ang = freqs * static_cast<double>(s);
@@ -143,9 +148,15 @@ Run eager(const LlamaConfig& c, const LlamaWeights& hw, const torch::Tensor& fir
       torch::Tensor g = f.matmul(wg[j]);
       x = x2 + (g * g.sigmoid() * f.matmul(wu[j])).matmul(wd[j]);
     }
-    tok = rms(x, final_norm).matmul(head).argmax(-1);
+    torch::Tensor logits = rms(x, final_norm).matmul(head);
+    tok = logits.argmax(-1);
+    if (gaps) {
+      torch::Tensor top = std::get<0>(logits.topk(2, -1));
+      (*gaps)[s] = top.select(1, 0) - top.select(1, 1);
+    }
   }
   synchronize();
+  if (gaps) *gaps = gaps->cpu();
   Run r;
   r.ms_per_token = 1e3 * std::chrono::duration<double>(Clock::now() - t0).count() / T;
   r.peak_mib =
@@ -308,16 +319,67 @@ void prefill_row(const LlamaConfig& c, const LlamaWeights& w, const AttentionPat
   std::fflush(stdout);
 }
 
+// The first step at which sequence k of two token streams (T, B) differs; T where none does.
+int64_t first_difference(const torch::Tensor& a, const torch::Tensor& b, int64_t k) {
+  int64_t s = 0;
+  while (s < a.size(0) && a[s][k].item<int64_t>() == b[s][k].item<int64_t>()) ++s;
+  return s;
+}
+
 // How many leading greedy tokens (steps x batch) of every sequence `a` and `b` share.
 int64_t leading_equal(const torch::Tensor& a, const torch::Tensor& b) {
-  const int64_t T = a.size(0);
-  int64_t leading = T;
-  for (int64_t k = 0; k < a.size(1); ++k) {
-    int64_t s = 0;
-    while (s < T && a[s][k].item<int64_t>() == b[s][k].item<int64_t>()) ++s;
-    leading = std::min(leading, s);
-  }
+  int64_t leading = a.size(0);
+  for (int64_t k = 0; k < a.size(1); ++k) leading = std::min(leading, first_difference(a, b, k));
   return leading;
+}
+
+// Where window:512's greedy tokens at batch 16 part between Tempo and the two eager decoders
+// (their attention sums in different orders), and whether each parting is a near-tie: the grown
+// cache's gap between its two best logits at the step where a sequence first differs, ranked
+// among that sequence's gaps at the steps before.
+void gpu_agreement(const LlamaConfig& c, const LlamaWeights& w, int64_t T) {
+  const int64_t B = 16;
+  const AttentionPattern p = AttentionPattern::sliding(512);
+  torch::manual_seed(0);
+  torch::Tensor first = torch::randint(c.vocab, {B}, torch::kInt64);
+  const Run tp = tempo_decode(c, w, first, T, p, 0);
+  torch::Tensor gaps;
+  const Run grown = eager(c, w, first, T, p, false, &gaps), padded = eager(c, w, first, T, p, true);
+  std::printf("\n## Where %s's tokens part, batch %lld, T = %lld, on %s\n\n| streams | "
+              "sequences that differ | first differing step |\n|---|---|---|\n",
+              p.str().c_str(), static_cast<long long>(B), static_cast<long long>(T),
+              device().str().c_str());
+  const std::pair<const char*, std::pair<const Run*, const Run*>> pairs[] = {
+      {"Tempo / grown cache", {&tp, &grown}},
+      {"Tempo / padded cache", {&tp, &padded}},
+      {"grown / padded cache", {&grown, &padded}}};
+  for (const auto& [name, runs] : pairs) {
+    int64_t differ = 0, earliest = T;
+    for (int64_t k = 0; k < B; ++k) {
+      const int64_t s = first_difference(runs.first->tokens, runs.second->tokens, k);
+      differ += s < T;
+      earliest = std::min(earliest, s);
+    }
+    std::printf("| %s | %lld of %lld | %s |\n", name, static_cast<long long>(differ),
+                static_cast<long long>(B),
+                earliest < T ? std::to_string(earliest).c_str() : "-");
+  }
+  if (leading_equal(tp.tokens, grown.tokens) == T) return;
+  std::printf("\n| sequence (Tempo / grown) | first differing step | logit gap there | its rank "
+              "among the gaps before (1 = smallest) | median gap before |\n"
+              "|---|---|---|---|---|\n");
+  for (int64_t k = 0; k < B; ++k) {
+    const int64_t s = first_difference(tp.tokens, grown.tokens, k);
+    if (s == T) continue;
+    torch::Tensor before = gaps.slice(0, 0, s).select(1, k);
+    const float gap = gaps[s][k].item<float>();
+    const int64_t rank = 1 + (before < gap).sum().item<int64_t>();
+    std::printf("| %lld | %lld | %.3g | %lld of %lld | %.3g |\n", static_cast<long long>(k),
+                static_cast<long long>(s), gap, static_cast<long long>(rank),
+                static_cast<long long>(s + 1),
+                s ? before.median().item<float>() : 0.0f);
+  }
+  std::fflush(stdout);
 }
 
 // Tempo's causal decoding on the device with the matmul weights and the embedding as float32 and
@@ -358,13 +420,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   const bool gpu_dtypes = argc > 1 && std::strcmp(argv[1], "--gpu-dtypes") == 0;
-  if (gpu || gpu_dtypes) {  // the shape of TEMPO's decoding figures, on the device
+  const bool gpu_agree = argc > 1 && std::strcmp(argv[1], "--gpu-agreement") == 0;
+  if (gpu || gpu_dtypes || gpu_agree) {  // the shape of TEMPO's decoding figures, on the device
     const LlamaConfig g = LlamaConfig::llama_3_2_1b();
     const LlamaWeights gw = LlamaWeights::random(g, 1);
     std::vector<int64_t> lengths;
     for (int k = 2; k < argc; ++k) lengths.push_back(std::stoll(argv[k]));
-    if (gpu_dtypes) {
-      gpu_weight_dtypes(g, gw, lengths.empty() ? 512 : lengths.front());
+    if (gpu_dtypes || gpu_agree) {
+      (gpu_dtypes ? gpu_weight_dtypes : gpu_agreement)(g, gw,
+                                                      lengths.empty() ? 512 : lengths.front());
       return 0;
     }
     if (lengths.empty()) lengths = {1024, 4096, 16384};
@@ -385,8 +449,9 @@ int main(int argc, char** argv) {
           } else {
             const Run grown = eager(g, gw, first, T, p, false);
             const int64_t leading = leading_equal(tp.tokens, grown.tokens);
-            const std::string agree =
-                leading == T ? "yes" : "the first " + std::to_string(leading) + " steps (min over batch)";
+            const std::string agree = leading == T ? "yes"
+                                                   : "the first " + std::to_string(leading) +
+                                                         " steps (min over batch)";
             std::printf("| %s | %lld | %lld | %.2f | %.2f | %.2f | %.1f | %s |\n",
                         p.str().c_str(), static_cast<long long>(B), static_cast<long long>(T),
                         tp.ms_per_token, grown.ms_per_token,

@@ -2,10 +2,10 @@
 # On a machine with an NVIDIA GPU: builds the CUDA build, runs the whole suite on the GPU
 # (TEMPO_DEVICE=cuda), then the GPU benchmarks and the main job, and appends their tables to
 # $TEMPO_GPU_OUT/results.md (default out/gpu). Fails with one line on a machine without a GPU.
-#   bash scripts/gpu.sh [STAGE...]   stages: build test rl decode profile main (default: all,
-#   in order); each stage builds first if needed, so that a machine that limits a command's time
-#   can run them one call at a time. TEMPO_GPU_DECODE_LENGTHS: the decode stage's lengths (default
-#   "512 2048").
+#   bash scripts/gpu.sh [STAGE...]   stages: build test rl decode agreement profile main (default:
+#   all, in order); each stage builds first if needed, so that a machine that limits a command's
+#   time can run them one call at a time. TEMPO_GPU_DECODE_LENGTHS: the decode stage's lengths
+#   (default "512 2048"); TEMPO_GPU_AGREEMENT_LENGTH: the agreement stage's (default 2048).
 #
 # LibTorch: python3's torch where it is a CUDA build (as on GPU machines with PyTorch), else the
 # one scripts/setup.sh --cuda installs. Packages that a machine without network access lacks
@@ -60,7 +60,7 @@ assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")
   python_args=(-DPython_EXECUTABLE="$(command -v python3)" -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)")
 
 stages=("$@")
-((${#stages[@]})) || stages=(build test rl decode profile main)
+((${#stages[@]})) || stages=(build test rl decode agreement profile main)
 results="$out/results.md"
 
 unpack() {  # the packed build into build-gpu, its CTest files pointed at this checkout
@@ -179,9 +179,17 @@ for stage in "${stages[@]}"; do
       bench "Decoding, Llama-3.2-1B shape, Tempo and the grown cache on the GPU" \
         ./bench_decode --gpu ${TEMPO_GPU_DECODE_LENGTHS:-512 2048}
       ;;
+    agreement)
+      [ -x build-gpu/tempo ] || build
+      bench "Where window:512's greedy tokens at batch 16 part from the eager decoders'" \
+        ./bench_decode --gpu-agreement "${TEMPO_GPU_AGREEMENT_LENGTH:-2048}"
+      ;;
     profile) [ -x build-gpu/tempo ] || build; decode_profile ;;
     main) [ -x build-gpu/tempo ] || build; main_job ;;
-    *) echo "gpu.sh: unknown stage $stage (build, test, rl, decode, profile, main)" >&2; exit 2 ;;
+    *)
+      echo "gpu.sh: unknown stage $stage (build, test, rl, decode, agreement, profile, main)" >&2
+      exit 2
+      ;;
   esac
 done
 log "results in $results"
