@@ -18,9 +18,9 @@
 // and window:512, batch 1 and 16, T = 1024, 4096 and 16384 or the lengths that follow --gpu, the
 // grown cache up to 4096 (where the tokens differ, for how many leading steps they agree);
 // then Tempo with float32 and bfloat16 weights at the first length;
-// --gpu-dtypes [T]: that last table alone, T = 512 by default; --gpu-agreement [T]: where
-// window:512's tokens at batch 16 part between Tempo and the eager decoders, and how near a tie
-// each parting was)
+// --gpu-dtypes [T]: that last table alone, T = 512 by default; --gpu-agreement [T [LAYERS]]:
+// where window:512's tokens at batch 16 part between Tempo and the eager decoders, and how near a
+// tie each parting was)
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -422,7 +422,8 @@ int main(int argc, char** argv) {
   const bool gpu_dtypes = argc > 1 && std::strcmp(argv[1], "--gpu-dtypes") == 0;
   const bool gpu_agree = argc > 1 && std::strcmp(argv[1], "--gpu-agreement") == 0;
   if (gpu || gpu_dtypes || gpu_agree) {  // the shape of TEMPO's decoding figures, on the device
-    const LlamaConfig g = LlamaConfig::llama_3_2_1b();
+    LlamaConfig g = LlamaConfig::llama_3_2_1b();
+    if (gpu_agree && argc > 3) g.layers = std::stoll(argv[3]);  // fewer layers: a quicker check
     const LlamaWeights gw = LlamaWeights::random(g, 1);
     std::vector<int64_t> lengths;
     for (int k = 2; k < argc; ++k) lengths.push_back(std::stoll(argv[k]));

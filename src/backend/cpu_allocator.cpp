@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "util/error.h"
+#include "util/huge_pages.h"
 
 namespace tempo::backend {
 
@@ -96,6 +97,7 @@ class CachingCpuAllocator final : public c10::Allocator {
     }
     TORCH_CHECK(base != nullptr, "Tempo's CPU allocator: out of memory allocating ", cls,
                 " bytes");
+    advise_huge_pages(base, cls + kAlignment);  // before the header below writes to it
     *static_cast<size_t*>(base) = cls;
     return static_cast<char*>(base) + kAlignment;
   }

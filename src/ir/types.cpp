@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "util/error.h"
+#include "util/huge_pages.h"
 
 namespace tempo::ir {
 
@@ -132,10 +133,32 @@ int64_t numel_of(const std::vector<int64_t>& shape) {
   }
   return n;
 }
+
+// Room for n bytes, allocated but not yet written, so that large tensors (weights streamed by the
+// matmuls) get huge pages.
+std::vector<uint8_t> room_for(size_t n) {
+  std::vector<uint8_t> v;
+  v.reserve(n);
+  advise_huge_pages(v.data(), n);
+  return v;
+}
+
 }  // namespace
 
 HostTensor::HostTensor(DType dt, std::vector<int64_t> shp) : dtype(dt), shape(std::move(shp)) {
-  data.assign(static_cast<size_t>(numel_of(shape)) * dtype_size(dtype), 0);
+  const size_t bytes = static_cast<size_t>(numel_of(shape)) * dtype_size(dtype);
+  data = room_for(bytes);
+  data.resize(bytes);
+}
+
+HostTensor::HostTensor(const HostTensor& o)
+    : dtype(o.dtype), shape(o.shape), data(room_for(o.data.size())) {
+  data.assign(o.data.begin(), o.data.end());
+}
+
+HostTensor& HostTensor::operator=(const HostTensor& o) {
+  if (this != &o) *this = HostTensor(o);
+  return *this;
 }
 
 HostTensor HostTensor::scalar(double v, DType dt) {

@@ -61,6 +61,11 @@ struct HostTensor {
 
   HostTensor() = default;
   HostTensor(DType dt, std::vector<int64_t> shp);  // zero-filled
+  // Large tensors ask for huge pages (util/huge_pages.h), copies too; a move keeps the bytes.
+  HostTensor(const HostTensor& o);
+  HostTensor& operator=(const HostTensor& o);
+  HostTensor(HostTensor&&) noexcept = default;
+  HostTensor& operator=(HostTensor&&) noexcept = default;
   static HostTensor scalar(double v, DType dt = DType::Float32);
   static HostTensor from(const std::vector<float>& v, std::vector<int64_t> shp);
   static HostTensor from(const std::vector<int64_t>& v, std::vector<int64_t> shp);

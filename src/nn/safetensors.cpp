@@ -159,10 +159,7 @@ using ReadData = std::function<void(uint64_t at, uint64_t n, char* dst)>;
 // An entry's tensor, read by `read` straight into its own storage; half types as they are with
 // `keep_half`, else widened to float32.
 HostTensor read_tensor(const Entry& e, const ReadData& read, bool keep_half) {
-  HostTensor t;
-  t.dtype = e.dtype;
-  t.shape = e.shape;
-  t.data.resize(e.bytes);
+  HostTensor t(e.dtype, e.shape);  // e.bytes, in huge pages where large
   // An empty tensor reads nothing (its storage may have no address).
   if (e.bytes > 0) read(e.begin, e.bytes, reinterpret_cast<char*>(t.data.data()));
   if (!keep_half && ir::is_half(t.dtype)) return t.to(DType::Float32);

@@ -4,6 +4,7 @@
 #include "expect_error.h"
 #include "ir/sdg.h"
 #include "util/error.h"
+#include "util/huge_pages.h"
 
 namespace tempo::ir {
 namespace {
@@ -350,6 +351,20 @@ TEST(Describe, NamesLine) {
   op.name = "x";
   op.loc = tempo::SourceLoc::current();
   EXPECT_EQ(op.describe(), "RT 'x' (Add) created at ir_test.cpp:" + std::to_string(op.loc.line));
+}
+
+// Large host tensors, and their copies, ask for huge pages (util/huge_pages.h): where the kernel
+// gives them only on request, a plain allocation gets none.
+TEST(Types, LargeHostTensorsLieInHugePages) {
+  const std::string mode = huge_pages_mode();
+  if (mode != "madvise" && mode != "always")
+    GTEST_SKIP() << "transparent huge pages are " << (mode.empty() ? "unknown" : mode);
+  if (env_flag("TEMPO_NO_HUGE_PAGES")) GTEST_SKIP() << "TEMPO_NO_HUGE_PAGES is set";
+  HostTensor big(DType::Float32, {int64_t{16} << 20});  // 64 MiB
+  HostTensor copy = big;
+  EXPECT_GT(huge_page_bytes_at(big.data.data() + big.data.size() / 2), 0);
+  EXPECT_GT(huge_page_bytes_at(copy.data.data() + copy.data.size() / 2), 0);
+  EXPECT_EQ(copy.data, big.data);
 }
 
 }  // namespace
