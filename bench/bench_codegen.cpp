@@ -3,6 +3,8 @@
 // generation), and with its elementwise clusters as generated loops (fusion + code generation);
 // and the time code generation adds to a cold compile. Each program runs the region at T points
 // of a dimension t (per-timestep, vectorization off), so the time per point is the time per call.
+// The generated loops run rows outer and in the default loop order (measured: narrow rows that
+// reduce may run interchanged, columns outer, when that is faster; backend/codegen.h).
 //
 //   ./bench_codegen [--quick]
 #include <chrono>
@@ -62,7 +64,7 @@ struct Measure {
 };
 
 Measure measure(const Kind& kind, int64_t B, int64_t H, int64_t T, bool fusion, bool codegen,
-                int repeats) {
+                int repeats, backend::LoopSchedules loops = backend::LoopSchedules::Measured) {
   Context ctx;
   Dim t = ctx.dim("t", "T");
   // A per-point input: the same values at every t, but an op of t's domain.
@@ -74,6 +76,7 @@ Measure measure(const Kind& kind, int64_t B, int64_t H, int64_t T, bool fusion, 
   o.passes = PassOptions::none();  // only the pass under test: no vectorization or rewrites
   o.passes.fusion = fusion;
   o.codegen = codegen;
+  o.loop_schedules = loops;
   auto t0 = Clock::now();
   Executable exe = compile(ctx, {{t.bound, T}}, o);
   Measure m;
@@ -106,18 +109,21 @@ int main(int argc, char** argv) {
   std::cout << "## Fused regions per call (us), 1 thread, best of " << repeats << " runs of " << T
             << " points\n\n"
             << "| region | shape | unfused us | launches | fused (LibTorch ops) us | fused + "
-               "generated us | launches | generated / unfused | codegen compile s |\n"
-            << "|---|---|---|---|---|---|---|---|---|\n";
+               "generated, rows outer us | fused + generated us | launches | generated / "
+               "unfused | codegen compile s |\n"
+            << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Kind& k : kKinds)
-    for (auto [B, H] : {std::pair<int64_t, int64_t>{16, 64}, {2048, 64}}) {
+    for (auto [B, H] : {std::pair<int64_t, int64_t>{16, 64}, {2048, 64}, {4096, 2}}) {
       Measure off = measure(k, B, H, T, false, false, repeats);
       Measure fused = measure(k, B, H, T, true, false, repeats);
+      Measure rows =
+          measure(k, B, H, T, true, true, repeats, backend::LoopSchedules::RowsOuter);
       Measure cold = measure(k, B, H, T, true, true, repeats);  // compiles the loops
       Measure warm = measure(k, B, H, T, true, true, repeats);  // loads them from the cache
       std::cout << std::fixed << std::setprecision(2) << "| " << k.name << " | " << B << "x" << H
                 << " | " << off.us_per_call << " | " << off.launches << " | "
-                << fused.us_per_call << " | " << warm.us_per_call << " | " << warm.launches
-                << " | " << warm.us_per_call / off.us_per_call << " | "
+                << fused.us_per_call << " | " << rows.us_per_call << " | " << warm.us_per_call
+                << " | " << warm.launches << " | " << warm.us_per_call / off.us_per_call << " | "
                 << std::setprecision(3) << std::max(0.0, cold.compile_s - warm.compile_s)
                 << " |\n";
     }

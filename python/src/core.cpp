@@ -451,6 +451,11 @@ const std::vector<Keyword<CompileOptions>>& compile_keywords() {
       keyword("whole_component", &O::whole_component),
       keyword("fuse", &O::fuse),
       keyword("codegen", &O::codegen),
+      {"loop_schedules",
+       [](O& o, py::handle value) {
+         o.loop_schedules =
+             backend::parse_loop_schedules(value.cast<std::string>(), "loop_schedules");
+       }},
       keyword("block_stores", &O::block_stores),
       keyword("donation", &O::donation),
       keyword("verbose", &O::verbose),
@@ -1011,7 +1016,7 @@ void bind_context(py::module_& m) {
           },
           py::arg("bounds") = py::none(), guard(), keep_ctx,
           "Compiles the program with values for its bounds ({'T': 100} or {T: 100}) and "
-          "options (deallocate, proximity, fuse, codegen, block_stores, donation, "
+          "options (deallocate, proximity, fuse, codegen, loop_schedules, block_stores, donation, "
           "memory_budget, memory_timeline, schedule_memory_limit, schedule_time_limit, "
           "schedule_cache, swap_policy, seed, device, verbose, profile, dump, "
           "dump_dir, no_pass, tiles, tile_above_bytes, static_tiles). dump names compile "

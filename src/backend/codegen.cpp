@@ -1,6 +1,7 @@
 #include "backend/codegen.h"
 
 #include <algorithm>
+#include <cctype>
 #include <iomanip>
 #include <limits>
 #include <optional>
@@ -335,6 +336,38 @@ bool row_blocks(const ir::Graph& body, const RegionPlan::Step& step) {
   });
 }
 
+LoopSchedules parse_loop_schedules(const std::string& name, const std::string& what) {
+  for (LoopSchedules s :
+       {LoopSchedules::RowsOuter, LoopSchedules::Measured, LoopSchedules::ColumnsOuter})
+    if (name == loop_schedules_name(s)) return s;
+  throw UserError(cat(what, " '", name, "': expected rows, measured or columns"));
+}
+
+const char* loop_schedules_name(LoopSchedules s) {
+  switch (s) {
+    case LoopSchedules::RowsOuter: return "rows";
+    case LoopSchedules::Measured: return "measured";
+    case LoopSchedules::ColumnsOuter: return "columns";
+  }
+  return "?";
+}
+
+bool columns_outer_applies(const ir::Graph& body, const RegionPlan::Step& step) {
+  if (!step.cluster()) return false;
+  int64_t cols = 1;
+  for (size_t d = step.split; d < step.shape.rank(); ++d) {
+    if (!step.shape[d].is_const()) return false;
+    cols *= step.shape[d].value();
+  }
+  bool reduces = false, sums = false;
+  for (ir::OpId id : step.ops)
+    if (role(body, body.op(id), step.shape) == Role::Reduce) {
+      reduces = true;
+      sums |= body.op(id).kind == OpKind::Sum;
+    }
+  return reduces && cols <= (sums ? 2 : kNarrowColumns);
+}
+
 namespace {
 
 // The name of a value in generated code.
@@ -377,29 +410,147 @@ std::string cluster_signature(const ir::Graph& body, const RegionPlan::Step& ste
 }
 
 // The per-row statements of a reduction `op` of operand x over a row's columns: `columns` opens
-// the loop over them, whose body starts with `chain` (the element ops x needs).
+// the loop over them, whose body starts with `chain` (the element ops x needs). `index_read`:
+// a max's index (its output 1) is read.
 std::string reduction(const ir::OpNode& op, const std::string& x, const std::string& chain,
-                      const std::string& columns, bool cuda) {
+                      const std::string& columns, bool cuda, bool index_read) {
   const std::string acc = cat("acc", op.id), arg = cat("arg", op.id);
   const char* t = c_type(op.outputs[0].dtype);
   const bool max = op.kind == OpKind::ReduceMax;
-  std::string row =
+  const std::string init =
       cat("    ", t, " ", acc, " = ", max ? cat("-(", t, ")TEMPO_INF") : cat("(", t, ")0"), ";\n",
-          max ? cat("    int64_t ", arg, " = 0;\n") : "",
-          // A sum may be reassociated (as LibTorch's vectorized sums are), so that its loop
-          // vectorizes; the first maximum is a sequential search.
-          max || cuda ? "" : cat("#pragma omp simd reduction(+ : ", acc, ")\n"), columns, chain);
+          max ? cat("    int64_t ", arg, " = 0;\n") : "");
+  const std::string result =
+      cat("    const ", t, " ", value_name(op.id, 0), " = ", acc, ";\n",
+          max ? cat("    const int64_t ", value_name(op.id, 1), " = ", arg, ";\n") : "");
+  if (!max)  // a sum may be reassociated (as LibTorch's vectorized sums are), so that it vectorizes
+    return cat(init, cuda ? "" : cat("#pragma omp simd reduction(+ : ", acc, ")\n"), columns, chain,
+               "      ", acc, " += (", t, ")", x, ";\n", "    }\n",
+               cuda ? cat("    ", acc, " = tempo_block_sum(", acc, ");\n") : "", result);
   // The first maximum (or NaN), as LibTorch's max along a dimension.
-  row += max ? cat("      if (", x, " > ", acc, " || (", x, " != ", x, " && ", acc, " == ", acc,
-                   ")) { ", acc, " = ", x, "; ", arg, " = j; }\n")
-             : cat("      ", acc, " += (", t, ")", x, ";\n");
-  row += "    }\n";
+  const std::string first_max =
+      cat(columns, chain, "      if (", x, " > ", acc, " || (", x, " != ", x, " && ", acc, " == ",
+          acc, ")) { ", acc, " = ", x, "; ", arg, " = j; }\n", "    }\n");
   if (cuda)  // the block's threads combine their shares
-    row += max ? cat("    tempo_block_argmax(", acc, ", ", arg, ");\n")
-               : cat("    ", acc, " = tempo_block_sum(", acc, ");\n");
-  row += cat("    const ", t, " ", value_name(op.id, 0), " = ", acc, ";\n",
-             max ? cat("    const int64_t ", value_name(op.id, 1), " = ", arg, ";\n") : "");
-  return row;
+    return cat(init, first_max, "    tempo_block_argmax(", acc, ", ", arg, ");\n", result);
+  // On the CPU, over 16 columns or more: the maximum in vectors, NaN noted apart. Without NaN it
+  // is the first maximum's value but for the sign of a zero; where that, a NaN or the index
+  // matters, a search from the row's start finds the first maximum (or NaN).
+  const std::string nan = cat("nan", op.id);
+  const std::string vectors =
+      cat("      bool ", nan, " = false;\n", "#pragma omp simd reduction(max : ", acc,
+          ") reduction(| : ", nan, ")\n", columns, chain, "      ", acc, " = ", x, " > ", acc,
+          " ? (", t, ")", x, " : ", acc, ";\n", "      ", nan, " |= ", x, " != ", x, ";\n",
+          "    }\n", index_read ? "    {\n" : cat("    if (", nan, " || ", acc, " == 0) {\n"),
+          columns, chain, "      if (", nan, " ? ", x, " != ", x, " : ", x, " == ", acc, ") { ",
+          acc, " = ", x, "; ", arg, " = j; break; }\n", "    }\n    }\n");
+  return cat(init, "    if (cols < 16) {\n", first_max, "    } else {\n", vectors, "    }\n",
+             result);
+}
+
+// The loops of a ColumnsOuter cluster (LoopOrder), after its signature and scalar loads: in each
+// block of kRowBlock rows, a pass per per-row op and per reduction, then one for the outputs,
+// each an inner loop over the block's rows; a per-row value lives in an array over the block.
+// `row_loads` reads the Column inputs at row r; `statement` gives an op's declaration at an
+// indent, `element_chain` the loads and element ops some values need, `operand` an edge's value.
+template <class Statement, class Chain, class Operand>
+std::string columns_outer(const ir::Graph& body, const RegionPlan::Step& step,
+                          const std::string& row_loads, const Statement& statement,
+                          const Chain& element_chain, const Operand& operand) {
+  constexpr int kRowBlock = 64;
+  int64_t cols = 1;
+  for (size_t d = step.split; d < step.shape.rank(); ++d) cols *= step.shape[d].value();
+  std::string arrays, passes;
+  // Reads of the Column inputs and of the per-row values computed so far, at row q of the block;
+  // a pass reads those its body names.
+  std::vector<std::pair<std::string, std::string>> reads;  // value, its read
+  for (size_t from = 0, to; (to = row_loads.find('\n', from)) != std::string::npos; from = to + 1) {
+    const std::string line = row_loads.substr(from, to + 1 - from);
+    const size_t eq = line.find(" = ");
+    reads.emplace_back(line.substr(line.rfind(' ', eq - 1) + 1, eq - line.rfind(' ', eq - 1) - 1),
+                       line);
+  }
+  auto keep = [&](const std::string& value, const char* type) {
+    arrays += cat("    ", type, " ", value, "_b[", kRowBlock, "];\n");
+    reads.emplace_back(value, cat("      const ", type, " ", value, " = ", value, "_b[q];\n"));
+  };
+  // Whether `code` names `value` (not as the prefix of a longer name).
+  auto names = [](const std::string& code, const std::string& value) {
+    for (size_t at = code.find(value); at != std::string::npos; at = code.find(value, at + 1)) {
+      const char next = at + value.size() < code.size() ? code[at + value.size()] : ' ';
+      if (!std::isalnum(static_cast<unsigned char>(next)) && next != '_') return true;
+    }
+    return false;
+  };
+  // A loop over the block's rows (in a loop over columns where `columns`), around `loop_body`.
+  auto rows_loop = [&](const std::string& loop_body, bool columns) {
+    const std::string in = columns ? "  " : "";
+    std::string loads;
+    for (const auto& [value, read] : reads)
+      if (names(loop_body, value)) loads += read;
+    return cat(columns ? cat("    for (int64_t j = 0; j < cols; ++j) {\n") : "", in,
+               "#pragma omp simd\n", in, "    for (int64_t q = 0; q < rn; ++q) {\n", in,
+               "      const int64_t r = r0 + q;\n", loads, loop_body, in, "    }\n",
+               columns ? "    }\n" : "");
+  };
+  // Consecutive per-row ops share a pass.
+  std::string row_ops;
+  std::vector<std::pair<std::string, const char*>> row_values;
+  auto flush_row_ops = [&] {
+    if (row_ops.empty()) return;
+    passes += rows_loop(row_ops, false);
+    for (const auto& [value, type] : row_values) keep(value, type);
+    row_ops.clear();
+    row_values.clear();
+  };
+  for (ir::OpId id : step.ops) {
+    const ir::OpNode& op = body.op(id);
+    const Role r = role(body, op, step.shape);
+    const std::string v = value_name(id, 0);
+    const char* t = c_type(op.outputs[0].dtype);
+    if (r == Role::Row) {
+      row_ops += cat(statement(op, "      "), "      ", v, "_b[q] = ", v, ";\n");
+      row_values.emplace_back(v, t);
+    } else if (r == Role::Reduce) {
+      flush_row_ops();
+      const ir::Edge& in = body.edge(op.inputs[0]);
+      const std::string x = operand(in), arg = value_name(id, 1);
+      const bool max = op.kind == OpKind::ReduceMax;
+      arrays += cat("    ", t, " ", v, "_b[", kRowBlock, "];\n",
+                    max ? cat("    int64_t ", arg, "_b[", kRowBlock, "];\n") : "");
+      passes += cat("    for (int64_t q = 0; q < rn; ++q) ", v, "_b[q] = ",
+                    max ? cat("-(", t, ")TEMPO_INF") : cat("(", t, ")0"), ";\n",
+                    max ? cat("    for (int64_t q = 0; q < rn; ++q) ", arg, "_b[q] = 0;\n") : "");
+      // The first maximum (or NaN) in selects, which vectorize, as RowsOuter's branch finds it.
+      const std::string update =
+          max ? cat("        const ", t, " acc = ", v, "_b[q];\n", "        const bool take = (",
+                    x, " > acc) | ((", x, " != ", x, ") & (acc == acc));\n", "        ", v,
+                    "_b[q] = take ? (", t, ")", x, " : acc;\n", "        ", arg,
+                    "_b[q] = take ? j : ", arg, "_b[q];\n")
+              : cat("        ", v, "_b[q] += (", t, ")", x, ";\n");
+      passes += rows_loop(cat(element_chain({in.source}), update), true);
+      reads.emplace_back(v, cat("      const ", t, " ", v, " = ", v, "_b[q];\n"));
+      if (max) reads.emplace_back(arg, cat("      const int64_t ", arg, " = ", arg, "_b[q];\n"));
+    }
+  }
+  flush_row_ops();
+  std::string stores, row_stores;
+  std::vector<ir::OpId> targets;
+  for (size_t k = 0; k < step.outputs.size(); ++k) {
+    const auto& [id, o] = step.outputs[k];
+    if (role(body, body.op(id), step.shape) == Role::Element) {
+      stores += cat("        out", k, "[r * cols + j] = ", value_name(id, o), ";\n");
+      targets.push_back(id);
+    } else {
+      row_stores += cat("      out", k, "[r] = ", value_name(id, o), ";\n");
+    }
+  }
+  if (!row_stores.empty()) passes += rows_loop(row_stores, false);
+  if (!targets.empty()) passes += rows_loop(cat(element_chain(targets), stores), true);
+  return cat("  {\n  const int64_t cols = ", cols, ";  // the parameter's value, as a constant\n",
+             "  for (int64_t r0 = 0; r0 < rows; r0 += ", kRowBlock, ") {\n",
+             "    const int64_t rn = rows - r0 < ", kRowBlock, " ? rows - r0 : ", kRowBlock, ";\n",
+             arrays, passes, "  }\n  }\n");
 }
 
 }  // namespace
@@ -409,7 +560,7 @@ std::string reduction(const ir::OpNode& op, const std::string& x, const std::str
 // one call runs every row; on CUDA a cluster with per-row work runs a thread block per row (its
 // threads stride over the row's columns and reduce together), any other a thread per element.
 std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
-                         const std::string& name, Target target) {
+                         const std::string& name, Target target, LoopOrder order) {
   TEMPO_ASSERT(step.access.size() == step.inputs.size(), "cluster without access classes");
   const bool cuda = target == Target::Cuda;
   const bool blocks = row_blocks(body, step);
@@ -421,6 +572,14 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
   };
   auto is_element = [&](const ValueRef& v) {
     return role(body, body.op(v.first), step.shape) == Role::Element;
+  };
+  // Whether value v is read: by an op of the cluster, or after it.
+  auto is_read = [&](const ValueRef& v) {
+    if (std::find(step.outputs.begin(), step.outputs.end(), v) != step.outputs.end()) return true;
+    for (ir::OpId id : step.ops)
+      for (ir::EdgeId e : body.op(id).inputs)
+        if (ValueRef{body.edge(e).source, body.edge(e).source_output} == v) return true;
+    return false;
   };
   std::ostringstream c;
   c << cluster_signature(body, step, name, cuda);
@@ -481,6 +640,13 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
       if (need[id]) s += statement(body.op(id), "      ");
     return s;
   };
+  if (!cuda && order == LoopOrder::ColumnsOuter) {
+    // At -O2 (the `omp simd` loops still vectorize, once each): at -O3 the variants of every
+    // loop doubled the library's compile time.
+    std::string source = c.str();
+    source.insert(source.find("void "), "__attribute__((optimize(\"O2\"))) ");
+    return source + columns_outer(body, step, row_loads, statement, element_chain, operand) + "}\n";
+  }
   // A loop over the columns of row r: all of them on the CPU, a thread's share on CUDA.
   const std::string columns =
       cuda ? "    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {\n"
@@ -494,7 +660,8 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
         break;
       case Role::Reduce: {
         const ir::Edge& in = body.edge(op.inputs[0]);
-        row += reduction(op, operand(in), element_chain({in.source}), columns, cuda);
+        row += reduction(op, operand(in), element_chain({in.source}), columns, cuda,
+                         is_read({id, 1}));
         break;
       }
       default:  // element ops are computed in the loops that need them
@@ -547,10 +714,12 @@ const char* kCpuPrelude = R"(// Generated by Tempo: the clusters of fused region
 
 #define TEMPO_DEV static inline
 #define TEMPO_RESTRICT __restrict
+// Inlined also into the loops compiled at another optimization level (LoopOrder::ColumnsOuter).
+#define TEMPO_INLINE static inline __attribute__((always_inline))
 #define TEMPO_INF (std::numeric_limits<double>::infinity())
 #define TEMPO_NAN (std::numeric_limits<double>::quiet_NaN())
 #define TEMPO_MATH(name, f32, f64) \
-  static inline float name(float x) { return f32(x); } \
+  TEMPO_INLINE float name(float x) { return f32(x); } \
   static inline double name(double x) { return f64(x); }
 TEMPO_MATH(tempo_sqrt, std::sqrt, std::sqrt)
 TEMPO_MATH(tempo_sin, std::sin, std::sin)
@@ -560,12 +729,12 @@ TEMPO_MATH(tempo_floor, std::floor, std::floor)
 TEMPO_MATH(tempo_ceil, std::ceil, std::ceil)
 template <class T> static inline T tempo_pow(T a, T b) { return std::pow(a, b); }
 
-static inline float tempo_from_bits(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
-static inline uint32_t tempo_to_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
+TEMPO_INLINE float tempo_from_bits(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
+TEMPO_INLINE uint32_t tempo_to_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
 
 // exp(x) = 2^k exp(r), x = k ln2 + r, |r| <= ln2/2; 2^k in two factors so that gradual underflow
 // and overflow to inf come out as in libm.
-static inline float tempo_exp(float x) {
+TEMPO_INLINE float tempo_exp(float x) {
   const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
   const float k = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = xc - k * 0.693359375f;
@@ -585,7 +754,7 @@ static inline float tempo_exp(float x) {
 }
 
 // log(x) = e ln2 + log(m), x = m 2^e with m in [sqrt(1/2), sqrt(2)).
-static inline float tempo_log(float x) {
+TEMPO_INLINE float tempo_log(float x) {
   const bool tiny = x < 1.17549435e-38f;  // subnormal: scale into the normal range first
   const float xs = tiny ? x * 8388608.0f : x;
   const uint32_t b = tempo_to_bits(xs);
@@ -616,7 +785,7 @@ static inline float tempo_log(float x) {
 }
 
 // tanh: an odd polynomial near 0, else 1 - 2 / (exp(2|x|) + 1) with x's sign.
-static inline float tempo_tanh(float x) {
+TEMPO_INLINE float tempo_tanh(float x) {
   const float a = x < 0.0f ? -x : x;
   const float z = x * x;
   float p = -5.70498872745e-3f;

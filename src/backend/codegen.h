@@ -48,15 +48,38 @@ RegionPlan plan_region(const ir::Region& region, bool clusters);
 // Where generated code runs: C++ compiled by the system compiler, or CUDA C++ compiled by NVRTC.
 enum class Target : uint8_t { Cpu, Cuda };
 
+// The order of a CPU cluster's loops. RowsOuter: a loop over rows, and in it a pass over the
+// row's columns per reduction and one for the element outputs (vectorized along a row).
+// ColumnsOuter (loop interchange): blocks of 64 rows, and in each block the same passes with the
+// loop over the block's rows inside the loop over columns, per-row values in arrays (vectorized
+// across rows): for narrow rows, e.g. a log-softmax over two actions, where a row's loop has too
+// few columns to vectorize and costs a loop's overhead per row.
+enum class LoopOrder : uint8_t { RowsOuter, ColumnsOuter };
+
+// Which order the CPU clusters where both apply run with: always RowsOuter, always
+// ColumnsOuter, or Measured: both are compiled and each cluster's first calls at a size time
+// them, the later ones run the faster (backend/measured_choice.h).
+enum class LoopSchedules : uint8_t { RowsOuter, Measured, ColumnsOuter };
+// "rows", "measured", "columns"; UserError naming `what` on another name.
+LoopSchedules parse_loop_schedules(const std::string& name, const std::string& what);
+const char* loop_schedules_name(LoopSchedules s);
+
+// Whether a CPU cluster reduces its rows and can run ColumnsOuter with the values of RowsOuter:
+// its columns are a constant count of at most kNarrowColumns, and where it sums, of at most 2
+// (RowsOuter's sums are vectorized, so over more columns they are added in another order).
+constexpr int64_t kNarrowColumns = 16;
+bool columns_outer_applies(const ir::Graph& body, const RegionPlan::Step& step);
+
 // The source of a cluster step. Cpu: `extern "C" void <name>(int64_t rows, int64_t cols,
 // const void* const* in, void* const* out)`, loops written for the compiler to vectorize (float
 // exp, log, tanh and sigmoid are branch-free polynomials, not libm calls). Cuda: `extern "C"
 // __global__ void <name>(int64_t rows, int64_t cols, <one pointer per input>, <one per
 // output>)`, launched with cuda_block_threads threads a block. Inputs are indexed by their
 // Access; outputs are contiguous, rows * cols elements (element ops) or rows (per-row ops and
-// reductions).
+// reductions). `order` is the CPU's (ColumnsOuter where columns_outer_applies).
 std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
-                         const std::string& name, Target target = Target::Cpu);
+                         const std::string& name, Target target = Target::Cpu,
+                         LoopOrder order = LoopOrder::RowsOuter);
 
 // A whole library: the helpers generated functions use, then the functions.
 std::string library_source(const std::vector<std::string>& functions, Target target = Target::Cpu);

@@ -14,6 +14,7 @@
 
 #include "backend/cpu_allocator.h"
 #include "backend/cuda_kernels.h"
+#include "backend/measured_choice.h"
 #include "backend/skinny_matmul.h"
 #include "backend/torch_collectives.h"
 #include "backend/torch_value.h"
@@ -166,11 +167,17 @@ void limit_blas_threads() {
 std::string loop_name(ir::OpId op, size_t step) {
   return cat("tempo_region", op, "_step", step);
 }
+// The same cluster's loops in LoopOrder::ColumnsOuter.
+std::string columns_name(const std::string& loop) {
+  return loop + "_columns";
+}
 
 class LibTorchBackend final : public runtime::Backend {
  public:
   LibTorchBackend(torch::Device device, BackendOptions options)
-      : codegen_(options.codegen), cuda_check_(options.check_cuda_kernels) {
+      : codegen_(options.codegen),
+        cuda_check_(options.check_cuda_kernels),
+        loop_schedules_(options.loop_schedules) {
     state_.device = device;
     state_.donation = options.donation;
     state_.keep_constants = options.keep_constants;
@@ -200,9 +207,15 @@ class LibTorchBackend final : public runtime::Backend {
         if (!step.cluster()) continue;
         const ir::Graph& body = op.attrs.region->body;
         const std::string name = loop_name(op.id, k);
-        clusters.push_back(
-            {name, op.id, k, row_blocks(body, step), step.inputs.size(), step.outputs.size()});
+        const bool interchange = state_.device.is_cpu() &&
+                                 loop_schedules_ != LoopSchedules::RowsOuter &&
+                                 columns_outer_applies(body, step);
+        clusters.push_back({name, op.id, k, row_blocks(body, step), interchange,
+                            step.inputs.size(), step.outputs.size()});
         if (state_.device.is_cpu()) cpu.push_back(emit_cluster(body, step, name));
+        if (interchange)
+          cpu.push_back(
+              emit_cluster(body, step, columns_name(name), Target::Cpu, LoopOrder::ColumnsOuter));
         if (!state_.device.is_cpu() || cuda_check_)
           cuda.push_back(emit_cluster(body, step, name, Target::Cuda));
         ops += static_cast<int>(step.ops.size());
@@ -316,7 +329,8 @@ class LibTorchBackend final : public runtime::Backend {
     std::string name;
     ir::OpId region;
     size_t step;
-    bool row_blocks;  // codegen.h's row_blocks
+    bool row_blocks;   // codegen.h's row_blocks
+    bool interchange;  // also compiled ColumnsOuter (columns_name)
     size_t inputs, outputs;
   };
 
@@ -329,11 +343,19 @@ class LibTorchBackend final : public runtime::Backend {
   std::string load_cpu_loops(const std::vector<std::string>& functions,
                              const std::vector<Cluster>& clusters) {
     state_.library = KernelLibrary::load(library_source(functions));
+    auto loop = [&](const std::string& name) {
+      auto fn = reinterpret_cast<LoopFn>(state_.library->symbol(name));
+      TEMPO_ASSERT(fn, "generated loop ", name, " is missing");
+      return fn;  // state_.library keeps it loaded
+    };
     for (const Cluster& c : clusters) {
-      auto fn = reinterpret_cast<void (*)(int64_t, int64_t, const void* const*, void* const*)>(
-          state_.library->symbol(c.name));
-      TEMPO_ASSERT(fn, "generated loop ", c.name, " is missing");
-      state_.regions[c.region].loops[c.step] = fn;  // state_.library keeps it loaded
+      ClusterFn& fn = state_.regions[c.region].loops[c.step];
+      if (!c.interchange)
+        fn = loop(c.name);
+      else if (loop_schedules_ == LoopSchedules::ColumnsOuter)
+        fn = loop(columns_name(c.name));
+      else
+        fn = measured_choice(loop(c.name), loop(columns_name(c.name)));
     }
     return cache_report(state_.library->from_cache(), state_.library->compile_seconds(),
                         state_.library->path());
@@ -385,6 +407,7 @@ class LibTorchBackend final : public runtime::Backend {
 
   const bool codegen_;     // generate code for fused regions
   const bool cuda_check_;  // BackendOptions::check_cuda_kernels
+  const LoopSchedules loop_schedules_;
   TorchState state_;
 };
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/codegen.h"
 #include "backend/distributed.h"
 #include "runtime/backend.h"
 
@@ -16,6 +17,8 @@ struct BackendOptions {
   // The clusters of fused regions run as generated code (backend/codegen.h): C++ loops on the
   // CPU, CUDA kernels (NVRTC) on a GPU; compiled once per program and cached on disk.
   bool codegen = true;
+  // The order of the CPU loops of narrow clusters (codegen.h's LoopSchedules).
+  LoopSchedules loop_schedules = LoopSchedules::Measured;
   // On the CPU, also generate and compile (NVRTC, no GPU needed) the CUDA kernels of every
   // cluster, failing on one that does not compile. Needs a CUDA build; its test suite sets it
   // ($TEMPO_CHECK_CUDA_KERNELS, read by the driver).

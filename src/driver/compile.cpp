@@ -106,6 +106,8 @@ Settings settings_from(const CompileOptions& options) {
   if (const char* off = std::getenv("TEMPO_NO_PASS"))
     for (const std::string& name : names_in(off)) o.passes.set(name, false);
   o.codegen &= !env_flag("TEMPO_NO_CODEGEN");
+  if (const char* l = std::getenv("TEMPO_LOOP_SCHEDULES"); l && *l)
+    o.loop_schedules = backend::parse_loop_schedules(l, "TEMPO_LOOP_SCHEDULES");
   o.block_stores &= !env_flag("TEMPO_NO_BLOCK_STORES");
   o.donation &= !env_flag("TEMPO_NO_DONATION");
   o.schedule_cache &= !env_flag("TEMPO_NO_SCHEDULE_CACHE");
@@ -235,6 +237,7 @@ void make_backend(Compilation& c) {
   Executable::Impl& impl = *c.impl;
   backend::BackendOptions bo;
   bo.codegen = c.options.codegen;
+  bo.loop_schedules = c.options.loop_schedules;
   bo.donation = c.options.donation;
   bo.keep_constants = c.options.memory_budget <= 0;
   bo.check_cuda_kernels = c.settings.check_cuda_kernels;

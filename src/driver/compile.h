@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/context.h"
+#include "backend/codegen.h"
 #include "passes/options.h"
 
 namespace tempo {
@@ -45,6 +46,11 @@ struct CompileOptions {
   // kernels (NVRTC) on a GPU, compiled once per program and cached on disk ($TEMPO_CACHE_DIR,
   // else ~/.cache/tempo). TEMPO_NO_CODEGEN=1 turns it off without recompiling the program.
   bool codegen = true;
+  // The loop order of generated CPU loops over narrow rows (a softmax over two actions): rows
+  // outer, columns outer (interchanged, vectorized across rows), or measured, where both are
+  // compiled and the program's first calls of each loop pick the faster (backend/codegen.h).
+  // The values are the same in every order. TEMPO_LOOP_SCHEDULES=rows|measured|columns.
+  backend::LoopSchedules loop_schedules = backend::LoopSchedules::Measured;
   // Outputs read as x[0:t+1] or x[t:T] along their last dimension live in one block per run of
   // that dimension (TEMPO §6), so those reads are views, not copies. TEMPO_NO_BLOCK_STORES=1
   // turns it off without recompiling the program.

@@ -14,6 +14,7 @@
 #include <functional>
 #include <iterator>
 #include <limits>
+#include <set>
 #include <tuple>
 
 #include "api/tempo.h"
@@ -45,6 +46,7 @@ struct Mode {
   bool codegen = true;
   bool donation = true;
   std::string device;
+  backend::LoopSchedules loops = backend::LoopSchedules::Measured;
 };
 
 // Counts the Fused ops a program compiles to.
@@ -69,6 +71,7 @@ Result run(const Mode& m, Build build, const Bounds& bounds,
   o.codegen = m.codegen;
   o.donation = m.donation;
   o.device = m.device;
+  o.loop_schedules = m.loops;
   Executable exe = compile(ctx, bounds, o);
   const int64_t before = backend::cpu_allocator_stats().allocations;
   exe.run();
@@ -333,6 +336,33 @@ TEST(Fusion, FailedCodeGenerationFallsBackToLibTorch) {
   expect_close(failed.values[0], ok.values[0], "fallback");
 }
 
+// The generated sources in kernel cache `dir`, each with the lines (from 1) at which the compiler
+// reports a loop vectorized: a loop's own line, or for an `omp simd` loop a line of its body.
+struct VectorizedSource {
+  std::string path;
+  std::vector<std::string> lines;
+  std::set<int> reported;
+};
+std::vector<VectorizedSource> vectorization_reports(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<VectorizedSource> sources;
+  for (const auto& e : fs::directory_iterator(fs::path(dir) / "kernels")) {
+    if (e.path().extension() != ".cpp") continue;
+    const std::string report = dir + "/report.txt";
+    const std::string command = backend::kernel_compile_command() + " -c -o /dev/null " +
+                                e.path().string() + " -fopt-info-vec-optimized 2> " + report;
+    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    VectorizedSource v{e.path().string(), {}, {}};
+    std::ifstream src(e.path()), rep(report);
+    for (std::string line; std::getline(src, line);) v.lines.push_back(line);
+    for (std::string line; std::getline(rep, line);)
+      if (line.find("loop vectorized") != std::string::npos)
+        v.reported.insert(std::atoi(line.substr(line.find(".cpp:") + 5).c_str()));
+    sources.push_back(std::move(v));
+  }
+  return sources;
+}
+
 // The elementwise loops of clusters with relu, its mask, clamps, sign and where (a relu layer's
 // backward pass, PPO's clipped loss) vectorize: the compiler reports every inner loop of the
 // generated source vectorized. Branchy forms of these ops once kept such loops scalar.
@@ -354,22 +384,78 @@ TEST(Fusion, GeneratedLoopsVectorize) {
   run({true, true, true, "cpu"}, build, {{Expr::bound("T"), 2}}, {{1}});  // C++ loops
   unsetenv("TEMPO_CACHE_DIR");
   int loops = 0;
-  for (const auto& e : fs::directory_iterator(fs::path(dir) / "kernels")) {
-    if (e.path().extension() != ".cpp") continue;
-    const std::string report = dir + "/report.txt";
-    const std::string command = backend::kernel_compile_command() + " -c -o /dev/null " +
-                                e.path().string() + " -fopt-info-vec-optimized 2> " + report;
-    ASSERT_EQ(std::system(command.c_str()), 0) << command;
-    std::ifstream src(e.path()), rep(report);
-    const std::string vectorized((std::istreambuf_iterator<char>(rep)), {});
-    std::string line;
-    for (int n = 1; std::getline(src, line); ++n)
-      if (line.find("for (int64_t j = 0; j < cols; ++j)") != std::string::npos) {
+  for (const VectorizedSource& v : vectorization_reports(dir))
+    for (size_t n = 0; n < v.lines.size(); ++n)
+      if (v.lines[n].find("for (int64_t j = 0; j < cols; ++j)") != std::string::npos) {
         ++loops;
-        EXPECT_NE(vectorized.find(cat(":", n, ":")), std::string::npos)
-            << "not vectorized, line " << n << " of " << e.path().string();
+        EXPECT_TRUE(v.reported.count(static_cast<int>(n + 1)))
+            << "not vectorized, line " << n + 1 << " of " << v.path;
       }
+  EXPECT_GT(loops, 0);
+  fs::remove_all(dir);
+}
+
+// The bits of a tensor's elements, so that NaNs compare too.
+torch::Tensor bits(const torch::Tensor& t) {
+  const torch::Tensor c = t.contiguous();
+  return c.element_size() == 4 ? c.view(torch::kInt32) : c.view(torch::kInt64);
+}
+
+// Narrow rows (a policy's two logits per environment, a value per row): the interchanged loops
+// (backend::LoopOrder::ColumnsOuter) give the values of the rows-outer loops bit for bit, NaN
+// and first maxima included, over four whole blocks of rows and a partial one; their passes over
+// the columns vectorize across rows.
+TEST(Fusion, InterchangedLoopsGiveTheSameValues) {
+  if (std::getenv("TEMPO_NO_CODEGEN") || std::getenv("TEMPO_LOOP_SCHEDULES"))
+    GTEST_SKIP() << "code generation or its loop order is set from the environment";
+  namespace fs = std::filesystem;
+  auto build = [](Context& ctx) {
+    Dim t = ctx.dim("t", "T");
+    RT x = (source(ctx, {t}, {300, 2}) * 3.0).floor().clamp(-1.0, 1.0);  // -1, 0 or 1: ties
+    RT logits = (x + 0.5).log();  // NaN where x is -1
+    RT v = source(ctx, {t}, {300, 1}, 1);
+    RT lp = logits.log_softmax(1);
+    RT entropy = -(lp.exp() * lp).sum({1});
+    RT adv = (logits - logits.max(1, true)) * v + v.tanh();
+    RT three = source(ctx, {t}, {300, 3}, 2).softmax(1);  // sums over 3 columns: rows outer
+    RT greedy = logits.argmax(1).cast(DType::Float32) + entropy;  // in the cluster
+    return std::vector<RT>{lp.retain(), greedy.retain(), logits.argmax(1).retain(),
+                           adv.retain(), three.retain(), (v * 2.0).sum({1}).retain()};
+  };
+  const Bounds bounds = {{Expr::bound("T"), 3}};
+  const std::vector<std::vector<int64_t>> points = {{0}, {2}};
+  using backend::LoopSchedules;
+  const std::string dir = ::testing::TempDir() + "tempo_interchange." + std::to_string(getpid());
+  fs::remove_all(dir);
+  setenv("TEMPO_CACHE_DIR", dir.c_str(), 1);
+  Result rows = run({true, true, true, "cpu", LoopSchedules::RowsOuter}, build, bounds, points);
+  Result columns =
+      run({true, true, true, "cpu", LoopSchedules::ColumnsOuter}, build, bounds, points);
+  Result measured = run({true, true, true, "cpu", LoopSchedules::Measured}, build, bounds, points);
+  unsetenv("TEMPO_CACHE_DIR");
+  ASSERT_EQ(rows.values.size(), columns.values.size());
+  for (size_t k = 0; k < rows.values.size(); ++k) {
+    EXPECT_TRUE(torch::equal(bits(rows.values[k]), bits(columns.values[k]))) << "value " << k;
+    EXPECT_TRUE(torch::equal(bits(rows.values[k]), bits(measured.values[k]))) << "value " << k;
   }
+  EXPECT_TRUE(torch::isnan(rows.values[0]).any().item<bool>());  // the NaN rows are there
+  int interchanged = 0, loops = 0;
+  for (const VectorizedSource& v : vectorization_reports(dir))
+    for (size_t n = 0; n < v.lines.size(); ++n) {
+      interchanged += v.lines[n].find("_columns(int64_t rows") != std::string::npos;
+      // The passes over the columns (a row's store alone may become a memcpy).
+      if (v.lines[n].find("for (int64_t q = 0; q < rn; ++q) {") == std::string::npos || n < 2 ||
+          v.lines[n - 2].find("for (int64_t j = 0; j < cols; ++j)") == std::string::npos)
+        continue;
+      ++loops;
+      // An `omp simd` loop is reported at a line of its body, before the next loop.
+      size_t end = n + 1;
+      while (end < v.lines.size() && v.lines[end].find("for (") == std::string::npos) ++end;
+      const auto first = v.reported.lower_bound(static_cast<int>(n + 1));
+      EXPECT_TRUE(first != v.reported.end() && *first <= static_cast<int>(end))
+          << "not vectorized, line " << n + 1 << " of " << v.path;
+    }
+  EXPECT_GE(interchanged, 2);  // the two-logit clusters, not the three-column softmax
   EXPECT_GT(loops, 0);
   fs::remove_all(dir);
 }
@@ -482,6 +568,40 @@ TEST(Fusion, GeneratedRowReductionsMatchLibTorch) {
 
 namespace tempo {
 namespace {
+
+// Row maxima in the generated loops (in vectors, then a search from the row's start where the
+// first NaN, the sign of a zero or the index matters) against LibTorch's unfused, bit for bit:
+// rows of signed zeros, ties, NaN, minus infinity and plain values, 64 columns, with and without
+// the index read; the log-softmax around such a maximum within rounding.
+TEST(Fusion, GeneratedMaximaMatchLibTorchBitForBit) {
+  auto build = [](Context& ctx) {
+    Dim t = ctx.dim("t", "T");
+    RT v = source(ctx, {t}, {6, 64});
+    std::vector<RT> outs;
+    RT zeros = where(v < -0.5, -1.0, v * 0.0);  // -1, -0 and +0: maxima of either sign
+    for (const RT& x : {zeros, v.floor(), (v - 0.9).log(), (v * 0.0).abs().log(), v}) {
+      auto [m, arg] = x.max_with_indices(1, false);
+      outs.push_back((m * 2.0).retain());                       // the value alone
+      outs.push_back((arg.cast(DType::Float32) + m).retain());  // and the index
+      outs.push_back(x.log_softmax(1).retain());                // a maximum in a cluster
+    }
+    return outs;
+  };
+  const Bounds bounds = {{Expr::bound("T"), 2}};
+  const std::vector<std::vector<int64_t>> points = {{0}, {1}};
+  Result on = run({true, true, true, "cpu"}, build, bounds, points);  // the C++ loops
+  Result off = run({false, false, true, "cpu"}, build, bounds, points);
+  ASSERT_EQ(on.values.size(), off.values.size());
+  for (size_t k = 0; k < on.values.size(); ++k) {
+    const torch::Tensor &got = on.values[k], &want = off.values[k];
+    if ((k / points.size()) % 3 == 2)  // the log-softmax: exp and log are polynomials here
+      EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-6, /*equal_nan=*/true)) << "value " << k;
+    else
+      EXPECT_TRUE(torch::equal(bits(got), bits(want)))
+          << "value " << k << ": " << got << " against " << want;
+  }
+  EXPECT_TRUE(torch::isnan(on.values[12]).any().item<bool>());  // the maxima of NaN rows
+}
 
 // A reduction whose input is a uniform constant (the log-softmax of constant logits, as a
 // Categorical over no information): the constant is a literal in the generated loop, which
