@@ -352,20 +352,25 @@ const char* loop_schedules_name(LoopSchedules s) {
   return "?";
 }
 
-bool columns_outer_applies(const ir::Graph& body, const RegionPlan::Step& step) {
-  if (!step.cluster()) return false;
+namespace {
+
+// Whether a cluster's rows have a constant count of at most kNarrowColumns columns.
+bool narrow_rows(const RegionPlan::Step& step) {
   int64_t cols = 1;
   for (size_t d = step.split; d < step.shape.rank(); ++d) {
     if (!step.shape[d].is_const()) return false;
     cols *= step.shape[d].value();
   }
-  bool reduces = false, sums = false;
-  for (ir::OpId id : step.ops)
-    if (role(body, body.op(id), step.shape) == Role::Reduce) {
-      reduces = true;
-      sums |= body.op(id).kind == OpKind::Sum;
-    }
-  return reduces && cols <= (sums ? 2 : kNarrowColumns);
+  return cols <= kNarrowColumns;
+}
+
+}  // namespace
+
+bool columns_outer_applies(const ir::Graph& body, const RegionPlan::Step& step) {
+  return step.cluster() && narrow_rows(step) &&
+         std::any_of(step.ops.begin(), step.ops.end(), [&](ir::OpId id) {
+           return role(body, body.op(id), step.shape) == Role::Reduce;
+         });
 }
 
 namespace {
@@ -411,9 +416,9 @@ std::string cluster_signature(const ir::Graph& body, const RegionPlan::Step& ste
 
 // The per-row statements of a reduction `op` of operand x over a row's columns: `columns` opens
 // the loop over them, whose body starts with `chain` (the element ops x needs). `index_read`:
-// a max's index (its output 1) is read.
+// a max's index (its output 1) is read; `in_order`: a sum adds its terms in order.
 std::string reduction(const ir::OpNode& op, const std::string& x, const std::string& chain,
-                      const std::string& columns, bool cuda, bool index_read) {
+                      const std::string& columns, bool cuda, bool index_read, bool in_order) {
   const std::string acc = cat("acc", op.id), arg = cat("arg", op.id);
   const char* t = c_type(op.outputs[0].dtype);
   const bool max = op.kind == OpKind::ReduceMax;
@@ -423,9 +428,11 @@ std::string reduction(const ir::OpNode& op, const std::string& x, const std::str
   const std::string result =
       cat("    const ", t, " ", value_name(op.id, 0), " = ", acc, ";\n",
           max ? cat("    const int64_t ", value_name(op.id, 1), " = ", arg, ";\n") : "");
-  if (!max)  // a sum may be reassociated (as LibTorch's vectorized sums are), so that it vectorizes
-    return cat(init, cuda ? "" : cat("#pragma omp simd reduction(+ : ", acc, ")\n"), columns, chain,
-               "      ", acc, " += (", t, ")", x, ";\n", "    }\n",
+  // Unless in order, a sum may be reassociated (as LibTorch's vectorized sums are) so that it
+  // vectorizes.
+  if (!max)
+    return cat(init, cuda || in_order ? "" : cat("#pragma omp simd reduction(+ : ", acc, ")\n"),
+               columns, chain, "      ", acc, " += (", t, ")", x, ";\n", "    }\n",
                cuda ? cat("    ", acc, " = tempo_block_sum(", acc, ");\n") : "", result);
   // The first maximum (or NaN), as LibTorch's max along a dimension.
   const std::string first_max =
@@ -660,8 +667,10 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
         break;
       case Role::Reduce: {
         const ir::Edge& in = body.edge(op.inputs[0]);
+        // Sums over narrow rows in order, as the interchanged loops add them (and as any
+        // compiler does).
         row += reduction(op, operand(in), element_chain({in.source}), columns, cuda,
-                         is_read({id, 1}));
+                         is_read({id, 1}), narrow_rows(step));
         break;
       }
       default:  // element ops are computed in the loops that need them

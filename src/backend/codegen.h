@@ -64,9 +64,9 @@ enum class LoopSchedules : uint8_t { RowsOuter, Measured, ColumnsOuter };
 LoopSchedules parse_loop_schedules(const std::string& name, const std::string& what);
 const char* loop_schedules_name(LoopSchedules s);
 
-// Whether a CPU cluster reduces its rows and can run ColumnsOuter with the values of RowsOuter:
-// its columns are a constant count of at most kNarrowColumns, and where it sums, of at most 2
-// (RowsOuter's sums are vectorized, so over more columns they are added in another order).
+// Whether a CPU cluster reduces rows of a constant count of at most kNarrowColumns columns: it
+// then has the same values in either LoopOrder (over such rows both add a sum's terms in order,
+// where wider rows' sums are reassociated to vectorize).
 constexpr int64_t kNarrowColumns = 16;
 bool columns_outer_applies(const ir::Graph& body, const RegionPlan::Step& step);
 
