@@ -589,7 +589,17 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
     return false;
   };
   std::ostringstream c;
-  c << cluster_signature(body, step, name, cuda);
+  std::string signature = cluster_signature(body, step, name, cuda);
+  // A cluster that may run in either order: products stay apart from the sums they feed in
+  // both (no FMA contraction), which the compiler would otherwise decide per loop and order.
+  // The interchanged loops at -O2 (the `omp simd` loops still vectorize, once each): at -O3 the
+  // variants of every loop doubled the library's compile time.
+  if (!cuda && columns_outer_applies(body, step))
+    signature.insert(signature.find("void "),
+                     order == LoopOrder::ColumnsOuter
+                         ? "__attribute__((optimize(\"O2\", \"fp-contract=off\"))) "
+                         : "__attribute__((optimize(\"fp-contract=off\"))) ");
+  c << signature;
   std::string row_loads, element_loads;
   for (size_t k = 0; k < step.inputs.size(); ++k) {
     const ValueRef& v = step.inputs[k];
@@ -647,13 +657,8 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
       if (need[id]) s += statement(body.op(id), "      ");
     return s;
   };
-  if (!cuda && order == LoopOrder::ColumnsOuter) {
-    // At -O2 (the `omp simd` loops still vectorize, once each): at -O3 the variants of every
-    // loop doubled the library's compile time.
-    std::string source = c.str();
-    source.insert(source.find("void "), "__attribute__((optimize(\"O2\"))) ");
-    return source + columns_outer(body, step, row_loads, statement, element_chain, operand) + "}\n";
-  }
+  if (!cuda && order == LoopOrder::ColumnsOuter)
+    return c.str() + columns_outer(body, step, row_loads, statement, element_chain, operand) + "}\n";
   // A loop over the columns of row r: all of them on the CPU, a thread's share on CUDA.
   const std::string columns =
       cuda ? "    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {\n"

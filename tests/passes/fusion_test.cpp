@@ -417,7 +417,8 @@ TEST(Fusion, InterchangedLoopsGiveTheSameValues) {
     RT lp = logits.log_softmax(1);
     RT entropy = -(lp.exp() * lp).sum({1});
     RT adv = (logits - logits.max(1, true)) * v + v.tanh();
-    RT wide = source(ctx, {t}, {300, 16}, 2).softmax(1);  // sums over 16 columns
+    RT w = source(ctx, {t}, {300, 16}, 2);
+    RT wide = w.softmax(1) + (w * w).sum({1}, true);  // sums over 16 columns, of products too
     RT greedy = logits.argmax(1).cast(DType::Float32) + entropy;  // in the cluster
     return std::vector<RT>{lp.retain(), greedy.retain(), logits.argmax(1).retain(),
                            adv.retain(), wide.retain(), (v * 2.0).sum({1}).retain()};
