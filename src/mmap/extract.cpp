@@ -19,15 +19,14 @@ std::string CopyModel::str() const {
 }
 
 CopyModel measure_copy_model() {
-  // The median time of 9 copies of each size: the bandwidth from the large copies, the latency
-  // from the smallest.
-  const int64_t small = int64_t{4} << 10, mid = int64_t{4} << 20, large = int64_t{32} << 20;
-  const std::vector<double> t = driver::median_copy_us({small, mid, large}, 9);
-  const double t_small = t[0], t_mid = t[1], t_large = t[2];
+  // The median time of 9 copies of each size: the bandwidth from the large copies (whose
+  // latency is negligible; a slope between two sizes came out near zero on a loaded machine,
+  // where noise in one median cancels the difference), the latency from the smallest.
+  const int64_t small = int64_t{4} << 10, large = int64_t{32} << 20;
+  const std::vector<double> t = driver::median_copy_us({small, large}, 9);
   CopyModel m;
-  m.us_per_byte = (t_large - t_mid) / static_cast<double>(large - mid);
-  if (!(m.us_per_byte > 0)) m.us_per_byte = t_large / static_cast<double>(large);
-  m.latency_us = std::max(0.0, t_small - m.us_per_byte * static_cast<double>(small));
+  m.us_per_byte = t[1] / static_cast<double>(large);
+  m.latency_us = std::max(0.0, t[0] - m.us_per_byte * static_cast<double>(small));
   return m;
 }
 
