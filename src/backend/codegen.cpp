@@ -354,14 +354,20 @@ const char* loop_schedules_name(LoopSchedules s) {
 
 namespace {
 
-// Whether a cluster's rows have a constant count of at most kNarrowColumns columns.
-bool narrow_rows(const RegionPlan::Step& step) {
+// A cluster's columns per row where that is a constant, else -1.
+int64_t constant_columns(const RegionPlan::Step& step) {
   int64_t cols = 1;
   for (size_t d = step.split; d < step.shape.rank(); ++d) {
-    if (!step.shape[d].is_const()) return false;
+    if (!step.shape[d].is_const()) return -1;
     cols *= step.shape[d].value();
   }
-  return cols <= kNarrowColumns;
+  return cols;
+}
+
+// Whether a cluster's rows have a constant count of at most kNarrowColumns columns.
+bool narrow_rows(const RegionPlan::Step& step) {
+  const int64_t cols = constant_columns(step);
+  return cols >= 0 && cols <= kNarrowColumns;
 }
 
 }  // namespace
@@ -458,25 +464,19 @@ std::string reduction(const ir::OpNode& op, const std::string& x, const std::str
 // The loops of a ColumnsOuter cluster (LoopOrder), after its signature and scalar loads: in each
 // block of kRowBlock rows, a pass per per-row op and per reduction, then one for the outputs,
 // each an inner loop over the block's rows; a per-row value lives in an array over the block.
-// `row_loads` reads the Column inputs at row r; `statement` gives an op's declaration at an
-// indent, `element_chain` the loads and element ops some values need, `operand` an edge's value.
+// `column_reads` are the Column inputs' values and their reads at row r; `statement` gives an
+// op's declaration at an indent, `element_chain` the loads and element ops some values need,
+// `operand` an edge's value.
 template <class Statement, class Chain, class Operand>
 std::string columns_outer(const ir::Graph& body, const RegionPlan::Step& step,
-                          const std::string& row_loads, const Statement& statement,
-                          const Chain& element_chain, const Operand& operand) {
+                          const std::vector<std::pair<std::string, std::string>>& column_reads,
+                          const Statement& statement, const Chain& element_chain,
+                          const Operand& operand) {
   constexpr int kRowBlock = 64;
-  int64_t cols = 1;
-  for (size_t d = step.split; d < step.shape.rank(); ++d) cols *= step.shape[d].value();
   std::string arrays, passes;
   // Reads of the Column inputs and of the per-row values computed so far, at row q of the block;
   // a pass reads those its body names.
-  std::vector<std::pair<std::string, std::string>> reads;  // value, its read
-  for (size_t from = 0, to; (to = row_loads.find('\n', from)) != std::string::npos; from = to + 1) {
-    const std::string line = row_loads.substr(from, to + 1 - from);
-    const size_t eq = line.find(" = ");
-    reads.emplace_back(line.substr(line.rfind(' ', eq - 1) + 1, eq - line.rfind(' ', eq - 1) - 1),
-                       line);
-  }
+  std::vector<std::pair<std::string, std::string>> reads = column_reads;  // value, its read
   auto keep = [&](const std::string& value, const char* type) {
     arrays += cat("    ", type, " ", value, "_b[", kRowBlock, "];\n");
     reads.emplace_back(value, cat("      const ", type, " ", value, " = ", value, "_b[q];\n"));
@@ -554,7 +554,8 @@ std::string columns_outer(const ir::Graph& body, const RegionPlan::Step& step,
   }
   if (!row_stores.empty()) passes += rows_loop(row_stores, false);
   if (!targets.empty()) passes += rows_loop(cat(element_chain(targets), stores), true);
-  return cat("  {\n  const int64_t cols = ", cols, ";  // the parameter's value, as a constant\n",
+  return cat("  {\n  const int64_t cols = ", constant_columns(step),
+             ";  // the parameter's value, as a constant\n",
              "  for (int64_t r0 = 0; r0 < rows; r0 += ", kRowBlock, ") {\n",
              "    const int64_t rn = rows - r0 < ", kRowBlock, " ? rows - r0 : ", kRowBlock, ";\n",
              arrays, passes, "  }\n  }\n");
@@ -601,6 +602,7 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
                          : "__attribute__((optimize(\"fp-contract=off\"))) ");
   c << signature;
   std::string row_loads, element_loads;
+  std::vector<std::pair<std::string, std::string>> column_reads;  // value, its read at row r
   for (size_t k = 0; k < step.inputs.size(); ++k) {
     const ValueRef& v = step.inputs[k];
     const char* t = type_of(v);
@@ -610,7 +612,8 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
         c << "  const " << t << " " << x << " = in" << k << "[0];\n";
         break;
       case Access::Column:
-        row_loads += cat("    const ", t, " ", x, " = in", k, "[r];\n");
+        column_reads.emplace_back(x, cat("    const ", t, " ", x, " = in", k, "[r];\n"));
+        row_loads += column_reads.back().second;
         break;
       case Access::Row:
         element_loads += cat("      const ", t, " ", x, " = in", k, "[j];\n");
@@ -658,7 +661,8 @@ std::string emit_cluster(const ir::Graph& body, const RegionPlan::Step& step,
     return s;
   };
   if (!cuda && order == LoopOrder::ColumnsOuter)
-    return c.str() + columns_outer(body, step, row_loads, statement, element_chain, operand) + "}\n";
+    return c.str() + columns_outer(body, step, column_reads, statement, element_chain, operand) +
+           "}\n";
   // A loop over the columns of row r: all of them on the CPU, a thread's share on CUDA.
   const std::string columns =
       cuda ? "    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {\n"
