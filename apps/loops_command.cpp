@@ -4,8 +4,9 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <cstdio>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "loops/codegen.h"
 #include "loops/generator.h"
 #include "loops/pearl.h"
+#include "loops/schedule_model.h"
 #include "loops/text.h"
 #include "loops/transform.h"
 #include "parse_args.h"
@@ -27,7 +29,7 @@ using namespace tempo;
 using namespace tempo::loops;
 
 const char* kUsage =
-    "usage: tempo loops <bench|train|optimize|actions> [options]\n"
+    "usage: tempo loops <bench|train|optimize|schedules|actions> [options]\n"
     "Loop nests scheduled with isl: transformations (interchange, reversal, skew, tiling,\n"
     "parallelization, unrolling) checked by dependence analysis, compiled to C with OpenMP and\n"
     "timed (the minimum of several runs; checksums compared with the unoptimized program).\n\n"
@@ -67,6 +69,15 @@ const char* kUsage =
     "      schedule of its episode), the given action indices\n"
     "      (--actions 3,76: branch by branch, 76 = next), or else the beam search; --small\n"
     "      uses a benchmark's test size\n"
+    "  tempo loops schedules --data FILES [--test FILES] [--model FILE | --out FILE]\n"
+    "                        [--steps N]\n"
+    "      the learned loop schedule of Tempo's own generated loops (loops/schedule_model.h):\n"
+    "      trains the cost model (a Tempo program; --steps Adam steps, default 1500) on the\n"
+    "      loop timings in FILES (comma-separated CSV files that programs run with\n"
+    "      TEMPO_LOOP_TIMINGS=FILE wrote), saves it to --out (learned:FILE for\n"
+    "      `tempo train --loop-schedules` and Python's loop_schedules) and prints how its\n"
+    "      choices score against the measured ones, on the training data and on --test; with\n"
+    "      --model, scores that model instead of training one\n"
     "  tempo loops actions\n"
     "      lists the action space (the agent's choices on one branch of the loop tree)\n\n"
     "benchmarks: blur cvtcolor doitgen heat2d heat3d jacobi2d mvt seidel2d\n";
@@ -417,6 +428,59 @@ int optimize(const Args& a) {
   return same_checksum(r.checksum, base.checksum) ? 0 : 1;
 }
 
+// Loop timings from comma-separated CSV files.
+std::vector<LoopTiming> loop_timings(const std::string& files) {
+  std::vector<LoopTiming> out;
+  std::stringstream in(files);
+  for (std::string path; std::getline(in, path, ',');)
+    if (!path.empty())
+      for (LoopTiming& t : read_loop_timings(path)) out.push_back(std::move(t));
+  if (out.empty()) throw UserError(cat("no loop timings in '", files, "'"));
+  return out;
+}
+
+void print_score(const char* what, const std::vector<LoopTiming>& data, const ScheduleModel& m) {
+  using backend::LoopOrder;
+  const ScheduleScore learned = score_schedules(
+      data, [&](const LoopTiming& t) { return m.choose(t.cluster, t.rows, t.cols); });
+  std::printf("%-9s %5lld decisions: learned agrees with the measured choice on %.1f%%;"
+              " seconds summed: learned %.6f, rows outer %.6f, columns outer %.6f, best %.6f\n",
+              what, static_cast<long long>(learned.decisions),
+              100.0 * static_cast<double>(learned.agreements) / learned.decisions,
+              learned.chosen_s, learned.rows_outer_s, learned.columns_outer_s, learned.best_s);
+}
+
+int schedules(const Args& a) {
+  if (!a.positional.empty()) throw UserError(cat("unexpected argument '", a.positional[0], "'"));
+  if (a.has("--model") == a.has("--data"))
+    throw UserError("tempo loops schedules needs --data FILES (to train) or --model FILE");
+  if (a.has("--model") && (a.has("--out") || a.has("--steps")))
+    throw UserError("--out and --steps train a model: not with --model");
+  std::optional<ScheduleModel> model;
+  if (a.has("--model")) {
+    model = ScheduleModel::load(a.get("--model", ""));
+  } else {
+    const std::vector<LoopTiming> data = loop_timings(a.get("--data", ""));
+    ScheduleModelOptions o;
+    o.steps = get_int(a, "--steps", static_cast<int>(o.steps), 1);
+    std::vector<double> losses;
+    const auto t0 = std::chrono::steady_clock::now();
+    model = ScheduleModel::train(data, o, &losses);
+    std::printf("trained on %zu loop timings in %.1f s: loss %.4f at the first step, %.4f at the"
+                " last\n",
+                data.size(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                losses.front(), losses.back());
+    print_score("training", data, *model);
+    if (a.has("--out")) {
+      model->save(a.get("--out", ""));
+      std::printf("saved to %s\n", a.get("--out", "").c_str());
+    }
+  }
+  if (a.has("--test")) print_score("test", loop_timings(a.get("--test", "")), *model);
+  return 0;
+}
+
 int actions(const Args& a) {
   if (!a.positional.empty()) throw UserError(cat("unexpected argument '", a.positional[0], "'"));
   const auto& space = action_space();
@@ -446,5 +510,6 @@ int run_loops_command(int argc, char** argv) {
         {"--threads", "--width", "--depth", "--agent", "--actions"},
         {"--quick", "--small", "--select"},
         optimize},
+       {"schedules", {"--data", "--test", "--model", "--out", "--steps"}, {}, schedules},
        {"actions", {}, {}, actions}});
 }

@@ -19,6 +19,7 @@
 
 #include "commands.h"
 #include "driver/compile.h"
+#include "loops/schedule_model.h"
 #include "mmap/placement.h"
 #include "nn/safetensors.h"
 #include "parse_args.h"
@@ -215,6 +216,11 @@ const std::vector<Option>& all_options() {
        "              outputs read late), heuristic (the placement of the XLA-style MMapGame\n"
        "              heuristic on this program's traced instance) or learned:NET (the placement\n"
        "              of an MMap-MuZero network from `tempo mmap train` on that instance)\n"},
+      {"--loop-schedules", true,
+       [](A& a, S f, S v) { tempo::loops::set_loop_schedules(a.cfg.compile, v, f); },
+       "--loop-schedules S  the order of generated loops over narrow rows: measured (default:\n"
+       "              both orders compiled, each loop's first calls time them), rows, columns or\n"
+       "              learned:FILE (a cost model from `tempo loops schedules`: no timing)\n"},
       {"--memory-timeline", true, [](A& a, S, S v) { a.cfg.compile.memory_timeline = v; },
        "--memory-timeline FILE  write device and host bytes per executed statement (CSV) and\n"
        "              a plot of them (FILE with .svg)\n"},

@@ -10,6 +10,7 @@
 #include "api/autodiff.h"
 #include "bindings.h"
 #include "driver/compile.h"
+#include "loops/schedule_model.h"
 
 namespace tempo::python {
 
@@ -453,8 +454,7 @@ const std::vector<Keyword<CompileOptions>>& compile_keywords() {
       keyword("codegen", &O::codegen),
       {"loop_schedules",
        [](O& o, py::handle value) {
-         o.loop_schedules =
-             backend::parse_loop_schedules(value.cast<std::string>(), "loop_schedules");
+         loops::set_loop_schedules(o, value.cast<std::string>(), "loop_schedules");
        }},
       keyword("block_stores", &O::block_stores),
       keyword("donation", &O::donation),

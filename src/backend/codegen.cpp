@@ -348,13 +348,11 @@ const char* loop_schedules_name(LoopSchedules s) {
     case LoopSchedules::RowsOuter: return "rows";
     case LoopSchedules::Measured: return "measured";
     case LoopSchedules::ColumnsOuter: return "columns";
+    case LoopSchedules::Policy: return "policy";
   }
   return "?";
 }
 
-namespace {
-
-// A cluster's columns per row where that is a constant, else -1.
 int64_t constant_columns(const RegionPlan::Step& step) {
   int64_t cols = 1;
   for (size_t d = step.split; d < step.shape.rank(); ++d) {
@@ -363,6 +361,17 @@ int64_t constant_columns(const RegionPlan::Step& step) {
   }
   return cols;
 }
+
+std::optional<int64_t> constant_rows(const RegionPlan::Step& step) {
+  int64_t rows = 1;
+  for (size_t d = 0; d < step.split; ++d) {
+    if (!step.shape[d].is_const()) return std::nullopt;
+    rows *= step.shape[d].value();
+  }
+  return rows;
+}
+
+namespace {
 
 // Whether a cluster's rows have a constant count of at most kNarrowColumns columns.
 bool narrow_rows(const RegionPlan::Step& step) {
@@ -377,6 +386,33 @@ bool columns_outer_applies(const ir::Graph& body, const RegionPlan::Step& step) 
          std::any_of(step.ops.begin(), step.ops.end(), [&](ir::OpId id) {
            return role(body, body.op(id), step.shape) == Role::Reduce;
          });
+}
+
+LoopFeatures loop_features(const ir::Graph& body, const RegionPlan::Step& step) {
+  enum { Sums, Maxima, ElementOps, RowOps, Transcendental, Full, Column, Other, ElementOut, RowOut };
+  LoopFeatures f;
+  int* v = f.values;
+  for (ir::OpId id : step.ops) {
+    const ir::OpNode& op = body.op(id);
+    switch (role(body, op, step.shape)) {
+      case Role::Reduce: ++v[op.kind == OpKind::Sum ? Sums : Maxima]; break;
+      case Role::Element: ++v[ElementOps]; break;
+      case Role::Row: ++v[RowOps]; break;
+      case Role::None: break;
+    }
+    switch (op.kind) {
+      case OpKind::Exp: case OpKind::Log: case OpKind::Tanh: case OpKind::Sigmoid:
+      case OpKind::Pow: case OpKind::Sqrt: case OpKind::Sin: case OpKind::Cos:
+        ++v[Transcendental];
+        break;
+      default: break;
+    }
+  }
+  for (Access a : step.access)
+    ++v[a == Access::Full || a == Access::Expand ? Full : a == Access::Column ? Column : Other];
+  for (const ValueRef& out : step.outputs)
+    ++v[body.op(out.first).outputs[out.second].shape.same(step.shape) ? ElementOut : RowOut];
+  return f;
 }
 
 namespace {

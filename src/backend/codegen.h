@@ -8,6 +8,8 @@
 // of their source (backend/kernel_cache.h).
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,18 +59,40 @@ enum class Target : uint8_t { Cpu, Cuda };
 enum class LoopOrder : uint8_t { RowsOuter, ColumnsOuter };
 
 // Which order the CPU clusters where both apply run with: always RowsOuter, always
-// ColumnsOuter, or Measured: both are compiled and each cluster's first calls at a size time
-// them, the later ones run the faster (backend/measured_choice.h).
-enum class LoopSchedules : uint8_t { RowsOuter, Measured, ColumnsOuter };
-// "rows", "measured", "columns"; UserError naming `what` on another name.
+// ColumnsOuter, Measured: both are compiled and each cluster's first calls at a size time them,
+// the later ones run the faster (backend/loop_choice.h), or Policy: a LoopSchedulePolicy
+// chooses per cluster and size (a learned one: loops/schedule_model.h).
+enum class LoopSchedules : uint8_t { RowsOuter, Measured, ColumnsOuter, Policy };
+// "rows", "measured", "columns" (a policy is not named: it is a value); UserError naming `what`
+// on another name.
 LoopSchedules parse_loop_schedules(const std::string& name, const std::string& what);
-const char* loop_schedules_name(LoopSchedules s);
+const char* loop_schedules_name(LoopSchedules s);  // also "policy"
+
+// A cluster's columns per row where that is a constant, else -1; its rows where constant.
+int64_t constant_columns(const RegionPlan::Step& step);
+std::optional<int64_t> constant_rows(const RegionPlan::Step& step);
 
 // Whether a CPU cluster reduces rows of a constant count of at most kNarrowColumns columns: it
 // then has the same values in either LoopOrder (over such rows both add a sum's terms in order,
 // where wider rows' sums are reassociated to vectorize).
 constexpr int64_t kNarrowColumns = 16;
 bool columns_outer_applies(const ir::Graph& body, const RegionPlan::Step& step);
+
+// What a loop schedule policy sees of a cluster where both orders apply: its ops by role, its
+// inputs by Access and its outputs by kind. The size (rows, cols) comes with each call.
+struct LoopFeatures {
+  static constexpr int kCount = 10;
+  static constexpr const char* kNames[kCount] = {
+      "sums",         "maxima",        "element_ops",  "row_ops",         "transcendental",
+      "full_inputs", "column_inputs", "other_inputs", "element_outputs", "row_outputs"};
+  int values[kCount] = {};  // in kNames' order
+};
+LoopFeatures loop_features(const ir::Graph& body, const RegionPlan::Step& step);
+
+// Chooses the order of a cluster's loops at a size. The order changes the time only, never the
+// values (columns_outer_applies).
+using LoopSchedulePolicy =
+    std::function<LoopOrder(const LoopFeatures& cluster, int64_t rows, int64_t cols)>;
 
 // The source of a cluster step. Cpu: `extern "C" void <name>(int64_t rows, int64_t cols,
 // const void* const* in, void* const* out)`, loops written for the compiler to vectorize (float

@@ -10,11 +10,13 @@
 #include <cstring>
 #include <iostream>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <utility>
 
 #include "backend/cpu_allocator.h"
 #include "backend/cuda_kernels.h"
-#include "backend/measured_choice.h"
+#include "backend/loop_choice.h"
 #include "backend/skinny_matmul.h"
 #include "backend/torch_collectives.h"
 #include "backend/torch_value.h"
@@ -167,9 +169,9 @@ void limit_blas_threads() {
 std::string loop_name(ir::OpId op, size_t step) {
   return cat("tempo_region", op, "_step", step);
 }
-// The same cluster's loops in LoopOrder::ColumnsOuter.
-std::string columns_name(const std::string& loop) {
-  return loop + "_columns";
+// A CPU cluster's loop in an order: the cluster's name, with "_columns" for ColumnsOuter.
+std::string loop_name(const std::string& cluster, LoopOrder order) {
+  return order == LoopOrder::ColumnsOuter ? cluster + "_columns" : cluster;
 }
 
 class LibTorchBackend final : public runtime::Backend {
@@ -177,7 +179,12 @@ class LibTorchBackend final : public runtime::Backend {
   LibTorchBackend(torch::Device device, BackendOptions options)
       : codegen_(options.codegen),
         cuda_check_(options.check_cuda_kernels),
-        loop_schedules_(options.loop_schedules) {
+        loop_schedules_(options.loop_schedules),
+        loop_schedule_policy_(std::move(options.loop_schedule_policy)),
+        loop_timings_(std::move(options.loop_timings)) {
+    if (loop_schedules_ == LoopSchedules::Policy && !loop_schedule_policy_)
+      throw UserError("loop schedules by a policy (LoopSchedules::Policy) need the policy: "
+                      "CompileOptions::loop_schedule_policy is empty");
     state_.device = device;
     state_.donation = options.donation;
     state_.keep_constants = options.keep_constants;
@@ -207,15 +214,16 @@ class LibTorchBackend final : public runtime::Backend {
         if (!step.cluster()) continue;
         const ir::Graph& body = op.attrs.region->body;
         const std::string name = loop_name(op.id, k);
-        const bool interchange = state_.device.is_cpu() &&
-                                 loop_schedules_ != LoopSchedules::RowsOuter &&
-                                 columns_outer_applies(body, step);
-        clusters.push_back({name, op.id, k, row_blocks(body, step), interchange,
-                            step.inputs.size(), step.outputs.size()});
-        if (state_.device.is_cpu()) cpu.push_back(emit_cluster(body, step, name));
-        if (interchange)
-          cpu.push_back(
-              emit_cluster(body, step, columns_name(name), Target::Cpu, LoopOrder::ColumnsOuter));
+        Cluster c{name, op.id, k, row_blocks(body, step), {}, step.inputs.size(),
+                  step.outputs.size()};
+        if (state_.device.is_cpu()) {
+          c.orders = cpu_orders(body, step);
+          for (LoopOrder order : {LoopOrder::RowsOuter, LoopOrder::ColumnsOuter})
+            if (c.orders.count(order))
+              cpu.push_back(emit_cluster(body, step, loop_name(name, order), Target::Cpu, order));
+          if (c.orders.size() == 2) c.features = loop_features(body, step);
+        }
+        clusters.push_back(std::move(c));
         if (!state_.device.is_cpu() || cuda_check_)
           cuda.push_back(emit_cluster(body, step, name, Target::Cuda));
         ops += static_cast<int>(step.ops.size());
@@ -329,10 +337,44 @@ class LibTorchBackend final : public runtime::Backend {
     std::string name;
     ir::OpId region;
     size_t step;
-    bool row_blocks;   // codegen.h's row_blocks
-    bool interchange;  // also compiled ColumnsOuter (columns_name)
+    bool row_blocks;  // codegen.h's row_blocks
+    std::set<LoopOrder> orders;  // CPU: the loop orders compiled (loop_name)
     size_t inputs, outputs;
+    LoopFeatures features;  // with both orders
   };
+
+  // The orders a CPU cluster's loop is compiled in: RowsOuter where ColumnsOuter does not apply;
+  // else as the LoopSchedules say, both where the choice depends on the size at run time.
+  std::set<LoopOrder> cpu_orders(const ir::Graph& body, const RegionPlan::Step& step) const {
+    if (!columns_outer_applies(body, step)) return {LoopOrder::RowsOuter};
+    switch (loop_schedules_) {
+      case LoopSchedules::RowsOuter: return {LoopOrder::RowsOuter};
+      case LoopSchedules::ColumnsOuter: return {LoopOrder::ColumnsOuter};
+      case LoopSchedules::Measured: break;
+      case LoopSchedules::Policy:
+        if (std::optional<int64_t> rows = constant_rows(step))  // decided now
+          return {loop_schedule_policy_(loop_features(body, step), *rows, constant_columns(step))};
+        break;
+    }
+    return {LoopOrder::RowsOuter, LoopOrder::ColumnsOuter};
+  }
+
+  // The loop of a cluster compiled in both orders.
+  LoopCall choose_order(const Cluster& c, LoopFn rows_outer, LoopFn columns_outer) const {
+    if (loop_schedules_ == LoopSchedules::Policy)
+      return chosen_per_size(rows_outer, columns_outer,
+                             [policy = loop_schedule_policy_, f = c.features](int64_t r,
+                                                                              int64_t k) {
+                               return policy(f, r, k) == LoopOrder::ColumnsOuter;
+                             });
+    ChoiceReport report;
+    if (!loop_timings_.empty())
+      report = [path = loop_timings_, f = c.features](int64_t r, int64_t k, double rows_s,
+                                                      double columns_s, bool) {
+        append_loop_timing(path, f, r, k, rows_s, columns_s);
+      };
+    return measured_choice(rows_outer, columns_outer, std::move(report));
+  }
 
   static std::string cache_report(bool from_cache, double seconds, const std::string& path) {
     return cat(
@@ -350,12 +392,11 @@ class LibTorchBackend final : public runtime::Backend {
     };
     for (const Cluster& c : clusters) {
       ClusterFn& fn = state_.regions[c.region].loops[c.step];
-      if (!c.interchange)
-        fn = loop(c.name);
-      else if (loop_schedules_ == LoopSchedules::ColumnsOuter)
-        fn = loop(columns_name(c.name));
+      if (c.orders.size() == 1)
+        fn = loop(loop_name(c.name, *c.orders.begin()));
       else
-        fn = measured_choice(loop(c.name), loop(columns_name(c.name)));
+        fn = choose_order(c, loop(loop_name(c.name, LoopOrder::RowsOuter)),
+                          loop(loop_name(c.name, LoopOrder::ColumnsOuter)));
     }
     return cache_report(state_.library->from_cache(), state_.library->compile_seconds(),
                         state_.library->path());
@@ -408,6 +449,8 @@ class LibTorchBackend final : public runtime::Backend {
   const bool codegen_;     // generate code for fused regions
   const bool cuda_check_;  // BackendOptions::check_cuda_kernels
   const LoopSchedules loop_schedules_;
+  const LoopSchedulePolicy loop_schedule_policy_;
+  const std::string loop_timings_;
   TorchState state_;
 };
 

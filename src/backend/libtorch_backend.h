@@ -17,8 +17,13 @@ struct BackendOptions {
   // The clusters of fused regions run as generated code (backend/codegen.h): C++ loops on the
   // CPU, CUDA kernels (NVRTC) on a GPU; compiled once per program and cached on disk.
   bool codegen = true;
-  // The order of the CPU loops of narrow clusters (codegen.h's LoopSchedules).
+  // The order of the CPU loops of narrow clusters (codegen.h's LoopSchedules), and the policy
+  // that chooses it with LoopSchedules::Policy (required there).
   LoopSchedules loop_schedules = LoopSchedules::Measured;
+  LoopSchedulePolicy loop_schedule_policy;
+  // With LoopSchedules::Measured: a CSV file each decision is appended to (loop_choice.h's
+  // append_loop_timing), the data a learned policy is trained on. Empty: none.
+  std::string loop_timings;
   // On the CPU, also generate and compile (NVRTC, no GPU needed) the CUDA kernels of every
   // cluster, failing on one that does not compile. Needs a CUDA build; its test suite sets it
   // ($TEMPO_CHECK_CUDA_KERNELS, read by the driver).

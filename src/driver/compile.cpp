@@ -108,6 +108,7 @@ Settings settings_from(const CompileOptions& options) {
   o.codegen &= !env_flag("TEMPO_NO_CODEGEN");
   if (const char* l = std::getenv("TEMPO_LOOP_SCHEDULES"); l && *l)
     o.loop_schedules = backend::parse_loop_schedules(l, "TEMPO_LOOP_SCHEDULES");
+  if (const char* l = std::getenv("TEMPO_LOOP_TIMINGS"); l && *l) o.loop_timings = l;
   o.block_stores &= !env_flag("TEMPO_NO_BLOCK_STORES");
   o.donation &= !env_flag("TEMPO_NO_DONATION");
   o.schedule_cache &= !env_flag("TEMPO_NO_SCHEDULE_CACHE");
@@ -238,6 +239,8 @@ void make_backend(Compilation& c) {
   backend::BackendOptions bo;
   bo.codegen = c.options.codegen;
   bo.loop_schedules = c.options.loop_schedules;
+  bo.loop_schedule_policy = c.options.loop_schedule_policy;
+  bo.loop_timings = c.options.loop_timings;
   bo.donation = c.options.donation;
   bo.keep_constants = c.options.memory_budget <= 0;
   bo.check_cuda_kernels = c.settings.check_cuda_kernels;

@@ -47,10 +47,17 @@ struct CompileOptions {
   // else ~/.cache/tempo). TEMPO_NO_CODEGEN=1 turns it off without recompiling the program.
   bool codegen = true;
   // The loop order of generated CPU loops over narrow rows (a softmax over two actions): rows
-  // outer, columns outer (interchanged, vectorized across rows), or measured, where both are
-  // compiled and the program's first calls of each loop pick the faster (backend/codegen.h).
-  // The values are the same in every order. TEMPO_LOOP_SCHEDULES=rows|measured|columns.
+  // outer, columns outer (interchanged, vectorized across rows), measured, where both are
+  // compiled and the program's first calls of each loop pick the faster, or policy, where
+  // `loop_schedule_policy` picks per loop and size without timing (a learned one:
+  // loops::ScheduleModel, `learned:FILE` on the command line and in Python). The values are the
+  // same in every order. TEMPO_LOOP_SCHEDULES=rows|measured|columns.
   backend::LoopSchedules loop_schedules = backend::LoopSchedules::Measured;
+  backend::LoopSchedulePolicy loop_schedule_policy;
+  // With measured loop schedules: each loop's measured times at each size are appended to this
+  // CSV file (backend/loop_choice.h), the data `tempo loops schedules` trains a policy on.
+  // TEMPO_LOOP_TIMINGS=FILE.
+  std::string loop_timings;
   // Outputs read as x[0:t+1] or x[t:T] along their last dimension live in one block per run of
   // that dimension (TEMPO §6), so those reads are views, not copies. TEMPO_NO_BLOCK_STORES=1
   // turns it off without recompiling the program.

@@ -47,6 +47,7 @@ struct Mode {
   bool donation = true;
   std::string device;
   backend::LoopSchedules loops = backend::LoopSchedules::Measured;
+  backend::LoopSchedulePolicy policy;  // with LoopSchedules::Policy
 };
 
 // Counts the Fused ops a program compiles to.
@@ -72,6 +73,7 @@ Result run(const Mode& m, Build build, const Bounds& bounds,
   o.donation = m.donation;
   o.device = m.device;
   o.loop_schedules = m.loops;
+  o.loop_schedule_policy = m.policy;
   Executable exe = compile(ctx, bounds, o);
   const int64_t before = backend::cpu_allocator_stats().allocations;
   exe.run();
@@ -433,11 +435,24 @@ TEST(Fusion, InterchangedLoopsGiveTheSameValues) {
   Result columns =
       run({true, true, true, "cpu", LoopSchedules::ColumnsOuter}, build, bounds, points);
   Result measured = run({true, true, true, "cpu", LoopSchedules::Measured}, build, bounds, points);
+  // A policy that interchanges the loops over two columns only: its clusters' rows are constant,
+  // so it decides at compile time.
+  std::vector<std::pair<int64_t, int64_t>> asked;
+  auto policy = [&](const backend::LoopFeatures& f, int64_t r, int64_t c) {
+    EXPECT_GT(f.values[0] + f.values[1], 0);  // sums or maxima: it reduces rows
+    asked.emplace_back(r, c);
+    return c == 2 ? backend::LoopOrder::ColumnsOuter : backend::LoopOrder::RowsOuter;
+  };
+  Result chosen =
+      run({true, true, true, "cpu", LoopSchedules::Policy, policy}, build, bounds, points);
   unsetenv("TEMPO_CACHE_DIR");
+  EXPECT_GE(asked.size(), 3u);
+  for (const auto& [r, c] : asked) EXPECT_EQ(r, 300);
   ASSERT_EQ(rows.values.size(), columns.values.size());
   for (size_t k = 0; k < rows.values.size(); ++k) {
     EXPECT_TRUE(torch::equal(bits(rows.values[k]), bits(columns.values[k]))) << "value " << k;
     EXPECT_TRUE(torch::equal(bits(rows.values[k]), bits(measured.values[k]))) << "value " << k;
+    EXPECT_TRUE(torch::equal(bits(rows.values[k]), bits(chosen.values[k]))) << "value " << k;
   }
   EXPECT_TRUE(torch::isnan(rows.values[0]).any().item<bool>());  // the NaN rows are there
   int interchanged = 0, loops = 0;

@@ -1,5 +1,5 @@
-// The search behind LoopSchedules::Measured: the faster of two loops, per size, from timed calls.
-#include "backend/measured_choice.h"
+// Which of two loops runs per size: timed (LoopSchedules::Measured) or chosen (::Policy).
+#include "backend/loop_choice.h"
 
 #include "backend/codegen.h"
 #include "util/error.h"
@@ -7,6 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -26,7 +30,7 @@ void slow(int64_t rows, int64_t, const void* const*, void* const* out) {
   ++*static_cast<int*>(out[0]);
 }
 
-TEST(MeasuredChoice, RunsTheFasterLoopAfterTimingBothAtEachSize) {
+TEST(LoopChoice, MeasuredRunsTheFasterLoopAfterTimingBothAtEachSize) {
   struct Decision {
     int64_t rows, cols;
     bool second;
@@ -53,7 +57,45 @@ TEST(MeasuredChoice, RunsTheFasterLoopAfterTimingBothAtEachSize) {
   }
 }
 
-TEST(MeasuredChoice, LoopSchedulesByName) {
+TEST(LoopChoice, ChosenPerSizeAsksOncePerSize) {
+  fast_calls = slow_calls = 0;
+  std::vector<std::pair<int64_t, int64_t>> asked;
+  LoopCall call = chosen_per_size(fast, slow, [&](int64_t rows, int64_t cols) {
+    asked.emplace_back(rows, cols);
+    return rows > 1;
+  });
+  int count = 0;
+  void* out[1] = {&count};
+  for (int k = 0; k < 5; ++k) call(1, 2, nullptr, out);
+  call(2, 2, nullptr, out);
+  call(2, 2, nullptr, out);
+  EXPECT_EQ(count, 7);
+  EXPECT_EQ(fast_calls, 5);
+  EXPECT_EQ(slow_calls, 2);
+  EXPECT_EQ(asked, (std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {2, 2}}));
+}
+
+TEST(LoopChoice, TimingsAreAppendedWithTheirHeader) {
+  const std::string path = ::testing::TempDir() + "loop_timings_test.csv";
+  std::remove(path.c_str());
+  LoopFeatures f;
+  f.values[0] = 2;
+  append_loop_timing(path, f, 4096, 2, 1e-5, 2e-6);
+  append_loop_timing(path, f, 64, 2, 3e-7, 4e-7);
+  std::ifstream in(path);
+  std::string header, first, second, extra;
+  std::getline(in, header);
+  std::getline(in, first);
+  std::getline(in, second);
+  EXPECT_FALSE(std::getline(in, extra));
+  EXPECT_EQ(header.rfind("sums,maxima,", 0), 0u) << header;
+  EXPECT_NE(header.find(",rows,cols,rows_outer_s,columns_outer_s"), std::string::npos);
+  EXPECT_EQ(first, "2,0,0,0,0,0,0,0,0,0,4096,2,1e-05,2e-06");
+  EXPECT_EQ(second.substr(0, 25), "2,0,0,0,0,0,0,0,0,0,64,2,");
+  std::remove(path.c_str());
+}
+
+TEST(LoopChoice, LoopSchedulesByName) {
   for (LoopSchedules s :
        {LoopSchedules::RowsOuter, LoopSchedules::Measured, LoopSchedules::ColumnsOuter})
     EXPECT_EQ(parse_loop_schedules(loop_schedules_name(s), "x"), s);

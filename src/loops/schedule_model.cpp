@@ -1,0 +1,287 @@
+#include "loops/schedule_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "api/tempo.h"
+#include "driver/compile.h"
+#include "nn/module.h"
+#include "nn/safetensors.h"
+#include "optim/optim.h"
+#include "util/error.h"
+
+namespace tempo::loops {
+
+namespace {
+
+using backend::LoopFeatures;
+using backend::LoopOrder;
+
+// The time ratio the measured search needs before it interchanges (backend/loop_choice.h).
+const double kInterchangeBelow = std::log(0.95);
+// Targets are clipped to this log ratio: a cost model need not learn how much slower past 20x.
+constexpr double kMaxLogRatio = 3.0;
+constexpr int kVersion = 1;
+
+// The model's inputs before standardization: the cluster's counts, then the size.
+std::vector<float> raw_inputs(const LoopFeatures& f, int64_t rows, int64_t cols) {
+  std::vector<float> x(f.values, f.values + LoopFeatures::kCount);
+  const double r = static_cast<double>(std::max<int64_t>(rows, 1));
+  x.push_back(static_cast<float>(std::log2(r)));
+  x.push_back(static_cast<float>(cols));
+  x.push_back(static_cast<float>(std::log2(r * static_cast<double>(std::max<int64_t>(cols, 1)))));
+  x.push_back(static_cast<float>(std::min(r, 64.0) / 64));  // of the interchanged loop's block
+  return x;
+}
+
+double target(const LoopTiming& t) {
+  const double y = std::log(std::max(t.columns_outer_s, 1e-12) / std::max(t.rows_outer_s, 1e-12));
+  return std::clamp(y, -kMaxLogRatio, kMaxLogRatio);
+}
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string field; std::getline(in, field, ',');) out.push_back(field);
+  return out;
+}
+
+std::string layer_name(size_t k, const char* what) { return cat(k, ".", what); }
+
+}  // namespace
+
+std::vector<LoopTiming> read_loop_timings(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError(cat("cannot read loop timings from ", path));
+  std::string line;
+  if (!std::getline(in, line)) throw UserError(cat(path, ": empty, not a file of loop timings"));
+  const std::vector<std::string> header = split(line);
+  std::vector<std::string> expected(LoopFeatures::kNames,
+                                    LoopFeatures::kNames + LoopFeatures::kCount);
+  for (const char* name : {"rows", "cols", "rows_outer_s", "columns_outer_s"})
+    expected.emplace_back(name);
+  if (header != expected)
+    throw UserError(cat(path, ": not a file of loop timings (its header is '", line,
+                        "'; written with TEMPO_LOOP_TIMINGS=FILE)"));
+  std::vector<LoopTiming> out;
+  for (int number = 2; std::getline(in, line); ++number) {
+    if (line.empty()) continue;
+    const std::vector<std::string> f = split(line);
+    const std::string where = cat(path, ":", number);
+    if (f.size() != expected.size())
+      throw UserError(cat(where, ": ", f.size(), " fields where the header has ", expected.size()));
+    LoopTiming t;
+    t.source = where;
+    try {
+      for (int k = 0; k < LoopFeatures::kCount; ++k) t.cluster.values[k] = std::stoi(f[k]);
+      t.rows = std::stoll(f[LoopFeatures::kCount]);
+      t.cols = std::stoll(f[LoopFeatures::kCount + 1]);
+      t.rows_outer_s = std::stod(f[LoopFeatures::kCount + 2]);
+      t.columns_outer_s = std::stod(f[LoopFeatures::kCount + 3]);
+    } catch (const std::exception&) {
+      throw UserError(cat(where, ": a field is not a number: '", line, "'"));
+    }
+    if (t.rows < 0 || t.cols < 0 || !(t.rows_outer_s > 0) || !(t.columns_outer_s > 0))
+      throw UserError(cat(where, ": sizes must not be negative and times must be positive"));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+ScheduleModel ScheduleModel::train(const std::vector<LoopTiming>& data,
+                                   const ScheduleModelOptions& o, std::vector<double>* losses) {
+  if (data.empty()) throw UserError("a loop schedule model needs at least one loop timing");
+  if (o.hidden < 1 || o.steps < 1 || !(o.learning_rate > 0))
+    throw UserError("a loop schedule model needs hidden >= 1, steps >= 1, learning rate > 0");
+  const int64_t n = static_cast<int64_t>(data.size());
+  ScheduleModel m;
+  m.mean_.assign(kInputs, 0.f);
+  m.scale_.assign(kInputs, 1.f);
+  std::vector<std::vector<float>> raw;
+  for (const LoopTiming& t : data) raw.push_back(raw_inputs(t.cluster, t.rows, t.cols));
+  for (int k = 0; k < kInputs; ++k) {
+    double s = 0, s2 = 0;
+    for (const auto& x : raw) s += x[k], s2 += static_cast<double>(x[k]) * x[k];
+    const double mean = s / n, var = std::max(0.0, s2 / n - mean * mean);
+    m.mean_[k] = static_cast<float>(mean);
+    m.scale_[k] = static_cast<float>(1 / std::max(std::sqrt(var), 1e-3));
+  }
+  HostTensor x(DType::Float32, {n, kInputs}), y(DType::Float32, {n, 1});
+  for (int64_t i = 0; i < n; ++i) {
+    for (int k = 0; k < kInputs; ++k)
+      x.ptr<float>()[i * kInputs + k] = (raw[i][k] - m.mean_[k]) * m.scale_[k];
+    y.ptr<float>()[i] = static_cast<float>(target(data[i]));
+  }
+
+  // The learner: the whole data set at every step of i, from a UDF that also receives the
+  // parameters and keeps them at the step after the last update.
+  Context ctx;
+  Dim i = ctx.dim("i", "I");
+  nn::MLP mlp(ctx, {kInputs, o.hidden, o.hidden, 1}, i);
+  std::vector<nn::Parameter> params;
+  std::vector<std::string> names;
+  for (const auto& [name, p] : mlp.named_parameters()) {
+    names.push_back(name);
+    params.push_back(p);
+  }
+  auto weights = std::make_shared<std::map<std::string, HostTensor>>();
+  const int64_t steps = o.steps;
+  auto batch = [=](const std::vector<HostTensor>& in, const std::vector<int64_t>& point) {
+    if (point[0] == steps)
+      for (size_t k = 0; k < names.size(); ++k) (*weights)[names[k]] = in[k];
+    return std::vector<HostTensor>{x, y};
+  };
+  const std::vector<RT> xy =
+      ctx.udf("loop_timings", batch, nn::as_rts(params),
+              {{DType::Float32, Shape({n, kInputs})}, {DType::Float32, Shape({n, 1})}}, {i});
+  const RT loss = (mlp(xy[0]) - xy[1]).square().mean();
+  optim::Adam adam(params, o.learning_rate);
+  optim::minimize(loss, adam);
+  const RT kept = loss.retain();
+  CompileOptions co;
+  co.seed = o.seed;
+  co.proximity = false;  // a small program: fast scheduling settings
+  Executable exe = compile(ctx, {{i.bound, steps + 1}}, co);
+  exe.run();
+  if (losses)
+    for (int64_t k = 0; k < steps; ++k) losses->push_back(exe.get(kept, {k}).at(0));
+
+  for (size_t k = 0; k < mlp.layers().size(); ++k) {
+    Dense d;
+    const HostTensor& w = weights->at(layer_name(k, "weight"));
+    const HostTensor& b = weights->at(layer_name(k, "bias"));
+    d.out = w.shape[0];
+    d.in = w.shape[1];
+    d.w.assign(w.ptr<float>(), w.ptr<float>() + w.numel());
+    d.b.assign(b.ptr<float>(), b.ptr<float>() + b.numel());
+    m.layers_.push_back(std::move(d));
+  }
+  return m;
+}
+
+double ScheduleModel::predict(const LoopFeatures& cluster, int64_t rows, int64_t cols) const {
+  std::vector<float> h = raw_inputs(cluster, rows, cols), next;
+  for (int k = 0; k < kInputs; ++k) h[k] = (h[k] - mean_[k]) * scale_[k];
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Dense& d = layers_[l];
+    next.assign(static_cast<size_t>(d.out), 0.f);
+    for (int64_t o = 0; o < d.out; ++o) {
+      float s = d.b[static_cast<size_t>(o)];
+      for (int64_t k = 0; k < d.in; ++k) s += d.w[static_cast<size_t>(o * d.in + k)] * h[k];
+      next[static_cast<size_t>(o)] = l + 1 < layers_.size() ? std::tanh(s) : s;
+    }
+    h.swap(next);
+  }
+  return h[0];
+}
+
+LoopOrder ScheduleModel::choose(const LoopFeatures& cluster, int64_t rows, int64_t cols) const {
+  return predict(cluster, rows, cols) < kInterchangeBelow ? LoopOrder::ColumnsOuter
+                                                          : LoopOrder::RowsOuter;
+}
+
+backend::LoopSchedulePolicy ScheduleModel::policy() const {
+  auto m = std::make_shared<const ScheduleModel>(*this);
+  return [m](const LoopFeatures& f, int64_t rows, int64_t cols) {
+    return m->choose(f, rows, cols);
+  };
+}
+
+void ScheduleModel::save(const std::string& path) const {
+  nn::NamedTensors t;
+  HostTensor config(DType::Float64, {3});
+  config.set(0, kVersion);
+  config.set(1, kInputs);
+  config.set(2, static_cast<double>(layers_.size()));
+  t.emplace_back("config", config);
+  t.emplace_back("input.mean", HostTensor::from(mean_, {kInputs}));
+  t.emplace_back("input.scale", HostTensor::from(scale_, {kInputs}));
+  for (size_t k = 0; k < layers_.size(); ++k) {
+    const Dense& d = layers_[k];
+    t.emplace_back(layer_name(k, "weight"), HostTensor::from(d.w, {d.out, d.in}));
+    t.emplace_back(layer_name(k, "bias"), HostTensor::from(d.b, {d.out}));
+  }
+  nn::save(path, t);
+}
+
+ScheduleModel ScheduleModel::load(const std::string& path) {
+  const std::string what = cat(path, ": not a loop schedule model saved by tempo loops schedules");
+  std::map<std::string, HostTensor> t;
+  try {
+    t = nn::load(path);
+  } catch (const UserError& e) {
+    throw UserError(cat(what, " (", e.what(), ")"));
+  }
+  auto get = [&](const std::string& name, std::vector<int64_t> shape) -> const HostTensor& {
+    auto it = t.find(name);
+    if (it == t.end()) throw UserError(cat(what, " (no tensor ", name, ")"));
+    if (it->second.shape != shape)
+      throw UserError(cat(what, " (", name, " has the wrong shape)"));
+    return it->second;
+  };
+  const HostTensor& config = get("config", {3});
+  if (config.at(0) != kVersion || config.at(1) != kInputs || config.at(2) < 1 ||
+      config.at(2) > 8)
+    throw UserError(cat(what, " (another version or input count)"));
+  ScheduleModel m;
+  auto floats = [](const HostTensor& h) {
+    const HostTensor f = h.to(DType::Float32);
+    return std::vector<float>(f.ptr<float>(), f.ptr<float>() + f.numel());
+  };
+  m.mean_ = floats(get("input.mean", {kInputs}));
+  m.scale_ = floats(get("input.scale", {kInputs}));
+  int64_t in = kInputs;
+  for (size_t k = 0; k < static_cast<size_t>(config.at(2)); ++k) {
+    auto it = t.find(layer_name(k, "weight"));
+    if (it == t.end() || it->second.shape.size() != 2 || it->second.shape[1] != in)
+      throw UserError(cat(what, " (layer ", k, " is missing or has the wrong shape)"));
+    Dense d;
+    d.in = in;
+    d.out = it->second.shape[0];
+    d.w = floats(it->second);
+    d.b = floats(get(layer_name(k, "bias"), {d.out}));
+    m.layers_.push_back(std::move(d));
+    in = d.out;
+  }
+  if (in != 1) throw UserError(cat(what, " (the last layer has ", in, " outputs, not 1)"));
+  return m;
+}
+
+ScheduleScore score_schedules(const std::vector<LoopTiming>& data,
+                              const std::function<LoopOrder(const LoopTiming&)>& choose) {
+  ScheduleScore s;
+  for (const LoopTiming& t : data) {
+    const bool measured_columns = t.columns_outer_s < 0.95 * t.rows_outer_s;
+    const bool columns = choose(t) == LoopOrder::ColumnsOuter;
+    ++s.decisions;
+    s.agreements += columns == measured_columns;
+    s.chosen_s += columns ? t.columns_outer_s : t.rows_outer_s;
+    s.rows_outer_s += t.rows_outer_s;
+    s.columns_outer_s += t.columns_outer_s;
+    s.best_s += std::min(t.rows_outer_s, t.columns_outer_s);
+  }
+  return s;
+}
+
+void set_loop_schedules(CompileOptions& o, const std::string& name, const std::string& what) {
+  if (name.rfind("learned:", 0) == 0) {
+    const std::string path = name.substr(8);
+    if (path.empty()) throw UserError(cat(what, " learned:FILE needs the model's file"));
+    o.loop_schedules = backend::LoopSchedules::Policy;
+    o.loop_schedule_policy = ScheduleModel::load(path).policy();
+    return;
+  }
+  try {
+    o.loop_schedules = backend::parse_loop_schedules(name, what);
+  } catch (const UserError&) {
+    throw UserError(cat(what, " '", name,
+                        "': expected rows, measured, columns or learned:FILE (a model from "
+                        "tempo loops schedules)"));
+  }
+}
+
+}  // namespace tempo::loops
