@@ -181,7 +181,8 @@ class LibTorchBackend final : public runtime::Backend {
         cuda_check_(options.check_cuda_kernels),
         loop_schedules_(options.loop_schedules),
         loop_schedule_policy_(std::move(options.loop_schedule_policy)),
-        loop_timings_(std::move(options.loop_timings)) {
+        loop_timings_(std::move(options.loop_timings)),
+        log_(std::move(options.log)) {
     if (loop_schedules_ == LoopSchedules::Policy && !loop_schedule_policy_)
       throw UserError("loop schedules by a policy (LoopSchedules::Policy) need the policy: "
                       "CompileOptions::loop_schedule_policy is empty");
@@ -217,7 +218,7 @@ class LibTorchBackend final : public runtime::Backend {
         Cluster c{name, op.id, k, row_blocks(body, step), {}, step.inputs.size(),
                   step.outputs.size()};
         if (state_.device.is_cpu()) {
-          c.orders = cpu_orders(body, step);
+          c.orders = cpu_orders(body, step, name);
           for (LoopOrder order : {LoopOrder::RowsOuter, LoopOrder::ColumnsOuter})
             if (c.orders.count(order))
               cpu.push_back(emit_cluster(body, step, loop_name(name, order), Target::Cpu, order));
@@ -345,35 +346,52 @@ class LibTorchBackend final : public runtime::Backend {
 
   // The orders a CPU cluster's loop is compiled in: RowsOuter where ColumnsOuter does not apply;
   // else as the LoopSchedules say, both where the choice depends on the size at run time.
-  std::set<LoopOrder> cpu_orders(const ir::Graph& body, const RegionPlan::Step& step) const {
+  std::set<LoopOrder> cpu_orders(const ir::Graph& body, const RegionPlan::Step& step,
+                                 const std::string& name) const {
     if (!columns_outer_applies(body, step)) return {LoopOrder::RowsOuter};
     switch (loop_schedules_) {
       case LoopSchedules::RowsOuter: return {LoopOrder::RowsOuter};
       case LoopSchedules::ColumnsOuter: return {LoopOrder::ColumnsOuter};
       case LoopSchedules::Measured: break;
       case LoopSchedules::Policy:
-        if (std::optional<int64_t> rows = constant_rows(step))  // decided now
-          return {loop_schedule_policy_(loop_features(body, step), *rows, constant_columns(step))};
+        if (std::optional<int64_t> rows = constant_rows(step)) {  // decided now
+          const int64_t cols = constant_columns(step);
+          const LoopOrder order = loop_schedule_policy_(loop_features(body, step), *rows, cols);
+          log_order(name, *rows, cols, order, "the policy's choice");
+          return {order};
+        }
         break;
     }
     return {LoopOrder::RowsOuter, LoopOrder::ColumnsOuter};
   }
 
+  void log_order(const std::string& loop, int64_t rows, int64_t cols, LoopOrder order,
+                 const std::string& why) const {
+    if (log_)
+      log_(cat("loop ", loop, " at ", rows, " x ", cols, ": ",
+               order == LoopOrder::ColumnsOuter ? "columns" : "rows", " outer (", why, ")"));
+  }
+
   // The loop of a cluster compiled in both orders.
   LoopCall choose_order(const Cluster& c, LoopFn rows_outer, LoopFn columns_outer) const {
+    // The decisions come after compilation: this backend outlives them (the executable owns it).
     if (loop_schedules_ == LoopSchedules::Policy)
-      return chosen_per_size(rows_outer, columns_outer,
-                             [policy = loop_schedule_policy_, f = c.features](int64_t r,
-                                                                              int64_t k) {
-                               return policy(f, r, k) == LoopOrder::ColumnsOuter;
-                             });
-    ChoiceReport report;
-    if (!loop_timings_.empty())
-      report = [path = loop_timings_, f = c.features](int64_t r, int64_t k, double rows_s,
-                                                      double columns_s, bool) {
-        append_loop_timing(path, f, r, k, rows_s, columns_s);
-      };
-    return measured_choice(rows_outer, columns_outer, std::move(report));
+      return chosen_per_size(rows_outer, columns_outer, [this, c](int64_t rows, int64_t cols) {
+        const LoopOrder order = loop_schedule_policy_(c.features, rows, cols);
+        log_order(c.name, rows, cols, order, "the policy's choice");
+        return order == LoopOrder::ColumnsOuter;
+      });
+    return measured_choice(rows_outer, columns_outer,
+                           [this, c](int64_t rows, int64_t cols, double rows_s, double columns_s,
+                                     bool columns) {
+                             if (!loop_timings_.empty())
+                               append_loop_timing(loop_timings_, c.features, rows, cols, rows_s,
+                                                  columns_s);
+                             log_order(c.name, rows, cols,
+                                       columns ? LoopOrder::ColumnsOuter : LoopOrder::RowsOuter,
+                                       cat("measured: ", rows_s * 1e6, " us rows outer, ",
+                                           columns_s * 1e6, " us columns outer"));
+                           });
   }
 
   static std::string cache_report(bool from_cache, double seconds, const std::string& path) {
@@ -451,6 +469,7 @@ class LibTorchBackend final : public runtime::Backend {
   const LoopSchedules loop_schedules_;
   const LoopSchedulePolicy loop_schedule_policy_;
   const std::string loop_timings_;
+  const std::function<void(const std::string&)> log_;
   TorchState state_;
 };
 

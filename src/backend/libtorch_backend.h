@@ -2,6 +2,7 @@
 // include LibTorch, so that the driver and tests that do not need it compile quickly.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -24,6 +25,8 @@ struct BackendOptions {
   // With LoopSchedules::Measured: a CSV file each decision is appended to (loop_choice.h's
   // append_loop_timing), the data a learned policy is trained on. Empty: none.
   std::string loop_timings;
+  // Receives a line per loop order decided (CompileOptions::verbose). Empty: none.
+  std::function<void(const std::string&)> log;
   // On the CPU, also generate and compile (NVRTC, no GPU needed) the CUDA kernels of every
   // cluster, failing on one that does not compile. Needs a CUDA build; its test suite sets it
   // ($TEMPO_CHECK_CUDA_KERNELS, read by the driver).

@@ -241,6 +241,8 @@ void make_backend(Compilation& c) {
   bo.loop_schedules = c.options.loop_schedules;
   bo.loop_schedule_policy = c.options.loop_schedule_policy;
   bo.loop_timings = c.options.loop_timings;
+  if (c.options.verbose)  // also at run time, where measured choices are made
+    bo.log = [](const std::string& line) { std::cerr << "[tempo] " << line << "\n"; };
   bo.donation = c.options.donation;
   bo.keep_constants = c.options.memory_budget <= 0;
   bo.check_cuda_kernels = c.settings.check_cuda_kernels;
