@@ -31,7 +31,7 @@ trap 'rm -rf "$work"' EXIT
 if [ "$compare" -gt 0 ]; then
   programs=("ppo --env CartPole-v1"  # the main job
             "ppo --env CartPole-v1 --num-envs 512 --iterations 10"
-            "sac --env Pendulum-v1 --iterations 1500")
+            "sac --env Pendulum-v1 --iterations 3000 --learning-starts 1000")
   echo "| program | loop schedules | compile s | run s |"
   echo "|---|---|---:|---:|"
   for program in "${programs[@]}"; do

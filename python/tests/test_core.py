@@ -1,6 +1,7 @@
 """The programming model from Python: operators and temporal indexing against NumPy,
 gradients against finite differences, errors naming the Python line, and Python callbacks."""
 import inspect
+import os
 
 import numpy as np
 import pytest
@@ -231,6 +232,25 @@ def test_options_on_and_off_give_the_same_values():
         exe.run()
         results.append([exe.get(y, (k,)) for k in range(6)])
     np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-6)
+
+
+def test_loop_schedules_by_name_and_learned_give_the_same_values():
+    model = os.path.join(os.path.dirname(__file__), "..", "..", "data",
+                         "loop_schedules.safetensors")
+    a = np.random.default_rng(4).standard_normal((3, 512, 2)).astype(np.float32)
+    results = []
+    for schedules in ("rows", "columns", "measured", "learned:" + model):
+        ctx = tempo.Context()
+        t, T = ctx.dim("t", "T")
+        x = source(ctx, [t], a)
+        y = (x.softmax(-1) * 2.0 + x.max(-1, keepdim=True)).retain()
+        exe = ctx.compile({T: 3}, loop_schedules=schedules)
+        exe.run()
+        results.append(np.stack([exe.get(y, (k,)) for k in range(3)]))
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])
+    with pytest.raises(tempo.UserError, match="not a loop schedule model"):
+        ctx.compile({T: 3}, loop_schedules="learned:" + __file__)
 
 
 def test_compile_stages_dump_their_results(tmp_path):
