@@ -5,28 +5,34 @@
 # of programs and scores it on held-out ones: the programs of bench/README's "Learned rewrites,
 # loop schedules and placement on Tempo programs" table, which the model never sees.
 #
-#   bash bench/loop_schedules.sh [BUILD] [--out FILE]   # ~2 minutes on 2 cores
+#   bash bench/loop_schedules.sh [BUILD] [--out FILE] [--timings DIR]   # ~2 minutes on 2 cores
 #   bash bench/loop_schedules.sh [BUILD] --compare N [--model FILE]
 #
 # --compare runs the held-out programs N times each with loop schedules rows, measured and
 # learned:FILE (default: the shipped model), alternating, each with an empty kernel and schedule
 # cache, and prints their compile and run seconds (`tempo train`'s own figures).
 #
-# The model it writes (default data/loop_schedules.safetensors, the one shipped) is what
+# --timings DIR keeps the timings there, one CSV file per set and algorithm (train.ppo.csv, ...),
+# for `tempo loops schedules --data` with other splits. The model it writes (default data/loop_schedules.safetensors, the one shipped) is what
 # `tempo train --loop-schedules learned:FILE` and Python's loop_schedules="learned:FILE" read.
 set -euo pipefail
 build=build
 out=data/loop_schedules.safetensors
 compare=0
+timings=
 while [ $# -gt 0 ]; do
   case "$1" in
     --out | --model) out=$2; shift 2 ;;
     --compare) compare=$2; shift 2 ;;
+    --timings) timings=$2; shift 2 ;;
     *) build=$1; shift ;;
   esac
 done
 work=$(mktemp -d /tmp/tempo-loop-schedules.XXXXXX)
 trap 'rm -rf "$work"' EXIT
+timings=${timings:-$work}
+mkdir -p "$timings"
+rm -f "$timings"/train.*.csv "$timings"/test.*.csv
 
 if [ "$compare" -gt 0 ]; then
   programs=("ppo --env CartPole-v1"  # the main job
@@ -50,12 +56,12 @@ if [ "$compare" -gt 0 ]; then
   exit 0
 fi
 
-# Appends the loop timings of `tempo train ARGS` to $work/SET.csv.
+# Appends the loop timings of `tempo train ALGORITHM ARGS` to $timings/SET.ALGORITHM.csv.
 run() {
   local set=$1
   shift
   echo "[$set] tempo train $*"
-  TEMPO_LOOP_TIMINGS=$work/$set.csv "$build/tempo" train "$@" --seed 3 > /dev/null
+  TEMPO_LOOP_TIMINGS=$timings/$set.$1.csv "$build/tempo" train "$@" --seed 3 > /dev/null
 }
 
 # Training programs: the algorithms at other sizes than the held-out ones.
@@ -82,4 +88,5 @@ run test ppo --env CartPole-v1 --num-envs 512 --iterations 2
 run test sac --env Pendulum-v1 --iterations 150 --learning-starts 100
 run test a2c --env Acrobot-v1 --num-envs 16 --iterations 5
 
-"$build/tempo" loops schedules --data "$work/train.csv" --test "$work/test.csv" --out "$out"
+files() { ls "$timings"/"$1".*.csv | paste -sd, -; }
+"$build/tempo" loops schedules --data "$(files train)" --test "$(files test)" --out "$out"
