@@ -71,13 +71,16 @@ const char* kUsage =
     "      uses a benchmark's test size\n"
     "  tempo loops schedules --data FILES [--test FILES] [--model FILE | --out FILE]\n"
     "                        [--steps N]\n"
+    "  tempo loops schedules --generate N --timings FILE [--seed S]\n"
     "      the learned loop schedule of Tempo's own generated loops (loops/schedule_model.h):\n"
     "      trains the cost model (a Tempo program; --steps Adam steps, default 1500) on the\n"
     "      loop timings in FILES (comma-separated CSV files that programs run with\n"
     "      TEMPO_LOOP_TIMINGS=FILE wrote), saves it to --out (learned:FILE for\n"
     "      `tempo train --loop-schedules` and Python's loop_schedules) and prints how its\n"
     "      choices score against the measured ones, on the training data and on --test; with\n"
-    "      --model, scores that model instead of training one\n"
+    "      --model, scores that model instead of training one; --generate: appends to FILE\n"
+    "      the timings of N generated programs (random chains of elementwise ops and row\n"
+    "      reductions over rows of 1-16 columns), training data without Tempo's own programs\n"
     "  tempo loops actions\n"
     "      lists the action space (the agent's choices on one branch of the loop tree)\n\n"
     "benchmarks: blur cvtcolor doitgen heat2d heat3d jacobi2d mvt seidel2d\n";
@@ -452,6 +455,18 @@ void print_score(const char* what, const std::vector<LoopTiming>& data, const Sc
 
 int schedules(const Args& a) {
   if (!a.positional.empty()) throw UserError(cat("unexpected argument '", a.positional[0], "'"));
+  if (a.has("--generate") || a.has("--timings")) {
+    if (!a.has("--generate") || !a.has("--timings") || a.has("--data") || a.has("--model"))
+      throw UserError("--generate N needs --timings FILE (and no --data or --model)");
+    const int n = get_int(a, "--generate", 0, 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t decisions = generate_loop_timings(
+        n, static_cast<uint64_t>(get_int(a, "--seed", 1, 0)), a.get("--timings", ""));
+    std::printf("%d generated programs: %lld loop timings appended to %s in %.1f s\n", n,
+                static_cast<long long>(decisions), a.get("--timings", "").c_str(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return 0;
+  }
   if (a.has("--model") == a.has("--data"))
     throw UserError("tempo loops schedules needs --data FILES (to train) or --model FILE");
   if (a.has("--model") && (a.has("--out") || a.has("--steps")))
@@ -510,6 +525,9 @@ int run_loops_command(int argc, char** argv) {
         {"--threads", "--width", "--depth", "--agent", "--actions"},
         {"--quick", "--small", "--select"},
         optimize},
-       {"schedules", {"--data", "--test", "--model", "--out", "--steps"}, {}, schedules},
+       {"schedules",
+        {"--data", "--test", "--model", "--out", "--steps", "--generate", "--timings", "--seed"},
+        {},
+        schedules},
        {"actions", {}, {}, actions}});
 }

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
+#include <random>
 #include <sstream>
 
 #include "api/tempo.h"
@@ -249,6 +251,98 @@ ScheduleModel ScheduleModel::load(const std::string& path) {
   }
   if (in != 1) throw UserError(cat(what, " (the last layer has ", in, " outputs, not 1)"));
   return m;
+}
+
+namespace {
+
+// A generated program's inputs over rows x cols: per element, per row (a column) and per
+// column (a row), one or more of each kind but the first.
+struct ChainInputs {
+  std::vector<RT> full, column, row;
+};
+
+// A random chain from full[0] over `inputs`, reducing rows at least once; the row sums it also
+// returns go to `row_outputs`. Light chains (a sum of products, as in a gradient) are as likely
+// as heavy ones (exponentials and logarithms, as in a log-softmax): their loops favour
+// different orders.
+RT random_chain(std::mt19937_64& rng, const ChainInputs& inputs, std::vector<RT>& row_outputs) {
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  auto other = [&]() -> const RT& {  // another input, of a random kind
+    const std::vector<RT>* kinds[] = {&inputs.full, &inputs.column, &inputs.row};
+    const std::vector<RT>& k = *kinds[pick(3)];
+    return k.empty() ? inputs.full[pick(inputs.full.size())] : k[pick(k.size())];
+  };
+  RT h = inputs.full[0];
+  bool reduced = false;
+  const size_t steps = 1 + pick(8);
+  for (size_t s = 0; s < steps || !reduced; ++s) {
+    switch (pick(s + 1 < steps ? 10 : 4)) {  // the last steps reduce, so that every chain does
+      case 0: {
+        RT m = h.max(1, true);
+        h = pick(2) ? h - m : (h - m).exp();
+        reduced = true;
+        break;
+      }
+      case 1: {
+        RT sum = h.sum({1}, true);
+        if (pick(2)) row_outputs.push_back(sum);
+        const size_t how = pick(3);
+        h = how == 0 ? h * sum.tanh() : how == 1 ? h - sum : h * sum;
+        reduced = true;
+        break;
+      }
+      case 2: h = h.log_softmax(1), reduced = true; break;
+      case 3: h = h.softmax(1), reduced = true; break;
+      case 4: h = h.tanh(); break;
+      case 5: h = pick(2) ? h.sigmoid() * other() : h * other(); break;
+      case 6: h = h + other(); break;
+      case 7: h = h - other() * other(); break;
+      case 8: h = (h.abs() + 1.0).log() - other(); break;
+      default: h = h.square().minimum(4.0) * 0.5; break;
+    }
+  }
+  return h;
+}
+
+}  // namespace
+
+int64_t generate_loop_timings(int programs, uint64_t seed, const std::string& path) {
+  if (programs < 1) throw UserError("generate at least one program");
+  auto lines = [&] {
+    std::ifstream in(path);
+    int64_t n = 0;
+    for (std::string l; std::getline(in, l);) n += !l.empty();
+    return n;
+  };
+  const int64_t before = lines();
+  std::mt19937_64 rng(seed);
+  constexpr int64_t kSteps = 8;  // calls per loop: the measured search's 6 trials and more
+  for (int p = 0; p < programs; ++p) {
+    const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(std::exp2(
+                                                  static_cast<double>(rng() % 1500) / 100)));
+    const int64_t cols = 1 + static_cast<int64_t>(rng() % backend::kNarrowColumns);
+    Context ctx;
+    Dim t = ctx.dim("t", "T");
+    ChainInputs in;
+    for (uint64_t k = 0, n = 1 + rng() % 4; k < n; ++k)
+      in.full.push_back(ctx.rand_normal(Shape({rows, cols}), {t}));
+    for (uint64_t k = 0, n = rng() % 3; k < n; ++k)
+      in.column.push_back(ctx.rand_normal(Shape({rows, 1}), {t}));
+    if (rng() % 3 == 0) in.row.push_back(ctx.rand_normal(Shape({cols}), {t}));
+    std::vector<RT> row_outputs;
+    const RT out = random_chain(rng, in, row_outputs);
+    (rng() % 3 == 0 ? out.sum({1}) : out).retain();  // a third keep only a row sum
+    for (const RT& r : row_outputs) r.retain();
+    CompileOptions o;
+    o.passes.vectorize = false;  // the loops run once per step, at (rows, cols)
+    o.loop_schedules = backend::LoopSchedules::Measured;
+    o.loop_timings = path;
+    o.seed = seed + static_cast<uint64_t>(p);
+    Executable exe = compile(ctx, {{t.bound, kSteps}}, o);
+    exe.run();
+  }
+  const int64_t after = lines();
+  return before > 0 ? after - before : std::max<int64_t>(0, after - 1);  // less the header
 }
 
 ScheduleScore score_schedules(const std::vector<LoopTiming>& data,

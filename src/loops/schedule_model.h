@@ -70,6 +70,13 @@ class ScheduleModel {
   std::vector<Dense> layers_;
 };
 
+// Training data without Tempo's own programs: `programs` generated programs (seeded), each a
+// random chain over rows x cols of 1 to 16 columns (elementwise ops, sums and maxima of rows,
+// log-softmax and softmax, inputs per element, per row and per column) that fuses into loops
+// over narrow rows, run at one size with measured loop schedules, their timings appended to
+// `path`. Returns the decisions appended.
+int64_t generate_loop_timings(int programs, uint64_t seed, const std::string& path);
+
 // How well a choice does on measured decisions: how often it picks the order the measurement
 // picked (the interchanged one where it was at least 5% faster), and the times summed over the
 // decisions of its picks, of the rows-outer, the interchanged and the faster order at each.

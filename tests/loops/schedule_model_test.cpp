@@ -102,6 +102,23 @@ TEST(ScheduleModel, ReadsTheTimingsMeasuredLoopsWrite) {
   std::remove(path.c_str());
 }
 
+TEST(ScheduleModel, GeneratedProgramsGiveTimingsOfNarrowLoops) {
+  const std::string path = ::testing::TempDir() + "schedule_model_generated.csv";
+  std::remove(path.c_str());
+  const int64_t decisions = generate_loop_timings(3, 7, path);
+  const std::vector<LoopTiming> t = read_loop_timings(path);
+  EXPECT_GE(decisions, 3);  // every program reduces rows of at most 16 columns
+  EXPECT_EQ(static_cast<int64_t>(t.size()), decisions);
+  for (const LoopTiming& x : t) {
+    EXPECT_GE(x.cols, 1);
+    EXPECT_LE(x.cols, backend::kNarrowColumns);
+    EXPECT_GT(x.cluster.values[0] + x.cluster.values[1], 0);  // a sum or a maximum
+  }
+  const int64_t more = generate_loop_timings(1, 8, path);  // appended after the others
+  EXPECT_EQ(static_cast<int64_t>(read_loop_timings(path).size()), decisions + more);
+  std::remove(path.c_str());
+}
+
 TEST(ScheduleModel, NamedSchedulesAndBadModelFiles) {
   CompileOptions o;
   set_loop_schedules(o, "columns", "--loop-schedules");
