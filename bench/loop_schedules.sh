@@ -13,8 +13,9 @@
 # cache, and prints their compile and run seconds (`tempo train`'s own figures).
 #
 # --timings DIR keeps the timings there, one CSV file per set and algorithm (train.ppo.csv, ...),
-# for `tempo loops schedules --data` with other splits. The model it writes (default data/loop_schedules.safetensors, the one shipped) is what
-# `tempo train --loop-schedules learned:FILE` and Python's loop_schedules="learned:FILE" read.
+# for `tempo loops schedules --data` with other splits. The model it writes (default
+# data/loop_schedules.safetensors, the one shipped) is what `tempo train --loop-schedules
+# learned:FILE` and Python's loop_schedules="learned:FILE" read.
 set -euo pipefail
 build=build
 out=data/loop_schedules.safetensors

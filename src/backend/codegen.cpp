@@ -389,7 +389,8 @@ bool columns_outer_applies(const ir::Graph& body, const RegionPlan::Step& step) 
 }
 
 LoopFeatures loop_features(const ir::Graph& body, const RegionPlan::Step& step) {
-  enum { Sums, Maxima, ElementOps, RowOps, Transcendental, Full, Column, Other, ElementOut, RowOut };
+  enum { Sums, Maxima, ElementOps, RowOps, Transcendental, Full, Column, Other, ElementOut,
+         RowOut };  // LoopFeatures::kNames' order
   LoopFeatures f;
   int* v = f.values;
   for (ir::OpId id : step.ops) {
