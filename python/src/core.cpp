@@ -1021,7 +1021,9 @@ void bind_context(py::module_& m) {
           "schedule_cache, swap_policy, seed, device, verbose, profile, dump, "
           "dump_dir, no_pass, tiles, tile_above_bytes, static_tiles). dump names compile "
           "stages whose result is written ('passes,schedule' or 'all'). swap_policy(candidates, excess) -> indices "
-          "chooses what to swap under memory_budget: candidates are dicts {'rt', 'bytes'}.");
+          "chooses what to swap under memory_budget: candidates are dicts {'rt', 'bytes'}. "
+          "loop_schedules: 'measured' (default), 'rows', 'columns' or 'learned:FILE' (a model "
+          "from `tempo loops schedules`).");
 }
 
 }  // namespace
