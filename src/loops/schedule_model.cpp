@@ -110,7 +110,9 @@ ScheduleModel ScheduleModel::train(const std::vector<LoopTiming>& data,
     for (const auto& x : raw) s += x[k], s2 += static_cast<double>(x[k]) * x[k];
     const double mean = s / n, var = std::max(0.0, s2 / n - mean * mean);
     m.mean_[k] = static_cast<float>(mean);
-    m.scale_[k] = static_cast<float>(1 / std::max(std::sqrt(var), 1e-3));
+    // At least a unit (the features are counts and logs): a feature constant in the data must
+    // not blow up where a program differs.
+    m.scale_[k] = static_cast<float>(1 / std::max(std::sqrt(var), 1.0));
   }
   HostTensor x(DType::Float32, {n, kInputs}), y(DType::Float32, {n, 1});
   for (int64_t i = 0; i < n; ++i) {
