@@ -90,7 +90,7 @@ LoopCall measured_choice(LoopFn first, LoopFn second, ChoiceReport report) {
     if (s->chosen >= 0) return;
     s->best[which] = std::min(s->best[which], t);
     if (++s->calls < 2 * kTrials) return;
-    s->chosen = s->best[1] < 0.95 * s->best[0] ? 1 : 0;
+    s->chosen = s->best[1] < kSecondBelow * s->best[0] ? 1 : 0;
     c->last.set(rows, cols, s->chosen);
     if (c->report) c->report(rows, cols, s->best[0], s->best[1], s->chosen == 1);
   };

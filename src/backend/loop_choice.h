@@ -19,6 +19,8 @@ using LoopFn = void (*)(int64_t rows, int64_t cols, const void* const* in, void*
 using LoopCall = std::function<void(int64_t, int64_t, const void* const*, void* const*)>;
 
 constexpr int kTrials = 3;
+// The second implementation runs only where its time is below this fraction of the first's.
+constexpr double kSecondBelow = 0.95;
 
 // `report` (may be empty) receives each decision: the size, both best times in seconds and
 // whether the second was chosen.

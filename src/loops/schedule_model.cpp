@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "api/tempo.h"
+#include "backend/loop_choice.h"
 #include "driver/compile.h"
 #include "nn/module.h"
 #include "nn/safetensors.h"
@@ -23,8 +24,8 @@ namespace {
 using backend::LoopFeatures;
 using backend::LoopOrder;
 
-// The time ratio the measured search needs before it interchanges (backend/loop_choice.h).
-const double kInterchangeBelow = std::log(0.95);
+// The log time ratio the measured search needs before it interchanges (backend/loop_choice.h).
+const double kInterchangeBelow = std::log(backend::kSecondBelow);
 // Targets are clipped to this log ratio: a cost model need not learn how much slower past 20x.
 constexpr double kMaxLogRatio = 3.0;
 constexpr int kVersion = 1;
@@ -351,7 +352,7 @@ ScheduleScore score_schedules(const std::vector<LoopTiming>& data,
                               const std::function<LoopOrder(const LoopTiming&)>& choose) {
   ScheduleScore s;
   for (const LoopTiming& t : data) {
-    const bool measured_columns = t.columns_outer_s < 0.95 * t.rows_outer_s;
+    const bool measured_columns = t.columns_outer_s < backend::kSecondBelow * t.rows_outer_s;
     const bool columns = choose(t) == LoopOrder::ColumnsOuter;
     ++s.decisions;
     s.agreements += columns == measured_columns;
