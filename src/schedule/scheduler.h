@@ -157,12 +157,26 @@ struct FuseFailed {
 struct BoundFailed {};
 
 // acc = acc ∪ u in place: isl's C++ unite() copies its left side, which made accumulating
-// thousands of dependence pieces quadratic.
+// thousands of dependence pieces quadratic. u's parameters are aligned to acc's first: a union
+// otherwise realigns every map of acc to the parameters of a u that names fewer (or orders them
+// differently), which made it quadratic again (2 s of SAC's deallocations).
 inline void unite_into(isl::union_map& acc, isl::union_map u) {
-  acc = acc.is_null() ? u : isl::manage(isl_union_map_union(acc.release(), u.release()));
+  if (acc.is_null()) {
+    acc = u;
+    return;
+  }
+  isl_union_map* aligned =
+      isl_union_map_align_params(u.release(), isl_union_map_get_space(acc.get()));
+  acc = isl::manage(isl_union_map_union(acc.release(), aligned));
 }
 inline void unite_into(isl::union_set& acc, isl::union_set u) {
-  acc = acc.is_null() ? u : isl::manage(isl_union_set_union(acc.release(), u.release()));
+  if (acc.is_null()) {
+    acc = u;
+    return;
+  }
+  isl_union_set* aligned =
+      isl_union_set_align_params(u.release(), isl_union_set_get_space(acc.get()));
+  acc = isl::manage(isl_union_set_union(acc.release(), aligned));
 }
 
 class Scheduler {
