@@ -170,7 +170,45 @@ void Scheduler::fuse_groups() {
       changed = true;
     }
   }
+  fuse_siblings(succ);
   for (OpId v = 0; v < n; ++v) group_of_[v] = find(v);
+}
+
+// Groups that differ only in what they hold run as one statement where no path joins them:
+// Merge ops left alone (recurrent state: parameters, optimizer moments, a condition's choice
+// between old and updated values) over equal statement domains, and what runs once before
+// everything (initial values). They are most of an RL program's statements (SAC: ~340 of
+// ~530), and isl's scheduling time grows fast with the number of statements.
+void Scheduler::fuse_siblings(const std::vector<std::vector<Succ>>& succ) {
+  const int n = static_cast<int>(g_.num_ops());
+  std::vector<int> size(n, 0);
+  for (OpId v = 0; v < n; ++v) ++size[find(v)];
+  auto sibling = [&](OpId v) {
+    const OpNode& op = g_.op(v);
+    if (find(v) != v || alone_.count(v)) return false;
+    if (op.domain.empty()) {  // a whole group made once
+      for (OpId w = v + 1; w < n; ++w)
+        if (find(w) == v && !g_.op(w).domain.empty()) return false;
+      return true;
+    }
+    return op.kind == OpKind::Merge && size[v] == 1;
+  };
+  std::map<std::string, std::vector<int>> siblings;  // statement domain -> groups of siblings
+  for (OpId v = 0; v < n; ++v) {
+    if (!sibling(v)) continue;
+    char* text = isl_set_to_str(with_name(stmt_domain_[v], "X").get());
+    std::vector<int>& groups = siblings[text ? text : ""];
+    free(text);
+    const Dims& dims = g_.op(v).domain;
+    auto joins = [&](int r) {
+      return internal_reads_ok(r, v) && !path_through_others(r, v, succ, dims) &&
+             !path_through_others(v, r, succ, dims);
+    };
+    if (auto it = std::find_if(groups.begin(), groups.end(), joins); it != groups.end())
+      group_of_[v] = *it;  // v > *it: the smaller id stays the root
+    else
+      groups.push_back(v);
+  }
 }
 
 // Members in a topological order of the identity reads inside the group, ties by op id. Udf

@@ -84,7 +84,8 @@ void Scheduler::build_deallocations() {
         parts.emplace_back(base + "c", bundle.carried);
       }
       std::vector<isl::map> lasts;
-      if (bound_depth_ > 0) {
+      const bool once_made = g_.op(grp.members[0]).domain.empty();
+      if (bound_depth_ > 0 && !once_made) {
         const size_t shared = shared_depth(grp, bundle.outputs);
         const size_t full = std::min(g_.op(grp.members[0]).domain.size(), bound_depth_);
         if (shared > 0) lasts.push_back(last_readers(grp, bundle.pieces, shared));
@@ -101,6 +102,7 @@ void Scheduler::build_deallocations() {
         for (const isl::map& m : bundle.pieces)
           add_dealloc_dep(with_range_name(m, name).intersect_range(dom));
         for (const isl::map& last : lasts) bound_lifetime(grp, name, last.intersect_domain(points));
+        if (bound_depth_ > 0 && once_made) bound_once_made(dom, bundle.pieces);
       }
       if (auto sw = swapped.find(bundle.outputs[0]); sw != swapped.end())
         build_swap(grp, *sw->second);
@@ -263,6 +265,35 @@ void Scheduler::bound_lifetime(const Group& grp, const std::string& dealloc, con
   before = before.intersect_range(grp.domain);
   isl::union_map u = to_union(before);
   unite_into(validity_, u);
+}
+
+void Scheduler::bound_once_made(const isl::set& dealloc, const std::vector<isl::map>& pieces) {
+  std::optional<int64_t> last;  // the last iteration of the outermost loop that reads it
+  Expr loop;
+  for (const isl::map& m : pieces) {  // reader X[x] -> R[]
+    auto it = exec_stmts_.find(isl_map_get_tuple_name(m.get(), isl_dim_in));
+    if (it == exec_stmts_.end()) return;
+    const Dims& dims = g_.op(groups_[it->second].members[0]).domain;
+    if (dims.empty() || (loop.defined() && !dims[0].var.same(loop))) return;
+    loop = dims[0].var;
+    isl::set read = m.domain();
+    read = isl::manage(isl_set_project_out(read.release(), isl_dim_set, 1,
+                                           static_cast<unsigned>(dims.size() - 1)));
+    isl_val* v = isl_set_plain_get_val_if_fixed(read.lexmax().get(), isl_dim_set, 0);
+    const bool fixed = v && isl_val_is_int(v);
+    const int64_t at = fixed ? isl_val_get_num_si(v) : 0;
+    isl_val_free(v);
+    if (!fixed) return;
+    last = std::max(last.value_or(at), at);
+  }
+  if (!last) return;
+  for (const isl::map& m : pieces) {  // the deallocation before the readers' later iterations
+    const Group& reader = groups_[exec_stmts_.at(isl_map_get_tuple_name(m.get(), isl_dim_in))];
+    isl_map* before = isl_map_from_domain_and_range(dealloc.copy(), reader.domain.copy());
+    before = isl_map_lower_bound_si(before, isl_dim_out, 0, static_cast<int>(*last + 1));
+    isl::union_map u = to_union(isl::manage(before));
+    unite_into(validity_, u);
+  }
 }
 
 void Scheduler::add_dealloc_dep(const isl::map& before_after) {

@@ -296,6 +296,7 @@ class Scheduler {
   bool internal_reads_ok(int a, int b);
 
   void fuse_groups();
+  void fuse_siblings(const std::vector<std::vector<Succ>>& succ);
   isl::schedule solve_statements();  // steps 3-5
   std::vector<std::vector<OpId>> fused_groups() const;  // those of more than one op
 
@@ -348,6 +349,10 @@ class Scheduler {
   isl::map last_readers(const Group& grp, const std::vector<isl::map>& pieces, size_t depth);
 
   void bound_lifetime(const Group& grp, const std::string& dealloc, const isl::map& last);
+  // A value made once (no dimensions) that readers in a loop read only up to a fixed iteration
+  // (a parameter's initial value, read at i = 0) is freed before the readers' next iteration;
+  // nothing else keeps isl from freeing it after the loop.
+  void bound_once_made(const isl::set& dealloc, const std::vector<isl::map>& pieces);
 
   // With proximity, a reader may wait for later points of the producer than those it reads (the
   // n-step learner at t reads o[t] but needs the rewards up to t + n - 1): the last reader's

@@ -537,6 +537,67 @@ TEST(ScheduleFuse, RolloutCarryReadWholeDoesNotCloseACycle) {
   }
 }
 
+// The rollout with n parameters, each with its own initial value and update: the shape of an
+// RL program's hundreds of parameters and optimizer moments.
+struct Parameters {
+  Builder b;
+  std::vector<OpId> init, p, upd;
+  OpId x0, x, act, l, g;
+  explicit Parameters(int n) {
+    Dims it = {i_dim, t_dim};
+    x0 = b.op("x0", {}, OpKind::Const);
+    x = b.op("x", it, OpKind::Merge);
+    act = b.op("act", it, OpKind::Add);
+    l = b.op("l", {i_dim}, OpKind::Sum);
+    g = b.op("g", {i_dim}, OpKind::Neg);
+    b.read(x, x0, seq({}), t == 0);
+    b.read(x, act, seq({i, t - 1}), t > 0);
+    b.read(act, x, seq({i, t}));
+    b.read(l, x, seq({i, slice(0, T)}));
+    b.read(g, l, seq({i}));
+    for (int k = 0; k < n; ++k) {
+      init.push_back(b.op(cat("init", k), {}, OpKind::Const));
+      p.push_back(b.op(cat("p", k), {i_dim}, OpKind::Merge));
+      upd.push_back(b.op(cat("upd", k), {i_dim}, OpKind::Add));
+      b.read(p[k], init[k], seq({}), i == 0);
+      b.read(p[k], upd[k], seq({i - 1}), i > 0);
+      b.read(act, p[k], seq({i}));
+      b.read(l, p[k], seq({i}));
+      b.read(upd[k], g, seq({i}));
+      b.read(upd[k], p[k], seq({i}));
+    }
+  }
+};
+
+// The parameters cannot join the learner's statement (the rollout reads them first), but they
+// run as one statement with one deallocation: the statements do not grow with their number.
+TEST(ScheduleFuse, StateSiblingsShareOneStatement) {
+  Parameters one(1), five(5);
+  Schedule s1 = check_all(one.b.g, 1, 4, with_fuse(true), {"I", "T"});
+  Schedule s5 = check_all(five.b.g, 1, 4, with_fuse(true), {"I", "T"});
+  std::cout << s5.str(five.b.g);
+  EXPECT_EQ(s5.num_statements, s1.num_statements);
+  Trace tr = simulate(five.b.g, s5, {{"I", 3}, {"T", 2}});
+  for (int64_t n = 0; n < 3; ++n)
+    for (int k = 1; k < 5; ++k) EXPECT_EQ(tr.when(five.p[k], {n}), tr.when(five.p[0], {n}) + k);
+}
+
+// A value made once and read only at the first iteration (a parameter's initial value) is freed
+// before the second iteration instead of after the loop.
+TEST_P(Schedule_, OnceMadeValueIsFreedAfterItsLastRead) {
+  Parameters r(3);
+  Schedule s = check_all(r.b.g, 1, 4, base(), {"I", "T"});
+  std::cout << s.str(r.b.g);
+  Trace tr = simulate(r.b.g, s, {{"I", 4}, {"T", 2}}, base());
+  for (int k = 0; k < 3; ++k) {
+    long freed = -1;
+    for (size_t e = 0; e < tr.events.size(); ++e)
+      if (tr.events[e].dealloc && tr.events[e].op == r.init[k]) freed = static_cast<long>(e);
+    EXPECT_GE(freed, 0);
+    EXPECT_LT(freed, tr.when(r.p[k], {1})) << "init" << k;
+  }
+}
+
 // A program with no ops left (nothing retained: dead-code elimination removed everything) has
 // an empty schedule, not isl's "no schedule" error.
 TEST(ScheduleFuse, EmptyProgramHasAnEmptySchedule) {
