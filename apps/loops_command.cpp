@@ -70,7 +70,7 @@ const char* kUsage =
     "      (--actions 3,76: branch by branch, 76 = next), or else the beam search; --small\n"
     "      uses a benchmark's test size\n"
     "  tempo loops schedules --data FILES [--test FILES] [--model FILE | --out FILE]\n"
-    "                        [--steps N]\n"
+    "                        [--steps N] [--unsure X]\n"
     "  tempo loops schedules --generate N --timings FILE [--seed S]\n"
     "      the learned loop schedule of Tempo's own generated loops (loops/schedule_model.h):\n"
     "      trains the cost model (a Tempo program; --steps Adam steps, default 1500) on the\n"
@@ -78,7 +78,9 @@ const char* kUsage =
     "      TEMPO_LOOP_TIMINGS=FILE wrote), saves it to --out (learned:FILE for\n"
     "      `tempo train --loop-schedules` and Python's loop_schedules) and prints how its\n"
     "      choices score against the measured ones, on the training data and on --test; with\n"
-    "      --model, scores that model instead of training one; --generate: appends to FILE\n"
+    "      --model, scores that model instead of training one; --unsure X: scored leaving to\n"
+    "      the measurement the sizes predicted within X (log time) of the threshold (default\n"
+    "      0.1, as the policy does; 0: the model decides all); --generate: appends to FILE\n"
     "      the timings of N generated programs (random chains of elementwise ops and row\n"
     "      reductions over rows of 1-16 columns), training data without Tempo's own programs\n"
     "  tempo loops actions\n"
@@ -442,15 +444,17 @@ std::vector<LoopTiming> loop_timings(const std::string& files) {
   return out;
 }
 
-void print_score(const char* what, const std::vector<LoopTiming>& data, const ScheduleModel& m) {
-  using backend::LoopOrder;
+void print_score(const char* what, const std::vector<LoopTiming>& data, const ScheduleModel& m,
+                 double unsure) {
   const ScheduleScore learned = score_schedules(
-      data, [&](const LoopTiming& t) { return m.choose(t.cluster, t.rows, t.cols); });
-  std::printf("%-9s %5lld decisions: learned agrees with the measured choice on %.1f%%;"
-              " seconds summed: learned %.6f, rows outer %.6f, columns outer %.6f, best %.6f\n",
+      data, [&](const LoopTiming& t) { return m.choose(t.cluster, t.rows, t.cols, unsure); });
+  std::printf("%-9s %5lld decisions: learned agrees with the measured choice on %.1f%% (%lld left"
+              " to the measurement where it is not sure); seconds summed: learned %.6f, rows outer"
+              " %.6f, columns outer %.6f, best %.6f\n",
               what, static_cast<long long>(learned.decisions),
               100.0 * static_cast<double>(learned.agreements) / learned.decisions,
-              learned.chosen_s, learned.rows_outer_s, learned.columns_outer_s, learned.best_s);
+              static_cast<long long>(learned.measured), learned.chosen_s, learned.rows_outer_s,
+              learned.columns_outer_s, learned.best_s);
 }
 
 int schedules(const Args& a) {
@@ -471,6 +475,9 @@ int schedules(const Args& a) {
     throw UserError("tempo loops schedules needs --data FILES (to train) or --model FILE");
   if (a.has("--model") && (a.has("--out") || a.has("--steps")))
     throw UserError("--out and --steps train a model: not with --model");
+  const double unsure = a.has("--unsure") ? cli::parse_double("--unsure", a.get("--unsure", ""))
+                                          : ScheduleModel::kUnsure;
+  if (!(unsure >= 0)) throw UserError(cat("--unsure must not be negative, got ", unsure));
   std::optional<ScheduleModel> model;
   if (a.has("--model")) {
     model = ScheduleModel::load(a.get("--model", ""));
@@ -486,13 +493,13 @@ int schedules(const Args& a) {
                 data.size(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                 losses.front(), losses.back());
-    print_score("training", data, *model);
+    print_score("training", data, *model, unsure);
     if (a.has("--out")) {
       model->save(a.get("--out", ""));
       std::printf("saved to %s\n", a.get("--out", "").c_str());
     }
   }
-  if (a.has("--test")) print_score("test", loop_timings(a.get("--test", "")), *model);
+  if (a.has("--test")) print_score("test", loop_timings(a.get("--test", "")), *model, unsure);
   return 0;
 }
 
@@ -526,7 +533,8 @@ int run_loops_command(int argc, char** argv) {
         {"--quick", "--small", "--select"},
         optimize},
        {"schedules",
-        {"--data", "--test", "--model", "--out", "--steps", "--generate", "--timings", "--seed"},
+        {"--data", "--test", "--model", "--out", "--steps", "--generate", "--timings", "--seed",
+         "--unsure"},
         {},
         schedules},
        {"actions", {}, {}, actions}});

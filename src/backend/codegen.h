@@ -61,7 +61,8 @@ enum class LoopOrder : uint8_t { RowsOuter, ColumnsOuter };
 // Which order the CPU clusters where both apply run with: always RowsOuter, always
 // ColumnsOuter, Measured: both are compiled and each cluster's first calls at a size time them,
 // the later ones run the faster (backend/loop_choice.h), or Policy: a LoopSchedulePolicy
-// chooses per cluster and size (a learned one: loops/schedule_model.h).
+// chooses per cluster and size (a learned one: loops/schedule_model.h), the measurement where it
+// is not sure.
 enum class LoopSchedules : uint8_t { RowsOuter, Measured, ColumnsOuter, Policy };
 // "rows", "measured", "columns" (a policy is not named: it is a value); UserError naming `what`
 // on another name.
@@ -89,10 +90,11 @@ struct LoopFeatures {
 };
 LoopFeatures loop_features(const ir::Graph& body, const RegionPlan::Step& step);
 
-// Chooses the order of a cluster's loops at a size. The order changes the time only, never the
-// values (columns_outer_applies).
+// Chooses the order of a cluster's loops at a size, or nullopt where it is not sure: both orders
+// are then compiled and timed at that size, as LoopSchedules::Measured does. The order changes the
+// time only, never the values (columns_outer_applies).
 using LoopSchedulePolicy =
-    std::function<LoopOrder(const LoopFeatures& cluster, int64_t rows, int64_t cols)>;
+    std::function<std::optional<LoopOrder>(const LoopFeatures& cluster, int64_t rows, int64_t cols)>;
 
 // The source of a cluster step. Cpu: `extern "C" void <name>(int64_t rows, int64_t cols,
 // const void* const* in, void* const* out)`, loops written for the compiler to vectorize (float

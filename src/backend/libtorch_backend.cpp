@@ -354,11 +354,13 @@ class LibTorchBackend final : public runtime::Backend {
       case LoopSchedules::ColumnsOuter: return {LoopOrder::ColumnsOuter};
       case LoopSchedules::Measured: break;
       case LoopSchedules::Policy:
-        if (std::optional<int64_t> rows = constant_rows(step)) {  // decided now
+        if (std::optional<int64_t> rows = constant_rows(step)) {  // decided now where it can be
           const int64_t cols = constant_columns(step);
-          const LoopOrder order = loop_schedule_policy_(loop_features(body, step), *rows, cols);
-          log_order(name, *rows, cols, order, "the policy's choice");
-          return {order};
+          if (std::optional<LoopOrder> order =
+                  loop_schedule_policy_(loop_features(body, step), *rows, cols)) {
+            log_order(name, *rows, cols, *order, "the policy's choice");
+            return {*order};
+          }
         }
         break;
     }
@@ -375,12 +377,14 @@ class LibTorchBackend final : public runtime::Backend {
   // The loop of a cluster compiled in both orders.
   LoopCall choose_order(const Cluster& c, LoopFn rows_outer, LoopFn columns_outer) const {
     // The decisions come after compilation: this backend outlives them (the executable owns it).
+    SizeDecision policy;
     if (loop_schedules_ == LoopSchedules::Policy)
-      return chosen_per_size(rows_outer, columns_outer, [this, c](int64_t rows, int64_t cols) {
-        const LoopOrder order = loop_schedule_policy_(c.features, rows, cols);
-        log_order(c.name, rows, cols, order, "the policy's choice");
+      policy = [this, c](int64_t rows, int64_t cols) -> std::optional<bool> {
+        const std::optional<LoopOrder> order = loop_schedule_policy_(c.features, rows, cols);
+        if (!order) return std::nullopt;  // measured
+        log_order(c.name, rows, cols, *order, "the policy's choice");
         return order == LoopOrder::ColumnsOuter;
-      });
+      };
     return measured_choice(rows_outer, columns_outer,
                            [this, c](int64_t rows, int64_t cols, double rows_s, double columns_s,
                                      bool columns) {
@@ -391,7 +395,8 @@ class LibTorchBackend final : public runtime::Backend {
                                        columns ? LoopOrder::ColumnsOuter : LoopOrder::RowsOuter,
                                        cat("measured: ", rows_s * 1e6, " us rows outer, ",
                                            columns_s * 1e6, " us columns outer"));
-                           });
+                           },
+                           std::move(policy));
   }
 
   static std::string cache_report(bool from_cache, double seconds, const std::string& path) {

@@ -50,6 +50,7 @@ struct Size {
 struct Measured {
   LoopFn fn[2];
   ChoiceReport report;
+  SizeDecision decide;
   LastChoice last;
   std::mutex mutex;
   std::vector<Size> sizes;  // a cluster runs at few sizes; past kMaxSizes, the first
@@ -58,11 +59,12 @@ struct Measured {
 
 }  // namespace
 
-LoopCall measured_choice(LoopFn first, LoopFn second, ChoiceReport report) {
+LoopCall measured_choice(LoopFn first, LoopFn second, ChoiceReport report, SizeDecision decide) {
   auto c = std::make_shared<Measured>();
   c->fn[0] = first;
   c->fn[1] = second;
   c->report = std::move(report);
+  c->decide = std::move(decide);
   c->sizes.reserve(Measured::kMaxSizes);  // the calls keep pointers into it
   return [c](int64_t rows, int64_t cols, const void* const* in, void* const* out) {
     if (int last = c->last.find(rows, cols)) return c->fn[last - 1](rows, cols, in, out);
@@ -72,8 +74,11 @@ LoopCall measured_choice(LoopFn first, LoopFn second, ChoiceReport report) {
       std::lock_guard<std::mutex> lock(c->mutex);
       for (Size& z : c->sizes)
         if (z.rows == rows && z.cols == cols) s = &z;
-      if (!s && c->sizes.size() < Measured::kMaxSizes)
+      if (!s && c->sizes.size() < Measured::kMaxSizes) {
         s = &c->sizes.emplace_back(Size{rows, cols});
+        if (c->decide)
+          if (std::optional<bool> second = c->decide(rows, cols)) s->chosen = *second ? 1 : 0;
+      }
       if (s && s->chosen >= 0) {
         which = s->chosen;
         c->last.set(rows, cols, which);
@@ -93,27 +98,6 @@ LoopCall measured_choice(LoopFn first, LoopFn second, ChoiceReport report) {
     s->chosen = s->best[1] < kSecondBelow * s->best[0] ? 1 : 0;
     c->last.set(rows, cols, s->chosen);
     if (c->report) c->report(rows, cols, s->best[0], s->best[1], s->chosen == 1);
-  };
-}
-
-LoopCall chosen_per_size(LoopFn first, LoopFn second,
-                         std::function<bool(int64_t rows, int64_t cols)> choose_second) {
-  struct Chosen {
-    LoopFn fn[2];
-    std::function<bool(int64_t, int64_t)> choose_second;
-    LastChoice last;
-  };
-  auto c = std::make_shared<Chosen>();
-  c->fn[0] = first;
-  c->fn[1] = second;
-  c->choose_second = std::move(choose_second);
-  return [c](int64_t rows, int64_t cols, const void* const* in, void* const* out) {
-    int which = c->last.find(rows, cols) - 1;
-    if (which < 0) {
-      which = c->choose_second(rows, cols) ? 1 : 0;
-      c->last.set(rows, cols, which);
-    }
-    c->fn[which](rows, cols, in, out);
   };
 }
 

@@ -3,12 +3,13 @@
 //   measured_choice  the search behind LoopSchedules::Measured: the first calls at each size
 //                    alternate between the two, kTrials each, and later calls at that size run
 //                    the one with the lower best time, the first unless the second is at least
-//                    5% faster
-//   chosen_per_size  a given function decides once per size (LoopSchedules::Policy)
+//                    5% faster. With a `decide` function (LoopSchedules::Policy), each size is
+//                    first put to it: the sizes it decides are not timed.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "backend/codegen.h"
@@ -26,11 +27,11 @@ constexpr double kSecondBelow = 0.95;
 // whether the second was chosen.
 using ChoiceReport =
     std::function<void(int64_t rows, int64_t cols, double first_s, double second_s, bool second)>;
-LoopCall measured_choice(LoopFn first, LoopFn second, ChoiceReport report = {});
-
-// `second(rows, cols)`: whether that size runs the second implementation.
-LoopCall chosen_per_size(LoopFn first, LoopFn second,
-                         std::function<bool(int64_t rows, int64_t cols)> choose_second);
+// `decide(rows, cols)`: whether that size runs the second implementation, or nullopt to time
+// both there. Each is called once per size (where at most 16 sizes are kept).
+using SizeDecision = std::function<std::optional<bool>(int64_t rows, int64_t cols)>;
+LoopCall measured_choice(LoopFn first, LoopFn second, ChoiceReport report = {},
+                         SizeDecision decide = {});
 
 // Appends one measured decision to a CSV file of loop timings (CompileOptions::loop_timings),
 // writing the header first into an empty file: the cluster's LoopFeatures (by name), rows, cols

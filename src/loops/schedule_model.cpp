@@ -28,7 +28,7 @@ using backend::LoopOrder;
 const double kInterchangeBelow = std::log(backend::kSecondBelow);
 // Targets are clipped to this log ratio: a cost model need not learn how much slower past 20x.
 constexpr double kMaxLogRatio = 3.0;
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;  // 2: with the training data's clusters
 
 // The model's inputs before standardization: the cluster's counts, then the size.
 std::vector<float> raw_inputs(const LoopFeatures& f, int64_t rows, int64_t cols) {
@@ -54,6 +54,12 @@ std::vector<std::string> split(const std::string& line) {
 }
 
 std::string layer_name(size_t k, const char* what) { return cat(k, ".", what); }
+
+std::array<int, LoopFeatures::kCount> counts(const LoopFeatures& f) {
+  std::array<int, LoopFeatures::kCount> c;
+  std::copy(f.values, f.values + LoopFeatures::kCount, c.begin());
+  return c;
+}
 
 }  // namespace
 
@@ -105,7 +111,10 @@ ScheduleModel ScheduleModel::train(const std::vector<LoopTiming>& data,
   m.mean_.assign(kInputs, 0.f);
   m.scale_.assign(kInputs, 1.f);
   std::vector<std::vector<float>> raw;
-  for (const LoopTiming& t : data) raw.push_back(raw_inputs(t.cluster, t.rows, t.cols));
+  for (const LoopTiming& t : data) {
+    raw.push_back(raw_inputs(t.cluster, t.rows, t.cols));
+    m.known_.insert(counts(t.cluster));
+  }
   for (int k = 0; k < kInputs; ++k) {
     double s = 0, s2 = 0;
     for (const auto& x : raw) s += x[k], s2 += static_cast<double>(x[k]) * x[k];
@@ -184,9 +193,16 @@ double ScheduleModel::predict(const LoopFeatures& cluster, int64_t rows, int64_t
   return h[0];
 }
 
-LoopOrder ScheduleModel::choose(const LoopFeatures& cluster, int64_t rows, int64_t cols) const {
-  return predict(cluster, rows, cols) < kInterchangeBelow ? LoopOrder::ColumnsOuter
-                                                          : LoopOrder::RowsOuter;
+std::optional<LoopOrder> ScheduleModel::choose(const LoopFeatures& cluster, int64_t rows,
+                                               int64_t cols, double unsure) const {
+  if (!knows(cluster)) return std::nullopt;
+  const double p = predict(cluster, rows, cols);
+  if (std::abs(p - kInterchangeBelow) < unsure) return std::nullopt;
+  return p < kInterchangeBelow ? LoopOrder::ColumnsOuter : LoopOrder::RowsOuter;
+}
+
+bool ScheduleModel::knows(const LoopFeatures& cluster) const {
+  return known_.count(counts(cluster)) > 0;
 }
 
 backend::LoopSchedulePolicy ScheduleModel::policy() const {
@@ -205,6 +221,10 @@ void ScheduleModel::save(const std::string& path) const {
   t.emplace_back("config", config);
   t.emplace_back("input.mean", HostTensor::from(mean_, {kInputs}));
   t.emplace_back("input.scale", HostTensor::from(scale_, {kInputs}));
+  std::vector<float> known;
+  for (const Counts& c : known_) known.insert(known.end(), c.begin(), c.end());
+  t.emplace_back("clusters", HostTensor::from(known, {static_cast<int64_t>(known_.size()),
+                                                       LoopFeatures::kCount}));
   for (size_t k = 0; k < layers_.size(); ++k) {
     const Dense& d = layers_[k];
     t.emplace_back(layer_name(k, "weight"), HostTensor::from(d.w, {d.out, d.in}));
@@ -239,6 +259,15 @@ ScheduleModel ScheduleModel::load(const std::string& path) {
   };
   m.mean_ = floats(get("input.mean", {kInputs}));
   m.scale_ = floats(get("input.scale", {kInputs}));
+  auto it = t.find("clusters");
+  if (it == t.end() || it->second.shape.size() != 2 || it->second.shape[1] != LoopFeatures::kCount)
+    throw UserError(cat(what, " (no clusters of the right shape)"));
+  const std::vector<float> known = floats(it->second);
+  for (size_t r = 0; r < known.size(); r += LoopFeatures::kCount) {
+    Counts c;
+    for (int k = 0; k < LoopFeatures::kCount; ++k) c[k] = static_cast<int>(known[r + k]);
+    m.known_.insert(c);
+  }
   int64_t in = kInputs;
   for (size_t k = 0; k < static_cast<size_t>(config.at(2)); ++k) {
     auto it = t.find(layer_name(k, "weight"));
@@ -348,12 +377,15 @@ int64_t generate_loop_timings(int programs, uint64_t seed, const std::string& pa
   return before > 0 ? after - before : std::max<int64_t>(0, after - 1);  // less the header
 }
 
-ScheduleScore score_schedules(const std::vector<LoopTiming>& data,
-                              const std::function<LoopOrder(const LoopTiming&)>& choose) {
+ScheduleScore score_schedules(
+    const std::vector<LoopTiming>& data,
+    const std::function<std::optional<LoopOrder>(const LoopTiming&)>& choose) {
   ScheduleScore s;
   for (const LoopTiming& t : data) {
     const bool measured_columns = t.columns_outer_s < backend::kSecondBelow * t.rows_outer_s;
-    const bool columns = choose(t) == LoopOrder::ColumnsOuter;
+    const std::optional<LoopOrder> order = choose(t);
+    s.measured += !order;
+    const bool columns = order ? *order == LoopOrder::ColumnsOuter : measured_columns;
     ++s.decisions;
     s.agreements += columns == measured_columns;
     s.chosen_s += columns ? t.columns_outer_s : t.rows_outer_s;

@@ -45,14 +45,21 @@ TEST(ScheduleModel, LearnsWhichOrderIsFasterAndKeepsItWhenSaved) {
   const ScheduleModel m = ScheduleModel::train(train, o, &losses);
   ASSERT_EQ(losses.size(), static_cast<size_t>(o.steps));
   EXPECT_LT(losses.back(), 0.2 * losses.front());
-  auto learned = [&](const LoopTiming& t) { return m.choose(t.cluster, t.rows, t.cols); };
-  const ScheduleScore s = score_schedules(test, learned);
+  auto sure = [&](const LoopTiming& t) { return m.choose(t.cluster, t.rows, t.cols, 0.0); };
+  const ScheduleScore s = score_schedules(test, sure);
+  EXPECT_EQ(s.measured, 0);
   EXPECT_EQ(s.decisions, 200);
   EXPECT_GE(s.agreements, 190) << "held-out decisions the measurement made";
   // A sharp boundary (4 columns or 5) is learned smoothly: the misses are next to it.
   EXPECT_LT(s.chosen_s, 1.1 * s.best_s);
   EXPECT_LT(s.chosen_s, 0.97 * s.rows_outer_s);
   EXPECT_LT(s.chosen_s, 0.6 * s.columns_outer_s);
+  // Near the threshold, where the misses are, the policy leaves the sizes to the measurement.
+  auto learned = [&](const LoopTiming& t) { return m.choose(t.cluster, t.rows, t.cols); };
+  const ScheduleScore u = score_schedules(test, learned);
+  EXPECT_GT(u.measured, 0);
+  EXPECT_LT(u.measured, 40);
+  EXPECT_GE(u.agreements, s.agreements);
 
   const std::string path = ::testing::TempDir() + "schedule_model_test.safetensors";
   m.save(path);
@@ -61,7 +68,14 @@ TEST(ScheduleModel, LearnsWhichOrderIsFasterAndKeepsItWhenSaved) {
   for (const LoopTiming& t : test) {
     EXPECT_EQ(back.predict(t.cluster, t.rows, t.cols), m.predict(t.cluster, t.rows, t.cols));
     EXPECT_EQ(policy(t.cluster, t.rows, t.cols), learned(t));
+    EXPECT_TRUE(back.knows(t.cluster));
   }
+  // A cluster it was not trained on is measured, whatever the prediction.
+  LoopFeatures unseen;
+  unseen.values[0] = 99;
+  EXPECT_FALSE(back.knows(unseen));
+  EXPECT_EQ(back.choose(unseen, 4096, 2, 0.0), std::nullopt);
+  EXPECT_EQ(policy(unseen, 4096, 2), std::nullopt);
   std::remove(path.c_str());
 }
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <thread>
@@ -57,22 +58,36 @@ TEST(LoopChoice, MeasuredRunsTheFasterLoopAfterTimingBothAtEachSize) {
   }
 }
 
-TEST(LoopChoice, ChosenPerSizeAsksOncePerSize) {
+// A policy decides each size once without timing; where it is not sure the size is timed.
+TEST(LoopChoice, PolicyDecidesEachSizeOnceAndLeavesTheUnsureToTheMeasurement) {
   fast_calls = slow_calls = 0;
   std::vector<std::pair<int64_t, int64_t>> asked;
-  LoopCall call = chosen_per_size(fast, slow, [&](int64_t rows, int64_t cols) {
-    asked.emplace_back(rows, cols);
-    return rows > 1;
-  });
+  int reports = 0;
+  LoopCall call = measured_choice(
+      fast, slow, [&](int64_t, int64_t, double, double, bool second) {
+        ++reports;
+        EXPECT_FALSE(second);
+      },
+      [&](int64_t rows, int64_t cols) -> std::optional<bool> {
+        asked.emplace_back(rows, cols);
+        if (rows == 3) return std::nullopt;  // not sure
+        return rows > 1;
+      });
   int count = 0;
   void* out[1] = {&count};
   for (int k = 0; k < 5; ++k) call(1, 2, nullptr, out);
   call(2, 2, nullptr, out);
   call(2, 2, nullptr, out);
-  EXPECT_EQ(count, 7);
-  EXPECT_EQ(fast_calls, 5);
+  call(1, 2, nullptr, out);  // decided before: not asked again
+  EXPECT_EQ(count, 8);
+  EXPECT_EQ(fast_calls, 6);
   EXPECT_EQ(slow_calls, 2);
-  EXPECT_EQ(asked, (std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {2, 2}}));
+  EXPECT_EQ(reports, 0);  // nothing timed
+  for (int k = 0; k < 10; ++k) call(3, 2, nullptr, out);
+  EXPECT_EQ(slow_calls, 2 + kTrials);  // timed at 3 rows, then the faster
+  EXPECT_EQ(fast_calls, 6 + 10 - kTrials);
+  EXPECT_EQ(reports, 1);
+  EXPECT_EQ(asked, (std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {2, 2}, {3, 2}}));
 }
 
 TEST(LoopChoice, TimingsAreAppendedWithTheirHeader) {
