@@ -93,8 +93,8 @@ LoopFeatures loop_features(const ir::Graph& body, const RegionPlan::Step& step);
 // Chooses the order of a cluster's loops at a size, or nullopt where it is not sure: both orders
 // are then compiled and timed at that size, as LoopSchedules::Measured does. The order changes the
 // time only, never the values (columns_outer_applies).
-using LoopSchedulePolicy =
-    std::function<std::optional<LoopOrder>(const LoopFeatures& cluster, int64_t rows, int64_t cols)>;
+using LoopSchedulePolicy = std::function<std::optional<LoopOrder>(const LoopFeatures& cluster,
+                                                                   int64_t rows, int64_t cols)>;
 
 // The source of a cluster step. Cpu: `extern "C" void <name>(int64_t rows, int64_t cols,
 // const void* const* in, void* const* out)`, loops written for the compiler to vectorize (float
