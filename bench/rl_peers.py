@@ -38,12 +38,13 @@ SETUPS = {
     "td3": dict(env="Pendulum-v1", thresholds=(-200.0,), quick=(10_000, 1_000),
                 full=(50_000, 25_000), script="td3_continuous_action.py"),
     # CleanRL's ppo_continuous_action.py defaults on HalfCheetah: 1 env x 2048 steps, 10 epochs
-    # x 32 minibatches, lr 3e-4, no entropy bonus, observations and rewards normalized. That
-    # script (gym 0.23) has no MuJoCo task that runs without mujoco-py, so SB3 alone is the peer,
-    # on Gymnasium 0.29.1's HalfCheetah-v4 (the v5 task's dynamics and reward, its older API);
-    # both bootstrap at the 1000-step time limit (CleanRL's script does not).
+    # x 32 minibatches, lr 3e-4, no entropy bonus, observations and rewards normalized. The
+    # peers run Gymnasium 0.29.1's HalfCheetah-v4 (the v5 task's dynamics and reward, its older
+    # API): CleanRL 1.2.0's script (written for Gymnasium) ends an episode at the 1000-step time
+    # limit without a bootstrap, SB3 bootstraps there; Tempo does either (--tempo-truncation).
     "ppo-mujoco": dict(env="HalfCheetah-v5", peer_env="HalfCheetah-v4", thresholds=(1000.0,),
-                       quick=(200_000, 0), full=(1_000_000, 0), script=None),
+                       quick=(200_000, 0), full=(1_000_000, 0), script="ppo_continuous_action.py",
+                       marks=(200_000, 500_000, 1_000_000)),
     # TD3 on Hopper: CleanRL's td3_continuous_action.py (gym 0.23) has no MuJoCo task without
     # mujoco-py either, so SB3 is the peer, on Gymnasium 0.29.1's Hopper-v4. Learning from step
     # 10k (CleanRL: 25k of 1M) to fit the step budgets.
@@ -199,14 +200,17 @@ def envpool_child(envs, counts, seconds):
 # ---------------------------------------------------------------------------------------------
 # The parent: runs each child, timestamps its lines, collects the tables.
 
-def run_child(cmd, env, thresholds, parse, label, log):
+def run_child(cmd, env, thresholds, marks, parse, label, log):
     """Runs cmd; returns wall time, per threshold (seconds, env steps) of the first crossing,
-    the final mean return, peak RSS (MiB) and the lines' extra figures."""
+    the mean return at each mark (the first line at or past that many env steps, or the last
+    line within 1% of it), the final mean return, peak RSS (MiB) and the lines' extra
+    figures."""
     start = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, bufsize=1)
     state = dict(recent=[], mean=None, steps=0, compile=None)
     hits = {t: None for t in thresholds}
+    at_mark = {m: None for m in marks}
     tail = []
     for line in proc.stdout:
         now = time.monotonic() - start
@@ -217,12 +221,19 @@ def run_child(cmd, env, thresholds, parse, label, log):
         for t in thresholds:
             if hits[t] is None and state["mean"] is not None and state["mean"] >= t:
                 hits[t] = (now, state["steps"])
+        for m in marks:
+            if at_mark[m] is None and state["steps"] >= m:
+                at_mark[m] = state["mean"]
+    for m in marks:  # a run ends a batch short of its budget: its last figure counts there
+        if at_mark[m] is None and state["steps"] >= 0.99 * m:
+            at_mark[m] = state["mean"]
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - start
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         sys.stderr.write(f"{label}: exit code {code}; last lines:\n{''.join(tail)}")
-    return dict(wall=wall, hits={str(t): hits[t] for t in thresholds}, final=state["mean"],
+    return dict(wall=wall, hits={str(t): hits[t] for t in thresholds},
+                marks={str(m): at_mark[m] for m in marks}, final=state["mean"],
                 rss_mib=usage.ru_maxrss / 1024.0, ok=code == 0, compile=state["compile"],
                 steps=state["steps"])
 
@@ -256,15 +267,16 @@ def tempo_knows(tempo, algo):
     return re.search(r"[<|]" + algo + r"[|>]", usage) is not None
 
 
-def tempo_cmd(tempo, algo, env_id, steps, learning_starts, seed):
+def tempo_cmd(tempo, algo, env_id, steps, learning_starts, seed, truncation):
     # "ppo-mujoco" and "td3-mujoco" are `tempo train ppo` and `tempo train td3`
     cmd = [tempo, "train", algo.split("-")[0], "--env", env_id, "--seed", str(seed)]
     if algo == "dqn":
         return cmd + ["--iterations", str(steps // 10), "--learning-starts", str(learning_starts)]
     if algo == "ppo":  # CleanRL's ppo.py ends an episode at a time limit without a bootstrap
         return cmd + ["--iterations", str(steps // PPO_BATCH), "--truncation", "terminate"]
-    if algo == "ppo-mujoco":  # bootstrapping at the time limit, as SB3 does
-        return cmd + ["--iterations", str(steps // PPO_MUJOCO_BATCH), "--num-envs", "1",
+    if algo == "ppo-mujoco":  # bootstrapping at the time limit (SB3) or not (CleanRL)
+        return cmd + ["--truncation", truncation,
+                      "--iterations", str(steps // PPO_MUJOCO_BATCH), "--num-envs", "1",
                       "--steps", str(PPO_MUJOCO_BATCH), "--epochs", "10", "--minibatches", "32",
                       "--lr", "3e-4", "--ent-coef", "0", "--normalize-obs", "--normalize-reward"]
     return cmd + ["--iterations", str(steps), "--learning-starts", str(learning_starts)]
@@ -273,7 +285,7 @@ def tempo_cmd(tempo, algo, env_id, steps, learning_starts, seed):
 def cleanrl_args(algo, env_id, steps, learning_starts, seed):
     args = ["--env-id", env_id, "--total-timesteps", str(steps), "--seed", str(seed),
             "--cuda", "False"]
-    if algo != "ppo":
+    if not algo.startswith("ppo"):
         args += ["--learning-starts", str(learning_starts)]
     return args
 
@@ -302,17 +314,18 @@ def run_algo(opts, algo, log):
     env_id, thresholds = setup["env"], setup["thresholds"]
     me = os.path.abspath(__file__)
     py = sys.executable
-    # CleanRL 1.2.0's dqn.py is written for Gymnasium and SB3 2.x; its ppo.py, SAC and TD3 for
-    # gym 0.23 and SB3 1.2 (the gym prefix goes first for those).
+    # CleanRL 1.2.0's dqn.py and ppo_continuous_action.py are written for Gymnasium (and SB3
+    # 2.x); its ppo.py, SAC and TD3 for gym 0.23 and SB3 1.2 (the gym prefix goes first there).
     gymnasium_path = [opts.prefix + "/gymnasium", opts.torch_prefix]
     gym_path = [opts.prefix + "/gym"] + gymnasium_path
     rows = {}
     runners = {
-        "tempo": lambda s: (tempo_cmd(opts.tempo, algo, env_id, steps, starts, s), tempo_env(opts),
-                            parse_tempo),
+        "tempo": lambda s: (tempo_cmd(opts.tempo, algo, env_id, steps, starts, s,
+                                      opts.tempo_truncation), tempo_env(opts), parse_tempo),
         "cleanrl": lambda s: ([py, me, "--child", "cleanrl", setup["script"]] +
-                              cleanrl_args(algo, env_id, steps, starts, s),
-                              child_env(gymnasium_path if algo == "dqn" else gym_path),
+                              cleanrl_args(algo, peer_env, steps, starts, s),
+                              child_env(gymnasium_path if algo in ("dqn", "ppo-mujoco")
+                                        else gym_path),
                               parse_episode),
         "sb3": lambda s: ([py, me, "--child", "sb3", algo, peer_env, str(steps), str(starts),
                            str(s)], child_env(gymnasium_path), parse_episode),
@@ -331,13 +344,15 @@ def run_algo(opts, algo, log):
         for seed in range(1, opts.seeds + 1):
             cmd, env, parse = runners[who](seed)
             log.write(f"\n### {algo} {who} seed {seed}: {' '.join(cmd)}\n")
-            r = run_child(cmd, env, thresholds, parse, f"{algo}/{who}/seed {seed}", log)
+            r = run_child(cmd, env, thresholds, setup.get("marks", ()), parse,
+                          f"{algo}/{who}/seed {seed}", log)
             print(f"[{algo}] {who} seed {seed}: wall {r['wall']:.1f}s hits {r['hits']} "
                   f"final {r['final']} rss {r['rss_mib']:.0f} MiB", flush=True)
             runs.append(r)
         rows[who] = runs
     return dict(env=env_id, peer_env=setup.get("peer_env"), steps=steps, learning_starts=starts,
-                thresholds=thresholds, rows=rows)
+                thresholds=thresholds, marks=[m for m in setup.get("marks", ()) if m <= steps],
+                truncation=opts.tempo_truncation if algo == "ppo-mujoco" else None, rows=rows)
 
 
 def run_envs(opts, log):
@@ -407,8 +422,9 @@ def ratio(a, b):
 
 def algo_table(algo, res):
     t = res["thresholds"]
+    marks = res.get("marks", [])
     head = ["", "wall (s)"] + [f"to {x:g}: time / env steps" for x in t] + \
-        ["final return", "peak RSS (MiB)"]
+        [f"return at {m // 1000}k" for m in marks] + ["final return", "peak RSS (MiB)"]
     lines = [f"**{algo.upper()}** on {res['env']}: {res['steps']:,} env steps"
              + (f", learning from step {res['learning_starts']:,}"
                 if not algo.startswith("ppo") else "")
@@ -416,6 +432,9 @@ def algo_table(algo, res):
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     summary = {}
     names = {"tempo": "Tempo", "cleanrl": "CleanRL", "sb3": "SB3"}
+    if res.get("truncation"):  # how each row ends an episode at the time limit
+        names = {"tempo": f"Tempo ({res['truncation']})", "cleanrl": "CleanRL (terminate)",
+                 "sb3": "SB3 (bootstrap)"}
     for who, runs in res["rows"].items():
         if runs is None:
             why = (f"`tempo train {algo}` not in this build" if who == "tempo"
@@ -428,6 +447,9 @@ def algo_table(algo, res):
             cell, secs = hit_cell(runs, x)
             cells.append(cell)
             firsts.append(secs)
+        for m in marks:
+            got = mean([r["marks"][str(m)] for r in runs])
+            cells.append("-" if got is None else f"{got:.1f}")
         finals = [r["final"] for r in runs if r["final"] is not None]
         final = "-" if not finals else f"{mean(finals):.1f}" + (
             f" [{min(finals):.0f}, {max(finals):.0f}]" if len(finals) > 1 else "")
@@ -443,7 +465,7 @@ def algo_table(algo, res):
             a, b = summary["tempo"], summary[peer]
             parts = [f"wall {ratio(a['wall'], b['wall'])}"] + [
                 f"to {x:g} {ratio(a['firsts'][k], b['firsts'][k])}" for k, x in enumerate(t)]
-            lines.append(f"\nTempo/{names[peer]}: " + ", ".join(parts))
+            lines.append(f"\n{names['tempo']}/{names[peer]}: " + ", ".join(parts))
     return "\n".join(lines) + "\n"
 
 
@@ -482,6 +504,9 @@ def main():
     p.add_argument("--seeds", type=int, default=None, help="seeds 1..N (default 1, --full 3)")
     p.add_argument("--steps", type=int, default=None, help="env steps of every algorithm")
     p.add_argument("--tempo", default=os.path.join(root, "build", "tempo"))
+    p.add_argument("--tempo-truncation", default="bootstrap", choices=("bootstrap", "terminate"),
+                   help="ppo-mujoco: Tempo's episodes at the time limit bootstrap from the value "
+                        "of the last observation (SB3) or end as terminated (CleanRL)")
     p.add_argument("--schedule-cache", action="store_true",
                    help="let Tempo read its schedules back from the cache (a second run of the "
                         "same command); default: every run schedules, as a first run does")
