@@ -27,10 +27,11 @@ ALGOS = ("dqn", "ppo", "sac", "td3", "ppo-mujoco", "td3-mujoco")
 
 # Per algorithm: the environment, thresholds, and (steps, learning_starts) of the default and of
 # --full; the hyperparameters are CleanRL's defaults for each script (Tempo's defaults follow
-# them; SB3 is configured to them in sb3_child).
+# them; SB3 is configured to them in sb3_child). gymnasium: CleanRL's script is written for
+# Gymnasium (else gym 0.23); marks: env steps at which the table gives the mean return.
 SETUPS = {
     "dqn": dict(env="CartPole-v1", thresholds=(475.0, 200.0), quick=(100_000, 10_000),
-                full=(500_000, 10_000), script="dqn.py"),
+                full=(500_000, 10_000), script="dqn.py", gymnasium=True),
     "ppo": dict(env="CartPole-v1", thresholds=(475.0, 200.0), quick=(100_000, 0),
                 full=(500_000, 0), script="ppo.py"),
     "sac": dict(env="Pendulum-v1", thresholds=(-200.0,), quick=(10_000, 1_000),
@@ -44,7 +45,7 @@ SETUPS = {
     # limit without a bootstrap, SB3 bootstraps there; Tempo does either (--tempo-truncation).
     "ppo-mujoco": dict(env="HalfCheetah-v5", peer_env="HalfCheetah-v4", thresholds=(1000.0,),
                        quick=(200_000, 0), full=(1_000_000, 0), script="ppo_continuous_action.py",
-                       marks=(200_000, 500_000, 1_000_000)),
+                       gymnasium=True, marks=(200_000, 500_000, 1_000_000)),
     # TD3 on Hopper: CleanRL's td3_continuous_action.py (gym 0.23) has no MuJoCo task without
     # mujoco-py either, so SB3 is the peer, on Gymnasium 0.29.1's Hopper-v4. Learning from step
     # 10k (CleanRL: 25k of 1M) to fit the step budgets.
@@ -314,8 +315,9 @@ def run_algo(opts, algo, log):
     env_id, thresholds = setup["env"], setup["thresholds"]
     me = os.path.abspath(__file__)
     py = sys.executable
-    # CleanRL 1.2.0's dqn.py and ppo_continuous_action.py are written for Gymnasium (and SB3
-    # 2.x); its ppo.py, SAC and TD3 for gym 0.23 and SB3 1.2 (the gym prefix goes first there).
+    # CleanRL 1.2.0's scripts marked `gymnasium` in SETUPS (dqn.py, ppo_continuous_action.py)
+    # are written for Gymnasium and SB3 2.x; its ppo.py, SAC and TD3 for gym 0.23 and SB3 1.2
+    # (the gym prefix goes first there).
     gymnasium_path = [opts.prefix + "/gymnasium", opts.torch_prefix]
     gym_path = [opts.prefix + "/gym"] + gymnasium_path
     rows = {}
@@ -324,8 +326,7 @@ def run_algo(opts, algo, log):
                                       opts.tempo_truncation), tempo_env(opts), parse_tempo),
         "cleanrl": lambda s: ([py, me, "--child", "cleanrl", setup["script"]] +
                               cleanrl_args(algo, peer_env, steps, starts, s),
-                              child_env(gymnasium_path if algo in ("dqn", "ppo-mujoco")
-                                        else gym_path),
+                              child_env(gymnasium_path if setup.get("gymnasium") else gym_path),
                               parse_episode),
         "sb3": lambda s: ([py, me, "--child", "sb3", algo, peer_env, str(steps), str(starts),
                            str(s)], child_env(gymnasium_path), parse_episode),

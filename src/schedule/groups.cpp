@@ -182,23 +182,24 @@ void Scheduler::fuse_groups() {
 void Scheduler::fuse_siblings(const std::vector<std::vector<Succ>>& succ) {
   const int n = static_cast<int>(g_.num_ops());
   std::vector<int> size(n, 0);
-  for (OpId v = 0; v < n; ++v) ++size[find(v)];
+  std::vector<char> made_once(n, 1);  // per group root: every member has no dimensions
+  for (OpId v = 0; v < n; ++v) {
+    ++size[find(v)];
+    if (!g_.op(v).domain.empty()) made_once[find(v)] = 0;
+  }
   auto sibling = [&](OpId v) {
-    const OpNode& op = g_.op(v);
     if (find(v) != v || alone_.count(v)) return false;
-    if (op.domain.empty()) {  // a whole group made once
-      for (OpId w = v + 1; w < n; ++w)
-        if (find(w) == v && !g_.op(w).domain.empty()) return false;
-      return true;
-    }
-    return op.kind == OpKind::Merge && size[v] == 1;
+    return made_once[v] || (g_.op(v).kind == OpKind::Merge && size[v] == 1);
   };
-  std::map<std::string, std::vector<int>> siblings;  // statement domain -> groups of siblings
+  // Per statement domain (equal as fusible compares them), the groups of siblings over it.
+  std::vector<std::pair<isl::set, std::vector<int>>> siblings;
   for (OpId v = 0; v < n; ++v) {
     if (!sibling(v)) continue;
-    char* text = isl_set_to_str(with_name(stmt_domain_[v], "X").get());
-    std::vector<int>& groups = siblings[text ? text : ""];
-    free(text);
+    const isl::set domain = with_name(stmt_domain_[v], "X");
+    auto same = std::find_if(siblings.begin(), siblings.end(),
+                             [&](const auto& d) { return d.first.is_equal(domain); });
+    if (same == siblings.end()) same = siblings.insert(siblings.end(), {domain, {}});
+    std::vector<int>& groups = same->second;
     const Dims& dims = g_.op(v).domain;
     auto joins = [&](int r) {
       return internal_reads_ok(r, v) && !path_through_others(r, v, succ, dims) &&
