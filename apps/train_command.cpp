@@ -42,16 +42,25 @@ const char* kUsageHead =
     "                   [--num-envs N] [--steps T] [--lr X] [--out DIR] [--save DIR]\n"
     "                   [--save-every K] [--resume DIR] [--verbose]\n";
 
-// "3x64x64" -> {3, 64, 64}.
-std::vector<int64_t> parse_shape(const std::string& flag, const std::string& s) {
+// "3x64x64" -> {3, 64, 64} (separator 'x'), "120,84" -> {120, 84} (',').
+std::vector<int64_t> parse_ints(const std::string& flag, const std::string& s, char separator) {
   std::vector<int64_t> out;
   size_t start = 0;
-  for (size_t x = s.find('x');; x = s.find('x', start)) {
+  for (size_t x = s.find(separator);; x = s.find(separator, start)) {
     out.push_back(parse_int(flag, s.substr(start, x == std::string::npos ? x : x - start)));
     if (x == std::string::npos) break;
     start = x + 1;
   }
   return out;
+}
+
+// --hidden W (every hidden layer) or W,W,... (the layers' widths).
+void set_widths(tempo::rl::TrainConfig& cfg, const std::string& flag, const std::string& s) {
+  std::vector<int64_t> widths = parse_ints(flag, s, ',');
+  if (widths.size() == 1)
+    cfg.set_hidden_width(widths[0]);
+  else
+    cfg.hidden = std::move(widths);
 }
 
 std::string fmt(double v, int prec = 2) {
@@ -114,7 +123,8 @@ const std::vector<Option>& all_options() {
        "--env         CartPole-v1 (default), Pendulum-v1, Acrobot-v1, MountainCar-v0,\n"
        "              MountainCarContinuous-v0, synthetic; built with MuJoCo also\n"
        "              HalfCheetah-v5, Hopper-v5, Walker2d-v5, Ant-v5, Humanoid-v5\n"},
-      {"--obs-shape", true, [](A& a, S f, S v) { a.cfg.env_options.obs_shape = parse_shape(f, v); },
+      {"--obs-shape", true,
+       [](A& a, S f, S v) { a.cfg.env_options.obs_shape = parse_ints(f, v, 'x'); },
        "--obs-shape CxHxW, --episode-length L  the synthetic env (default 3x4x4, 250)\n"},
       {"--episode-length", true,
        [](A& a, S f, S v) { a.cfg.env_options.episode_length = parse_int(f, v); }, ""},
@@ -178,9 +188,10 @@ const std::vector<Option>& all_options() {
        "--recompute   reinforce: recompute the forward pass over the rollout to learn\n"},
       {"--no-normalize", false, [](A& a, S, S) { a.cfg.normalize_returns = false; },
        "--no-normalize  reinforce: do not normalize returns over the rollout\n"},
-      {"--hidden", true, [](A& a, S f, S v) { a.cfg.hidden = parse_int(f, v); },
-       "--hidden, --layers  hidden width and hidden layers (default 64 x 2, tanh)\n"},
-      {"--layers", true, [](A& a, S f, S v) { a.cfg.layers = parse_int(f, v); }, ""},
+      {"--hidden", true, [](A& a, S f, S v) { set_widths(a.cfg, f, v); },
+       "--hidden W[,W...], --layers N  every hidden layer W wide, or the layers' widths;\n"
+       "              N layers (default: 64 x 2, tanh; dqn 120, 84; sac, td3 256 x 2)\n"},
+      {"--layers", true, [](A& a, S f, S v) { a.cfg.set_hidden_layers(parse_int(f, v)); }, ""},
       {"--proximity", false, [](A& a, S, S) { a.cfg.compile.proximity = true; },
        "--proximity   schedule for memory: proximity constraints, and what reads the acting\n"
        "              loop a bounded number of steps ahead (n-step learning) interleaves\n"

@@ -107,8 +107,7 @@ TrainConfig config_of(const Case& c, int64_t iterations) {
   }
   cfg.num_envs = c.envs;
   cfg.steps = c.steps;
-  cfg.hidden = c.hidden;
-  cfg.layers = c.layers;
+  cfg.hidden.assign(static_cast<size_t>(c.layers), c.hidden);
   cfg.n_step = c.n_step;
   cfg.compile.proximity = c.proximity;
   if (c.epochs > 0) cfg.epochs = c.epochs;

@@ -120,7 +120,7 @@ inline EagerResult run_eager(const tempo::rl::TrainConfig& cfg) {
   const int64_t act_dim = discrete ? aspace.n : aspace.numel();
   auto sizes = [&](int64_t out) {
     std::vector<int64_t> s{obs_dim};
-    for (int64_t k = 0; k < cfg.layers; ++k) s.push_back(cfg.hidden);
+    s.insert(s.end(), cfg.hidden.begin(), cfg.hidden.end());
     s.push_back(out);
     return s;
   };

@@ -241,8 +241,14 @@ const std::vector<Keyword<rl::TrainConfig>>& train_keywords() {
       keyword("noise_clip", &C::noise_clip),
       keyword("policy_every", &C::policy_every),
       keyword("warm_up", &C::warm_up),
-      keyword("hidden", &C::hidden),
-      keyword("layers", &C::layers),
+      {"hidden",  // one width for every hidden layer, or the layers' widths
+       [](C& c, py::handle v) {
+         if (py::isinstance<py::int_>(v))
+           c.set_hidden_width(v.cast<int64_t>());
+         else
+           c.hidden = v.cast<std::vector<int64_t>>();
+       }},
+      {"layers", [](C& c, py::handle v) { c.set_hidden_layers(v.cast<int64_t>()); }},
       keyword("optimizer", &C::optimizer),
       compile_keyword("verbose"),
       compile_keyword("codegen"),

@@ -56,7 +56,8 @@ def train(algo, env="CartPole-v1", log=True, **config):
     module's doc).
     `config` sets the fields of the algorithm's defaults: iterations, num_envs, steps, lr,
     lr_decay, gamma, gae_lambda, ent_coef, vf_coef, max_grad_norm, clip, epochs, minibatches,
-    n_step, hidden, layers, DQN's, SAC's and TD3's buffer_size, batch_size and learning_starts,
+    n_step, hidden (one width for every hidden layer, or a list of the layers' widths),
+    layers, DQN's, SAC's and TD3's buffer_size, batch_size and learning_starts,
     DQN's target_every, eps_start, eps_end and exploration_fraction, SAC's and TD3's policy_lr
     and tau, TD3's exploration_noise, policy_noise, noise_clip and policy_every, warm_up (SAC,
     TD3: the steps before learning starts run as an acting-only program; default True),

@@ -1,5 +1,8 @@
 // LibTorch lowering: a dispatch on the op kind's category (op_kind.h) to its rule
 // (kernels_<category>.cpp); the rules of sources, values passed on and collectives are here.
+#include <cmath>
+#include <limits>
+
 #include "backend/torch_collectives.h"
 #include "backend/torch_kernel_rules.h"
 
@@ -15,6 +18,27 @@ uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
+}
+
+// n values of the draw keyed h: splitmix64's sequence from state h (element k is mix(h + k
+// golden), a counter-based generator: no state to seed), as uniforms in [0, 1) of the type's
+// precision, or as standard normals by Box-Muller from the two uniforms (2k, 2k + 1).
+template <typename T>
+void draw(uint64_t h, bool normal, T* out, int64_t n) {
+  constexpr int bits = std::numeric_limits<T>::digits;  // 24 for float, 53 for double
+  auto uniform = [h](uint64_t k) {  // in [0, 1)
+    return static_cast<double>(mix(h + k * 0x9e3779b97f4a7c15ULL) >> (64 - bits)) *
+           std::ldexp(1.0, -bits);
+  };
+  for (int64_t k = 0; k < n; ++k) {
+    const auto u = static_cast<uint64_t>(k);
+    if (!normal) {
+      out[k] = static_cast<T>(uniform(u));
+      continue;
+    }
+    const double radius = std::sqrt(-2.0 * std::log(1.0 - uniform(2 * u)));  // 1 - u in (0, 1]
+    out[k] = static_cast<T>(radius * std::cos(2.0 * M_PI * uniform(2 * u + 1)));
+  }
 }
 
 std::unique_ptr<Kernel> udf_kernel(const KernelCtx& c) {
@@ -122,18 +146,18 @@ std::unique_ptr<Kernel> source_kernel(const KernelCtx& c) {
         for (size_t k = 0; k < slots.size(); ++k) offsets[k] = static_cast<uint64_t>(a.ints[k + 1]);
       }
       // A draw is a function of (seed, stream, point): values do not depend on the order in
-      // which the schedule runs the draws, nor on the device (drawn on the CPU generator).
-      const torch::ScalarType gen_st = integral(st) ? torch::kFloat32 : st;
+      // which the schedule runs the draws, on the device, nor on LibTorch's version.
+      const torch::ScalarType gen_st = st == torch::kFloat64 ? st : torch::kFloat32;
       TorchState* state_ptr = &c.state;
       return kernel(who, [=](const ValuePtr*, size_t, const int64_t* env, ValuePtr* out) {
         uint64_t h = mix(state_ptr->seed ^ mix(stream));
         for (size_t k = 0; k < slots.size(); ++k)
           h = mix(h ^ (static_cast<uint64_t>(env[slots[k]]) + offsets[k]));
-        auto o = torch::TensorOptions().dtype(gen_st);
-        // The executor launches one kernel at a time (torch::rand locks the generator itself).
-        state_ptr->generator.set_current_seed(h);
-        torch::Tensor t = normal ? torch::randn(shape.eval(env), state_ptr->generator, o)
-                                 : torch::rand(shape.eval(env), state_ptr->generator, o);
+        torch::Tensor t = torch::empty(shape.eval(env), torch::TensorOptions().dtype(gen_st));
+        if (gen_st == torch::kFloat64)
+          draw(h, normal, t.data_ptr<double>(), t.numel());
+        else
+          draw(h, normal, t.data_ptr<float>(), t.numel());
         out[0] = wrap(as(t, st).to(state_ptr->device));
       });
     }

@@ -194,7 +194,6 @@ class LibTorchBackend final : public runtime::Backend {
       if (!state_.process_group)
         internal_error("the process group was not made by backend::make_process_group");
     }
-    state_.generator = at::make_generator<at::CPUGeneratorImpl>(0);
   }
 
   std::string device() const override { return state_.device.str(); }
@@ -328,8 +327,6 @@ class LibTorchBackend final : public runtime::Backend {
     return torch_to_host(tensor_of(v));
   }
   void seed(uint64_t seed) override {
-    std::lock_guard<std::mutex> lock(state_.generator.mutex());
-    state_.generator.set_current_seed(seed);
     state_.seed = seed;
   }
 

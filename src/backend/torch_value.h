@@ -66,7 +66,6 @@ class TorchProcessGroup;  // torch_collectives.h
 // State the kernels share with the backend.
 struct TorchState {
   torch::Device device = torch::kCPU;
-  torch::Generator generator;
   uint64_t seed = 0;  // Backend::seed
   bool donation = true;  // BackendOptions::donation
   bool keep_constants = true;  // BackendOptions::keep_constants

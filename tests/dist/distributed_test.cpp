@@ -111,7 +111,7 @@ std::string rl_worker(const std::shared_ptr<Communicator>& comm) {
   cfg.num_envs = std::stoll(env_str("TEMPO_DIST_ENVS", "4"));
   cfg.steps = 16;
   cfg.iterations = 6;
-  cfg.hidden = 16;
+  cfg.set_hidden_width(16);
   cfg.keep_parameters = true;
   cfg.compile.communicator = comm;
   rl::TrainResult r = rl::train(cfg, nullptr);

@@ -63,7 +63,9 @@ TEST(Config, BadInputIsAUserError) {
   bad([](TrainConfig& c) { c.iterations = 0; });
   bad([](TrainConfig& c) { c.num_envs = 0; });
   bad([](TrainConfig& c) { c.steps = 0; });
-  bad([](TrainConfig& c) { c.layers = 0; });
+  bad([](TrainConfig& c) { c.hidden.clear(); });
+  bad([](TrainConfig& c) { c.hidden = {64, 0}; });
+  EXPECT_THROW(TrainConfig().set_hidden_layers(0), UserError);
   bad([](TrainConfig& c) { c.optimizer = "lbfgs"; });
   bad([](TrainConfig& c) { c.truncation = "sometimes"; });
   bad([](TrainConfig& c) {
@@ -120,7 +122,7 @@ TEST(Train, ImageObservationsCompileAndRun) {
   c.n_step = 4;
   c.per_step = true;
   c.normalize_returns = false;
-  c.layers = 1;
+  c.set_hidden_layers(1);
   c.iterations = 3;
   c.num_envs = 2;
   c.steps = 8;
@@ -202,8 +204,8 @@ double value_after_training(const std::string& truncation) {
   c.iterations = 40;
   c.num_envs = 4;
   c.steps = 8;
-  c.hidden = 4;
-  c.layers = 1;
+  c.set_hidden_width(4);
+  c.set_hidden_layers(1);
   c.save_dir = dir.string();
   train(c, nullptr);
   const TrainCheckpoint cp = load_checkpoint(dir.string());
@@ -296,7 +298,7 @@ TEST(Train, MemoryBudgetLearnsTheSame) {
     c.env_options.obs_shape = {3, 32, 32};
     c.env_options.episode_length = 16;
     c.num_envs = 16;
-    c.hidden = 16;  // the rollout dominates memory, as with image observations
+    c.set_hidden_width(16);  // the rollout dominates memory, as with image observations
     c.iterations = 4;
     c.compile.codegen = false;
     TrainResult free = train(c, nullptr);
@@ -328,7 +330,7 @@ TEST(Train, ImageRolloutsReadWholeLiveInBlocks) {
   c.env_options.episode_length = 16;
   c.num_envs = 16;
   c.steps = 16;
-  c.hidden = 16;
+  c.set_hidden_width(16);
   c.iterations = 3;
   TrainResult blocks = train(c, nullptr);
   ::setenv("TEMPO_NO_BLOCK_STORES", "1", 1);
@@ -354,7 +356,7 @@ void expect_nstep_interleaves(const std::string& algo, double fraction) {
   c.env = "synthetic";
   c.env_options.obs_shape = {3, 32, 32};
   c.num_envs = 16;
-  c.hidden = 16;  // the rollout dominates memory, as with image observations
+  c.set_hidden_width(16);  // the rollout dominates memory, as with image observations
   c.n_step = 4;
   c.normalize_returns = false;  // statistics of the whole rollout would wait for its end
   c.iterations = 3;

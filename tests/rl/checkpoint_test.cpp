@@ -52,8 +52,8 @@ TrainConfig small(const std::string& algo, const std::string& env = "CartPole-v1
   cfg.iterations = 7;
   cfg.num_envs = 3;
   cfg.steps = 16;
-  cfg.hidden = 8;
-  cfg.layers = 1;
+  cfg.set_hidden_width(8);
+  cfg.set_hidden_layers(1);
   cfg.epochs = 2;
   cfg.minibatches = 2;
   cfg.keep_parameters = true;

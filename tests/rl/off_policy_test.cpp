@@ -95,7 +95,7 @@ TEST(OffPolicy, WarmUpProgramIsExact) {
     c.learning_starts = 220 * per_iteration;
     c.buffer_size = 300 * per_iteration;
     c.target_every = 7 * per_iteration;
-    c.hidden = 16;
+    c.set_hidden_width(16);
     c.batch_size = 16;
     c.keep_parameters = true;
     std::ostringstream log;
@@ -121,7 +121,7 @@ TrainConfig runs_on_pendulum(const std::string& algo) {
   c.env = "Pendulum-v1";
   c.iterations = 300;
   c.learning_starts = 100;
-  c.hidden = 32;
+  c.set_hidden_width(32);
   c.batch_size = 32;
   std::ostringstream log;
   TrainResult res = train(c, &log);
@@ -171,7 +171,7 @@ TEST(Td3, ConditionalExecutionIsExact) {
   c.env = "Pendulum-v1";
   c.iterations = 120;
   c.learning_starts = 50;
-  c.hidden = 16;
+  c.set_hidden_width(16);
   c.batch_size = 16;
   c.keep_parameters = true;
   const TrainResult on = train(c, nullptr);

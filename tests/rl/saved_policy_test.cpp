@@ -51,20 +51,19 @@ int64_t saved_iterations(const std::string& dir) {
 }
 
 // A policy of `algo` for `env` with an MLP of random weights (no training).
-SavedPolicy random_policy(const std::string& env, int64_t hidden, int64_t layers, uint32_t seed,
-                          const std::string& algo = "ppo") {
+SavedPolicy random_policy(const std::string& env, const std::vector<int64_t>& hidden,
+                          uint32_t seed, const std::string& algo = "ppo") {
   std::unique_ptr<BatchedEnv> e = make_env(env, 1);
   SavedPolicy p;
   p.algo = algo;
   p.env = env;
   p.hidden = hidden;
-  p.layers = layers;
   p.observation_space = e->observation_space();
   p.action_space = e->action_space();
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 0.7f);
   std::vector<int64_t> sizes{p.obs_dim()};
-  for (int64_t k = 0; k < layers; ++k) sizes.push_back(hidden);
+  sizes.insert(sizes.end(), hidden.begin(), hidden.end());
   sizes.push_back(p.out_dim());
   for (size_t k = 0; k + 1 < sizes.size(); ++k) {
     HostTensor w(DType::Float32, {sizes[k + 1], sizes[k]}), b(DType::Float32, {sizes[k + 1]});
@@ -81,14 +80,15 @@ SavedPolicy random_policy(const std::string& env, int64_t hidden, int64_t layers
 // The policy's greedy action for one observation, computed with plain loops.
 std::vector<float> greedy_by_hand(const SavedPolicy& p, const float* obs) {
   std::vector<double> h(obs, obs + p.obs_dim());
-  for (int64_t k = 0; k <= p.layers; ++k) {
+  const auto layers = static_cast<int64_t>(p.hidden.size());
+  for (int64_t k = 0; k <= layers; ++k) {
     const HostTensor& w = p.tensors.at(std::to_string(k) + ".weight");
     const HostTensor& b = p.tensors.at(std::to_string(k) + ".bias");
     std::vector<double> next(static_cast<size_t>(w.shape[0]));
     for (int64_t o = 0; o < w.shape[0]; ++o) {
       double s = b.at(o);
       for (int64_t in = 0; in < w.shape[1]; ++in) s += w.at(o * w.shape[1] + in) * h[in];
-      next[o] = k == p.layers ? s : p.relu() ? std::max(s, 0.0) : std::tanh(s);
+      next[o] = k == layers ? s : p.relu() ? std::max(s, 0.0) : std::tanh(s);
     }
     h = next;
   }
@@ -128,7 +128,7 @@ std::vector<double> returns_by_hand(const SavedPolicy& p, int64_t episodes, uint
 
 TEST(SavedPolicy, SaveLoadRoundTrip) {
   TempDir dir;
-  SavedPolicy p = random_policy("Pendulum-v1", 8, 2, 3);
+  SavedPolicy p = random_policy("Pendulum-v1", {8, 5}, 3);
   p.algo = "ppo";
   p.seed = 7;
   p.iterations = 12;
@@ -137,8 +137,7 @@ TEST(SavedPolicy, SaveLoadRoundTrip) {
   SavedPolicy q = load_policy(dir.str());
   EXPECT_EQ(q.algo, "ppo");
   EXPECT_EQ(q.env, "Pendulum-v1");
-  EXPECT_EQ(q.hidden, 8);
-  EXPECT_EQ(q.layers, 2);
+  EXPECT_EQ(q.hidden, (std::vector<int64_t>{8, 5}));
   EXPECT_EQ(q.seed, 7u);
   EXPECT_EQ(q.iterations, 12);
   EXPECT_EQ(q.env_steps, 1234);
@@ -158,13 +157,30 @@ TEST(SavedPolicy, SaveLoadRoundTrip) {
   EXPECT_EQ(files, (std::set<std::string>{"policy.json", "policy.safetensors"}));
 }
 
+// Version 1 recorded one hidden width and a count of layers: such files still load.
+TEST(SavedPolicy, ReadsTheFirstVersionsWidthAndLayers) {
+  TempDir dir;
+  SavedPolicy p = random_policy("CartPole-v1", {8, 8}, 4);
+  save_policy(dir.str(), p);
+  std::stringstream text;
+  text << std::ifstream(dir.str("policy.json")).rdbuf();
+  std::string json = text.str();
+  for (auto [now, then] : {std::pair<std::string, std::string>{"\"version\": 2", "\"version\": 1"},
+                           {"\"hidden\": [8, 8]", "\"hidden\": 8, \"layers\": 2"}}) {
+    ASSERT_NE(json.find(now), std::string::npos) << json;
+    json.replace(json.find(now), now.size(), then);
+  }
+  std::ofstream(dir.str("policy.json")) << json;
+  EXPECT_EQ(load_policy(dir.str()).hidden, (std::vector<int64_t>{8, 8}));
+}
+
 TEST(SavedPolicy, GreedyEvaluationMatchesAHandWrittenLoop) {
   const std::pair<const char*, const char*> cases[] = {
       {"CartPole-v1", "ppo"}, {"Acrobot-v1", "a2c"},  {"Pendulum-v1", "ppo"},
       {"CartPole-v1", "dqn"}, {"Pendulum-v1", "sac"}, {"Pendulum-v1", "td3"}};
   for (const auto& [env, algo] : cases) {
     SCOPED_TRACE(algo);
-    SavedPolicy p = random_policy(env, 16, 2, 11, algo);
+    SavedPolicy p = random_policy(env, {16, 16}, 11, algo);
     EvalResult got = evaluate(p, 5, 42);
     std::vector<double> want = returns_by_hand(p, 5, 42);
     ASSERT_EQ(got.returns.size(), want.size()) << env;
@@ -184,7 +200,7 @@ TEST(SavedPolicy, TrainingSavesEveryKIterationsAndAtTheEnd) {
   cfg.iterations = 5;
   cfg.num_envs = 2;
   cfg.steps = 16;
-  cfg.hidden = 8;
+  cfg.set_hidden_width(8);
   cfg.epochs = 1;  // parameters over (i, u) with U = 2: saved as they are after (i, U - 1)
   cfg.minibatches = 2;
   cfg.save_dir = dir.str("run");  // made by train()
@@ -216,8 +232,8 @@ TEST(SavedPolicy, ContinuousPolicySavesItsLogStd) {
   cfg.iterations = 2;
   cfg.num_envs = 2;
   cfg.steps = 8;
-  cfg.hidden = 8;
-  cfg.layers = 1;
+  cfg.set_hidden_width(8);
+  cfg.set_hidden_layers(1);
   cfg.save_dir = dir.str();
   train(cfg, nullptr);
   SavedPolicy p = load_policy(dir.str());
@@ -248,10 +264,10 @@ TEST(SavedPolicy, BadInputIsAUserError) {
   EXPECT_NE(user_error([&] { load_policy(dir.str()); }).find("malformed"), std::string::npos);
 
   // Tensors that do not fit the network, and an environment with other spaces.
-  SavedPolicy p = random_policy("CartPole-v1", 8, 1, 1);
+  SavedPolicy p = random_policy("CartPole-v1", {8}, 1);
   p.tensors["0.weight"] = HostTensor(DType::Float32, {8, 3});
   EXPECT_NE(user_error([&] { evaluate(p, 1, 1); }).find("0.weight"), std::string::npos);
-  p = random_policy("CartPole-v1", 8, 1, 1);
+  p = random_policy("CartPole-v1", {8}, 1);
   p.env = "Pendulum-v1";
   EXPECT_NE(user_error([&] { evaluate(p, 1, 1); }).find("same spaces"), std::string::npos);
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -303,6 +304,37 @@ TEST_F(BackendOps, Sources) {
   torch::Tensor n = run1(OpKind::RandNormal, r, {});
   EXPECT_NEAR(n.mean().item<float>(), 0.0, 0.15);
   EXPECT_NEAR(n.std().item<float>(), 1.0, 0.15);
+}
+
+// Tempo's own counter-based draws: uniform in [0, 1) and standard normal in distribution, in
+// float32 and float64, different for different seeds and the same for the same one.
+TEST_F(BackendOps, DrawsHaveTheirDistributions) {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    Attrs r;
+    r.exprs = {Expr(200000)};
+    r.dtype = dtype;
+    backend_->seed(11);
+    torch::Tensor u = run1(OpKind::RandUniform, r, {}).to(torch::kFloat64);
+    torch::Tensor n = run1(OpKind::RandNormal, r, {}).to(torch::kFloat64);
+    EXPECT_GE(u.min().item<double>(), 0.0);
+    EXPECT_LT(u.max().item<double>(), 1.0);
+    EXPECT_NEAR(u.mean().item<double>(), 0.5, 0.003);
+    EXPECT_NEAR(u.var().item<double>(), 1.0 / 12, 0.002);
+    // Each tenth of [0, 1) holds a tenth of the draws (within 4 standard deviations).
+    torch::Tensor bins = torch::histc(u, 10, 0.0, 1.0);
+    EXPECT_LT((bins - 20000).abs().max().item<double>(), 4 * std::sqrt(20000 * 0.9));
+    EXPECT_NEAR(n.mean().item<double>(), 0.0, 0.01);
+    EXPECT_NEAR(n.std().item<double>(), 1.0, 0.01);
+    EXPECT_NEAR((n.abs() < 1).to(torch::kFloat64).mean().item<double>(), 0.6827, 0.005);
+    EXPECT_NEAR((n.abs() < 2).to(torch::kFloat64).mean().item<double>(), 0.9545, 0.003);
+    // Neighbouring draws are uncorrelated.
+    torch::Tensor c = u.slice(0, 1) - 0.5, d = u.slice(0, 0, -1) - 0.5;
+    EXPECT_NEAR((c * d).mean().item<double>(), 0.0, 0.001);
+    backend_->seed(12);
+    EXPECT_FALSE(torch::equal(run1(OpKind::RandUniform, r, {}).to(torch::kFloat64), u));
+    backend_->seed(11);
+    EXPECT_TRUE(torch::equal(run1(OpKind::RandUniform, r, {}).to(torch::kFloat64), u));
+  }
 }
 
 TEST_F(BackendOps, StackAndHostRoundTrip) {

@@ -42,12 +42,12 @@ struct TrainConfig {
   // The defaults of `algo` ("reinforce", "a2c", "ppo", "dqn", "sac" or "td3"): CleanRL's for PPO on
   // CartPole (4 envs x 128 steps, 4 epochs x 4 minibatches, lr 2.5e-4, 500k env steps), for DQN
   // (1 env, an update every 10 steps, constant lr 2.5e-4, Adam without gradient clipping, ReLU
-  // layers with PyTorch's initialization, 500k env steps; two hidden layers of 120 where
-  // CleanRL's second has 84) and for SAC on continuous actions (1 env, an update per step, batch
-  // 256, critics' and entropy lr 1e-3, actor's 3e-4, learning from step 5000, 20k env steps where
-  // CleanRL runs 1M), for TD3 (as SAC, with lr 3e-4 for the critics and the actor, the actor
-  // updated every second step; learning from step 5000 where CleanRL starts at 25k of 1M); for
-  // A2C and REINFORCE, 8 envs x 64 steps and lr 2.5e-3 over 500 iterations.
+  // layers of 120 and 84 with PyTorch's initialization, 500k env steps) and for SAC on
+  // continuous actions (1 env, an update per step, batch 256, critics' and entropy lr 1e-3,
+  // actor's 3e-4, learning from step 5000, 20k env steps where CleanRL runs 1M), for TD3 (as
+  // SAC, with lr 3e-4 for the critics and the actor, the actor updated every second step;
+  // learning from step 5000 where CleanRL starts at 25k of 1M); for A2C and REINFORCE, 8 envs x
+  // 64 steps and lr 2.5e-3 over 500 iterations.
   static TrainConfig defaults(const std::string& algo);
 
   std::string algo = "a2c";  // "reinforce", "a2c", "ppo", "dqn", "sac" or "td3"
@@ -114,8 +114,11 @@ struct TrainConfig {
   double policy_noise = 0.2;
   double noise_clip = 0.5;
   int64_t policy_every = 2;
-  int64_t hidden = 64;
-  int64_t layers = 2;              // hidden layers of the policy and value networks
+  // The hidden layers' widths of the policy and value networks, the input's side first.
+  std::vector<int64_t> hidden = {64, 64};
+  // `--hidden W` and `--layers N`: every hidden layer W wide; N hidden layers of the first width.
+  void set_hidden_width(int64_t width);
+  void set_hidden_layers(int64_t n);
   std::string optimizer = "adam";  // or "sgd" (a much smaller program)
   // How the training program compiles (profile: TrainResult::profile). compile.seed also seeds
   // the environments (copy k: seed + k). compile.proximity also turns on PassOptions::interleave:

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -23,6 +24,16 @@ namespace {
 constexpr const char* kManifest = "checkpoint.json";
 constexpr const char* kFormat = "tempo-train-checkpoint";
 constexpr int64_t kVersion = 1;
+
+// Hidden widths as --hidden takes them: one when all are equal (with --layers, as checkpoints
+// recorded them before the widths could differ), else each.
+std::string widths(const std::vector<int64_t>& hidden) {
+  std::string out;
+  for (int64_t w : hidden) out += cat(out.empty() ? "" : ",", w);
+  const bool same = std::all_of(hidden.begin(), hidden.end(),
+                                [&](int64_t w) { return w == hidden.front(); });
+  return same && !hidden.empty() ? cat(hidden.front()) : out;
+}
 
 // Doubles exactly (17 significant digits round-trip).
 std::string exact(double v) {
@@ -205,8 +216,8 @@ std::vector<std::pair<std::string, std::string>> checkpoint_config(const TrainCo
           {"--n-step", cat(cfg.n_step)},
           {"--no-normalize", cfg.normalize_returns ? "no" : "yes"},
           {"--per-step", cfg.per_step ? "yes" : "no"},
-          {"--hidden", cat(cfg.hidden)},
-          {"--layers", cat(cfg.layers)},
+          {"--hidden", widths(cfg.hidden)},
+          {"--layers", cat(cfg.hidden.size())},
           {"--optimizer", cfg.optimizer}};
   if (!is_off_policy(cfg.algo)) return flags;
   // The off-policy algorithms' own (recorded only for them: older checkpoints lack them).

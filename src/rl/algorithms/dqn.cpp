@@ -37,7 +37,10 @@ RT dqn_loss(Acting& a) {
   RT loss = (q - td_target).square().mean();
   add_optimizer(a, a.params, loss, 1);
   target.advance(1, a.ctx.symbol((a.i.var + (1 + a.first_iteration)) % K) == 0.0);
-  return loss;
+  // The loss the progress line reads exists from the first update on: read at every iteration,
+  // it was computed (and discarded) at every one of the acting-only start's too.
+  const int64_t D = iterations_of(cfg.learning_starts, cfg);
+  return where(a.ctx.symbol(a.i.var + a.first_iteration) >= static_cast<double>(D), loss, 0.0);
 }
 
 }  // namespace tempo::rl::detail

@@ -176,6 +176,15 @@ CompileOptions default_train_compile() {
   return o;
 }
 
+void TrainConfig::set_hidden_width(int64_t width) {
+  hidden.assign(hidden.size(), width);
+}
+
+void TrainConfig::set_hidden_layers(int64_t n) {
+  if (n < 1) throw UserError(cat("--layers must be a positive number, got ", n));
+  hidden.assign(static_cast<size_t>(n), hidden.empty() ? 64 : hidden.front());
+}
+
 TrainConfig TrainConfig::defaults(const std::string& algo) {
   TrainConfig c;
   c.algo = algo;
@@ -192,7 +201,7 @@ TrainConfig TrainConfig::defaults(const std::string& algo) {
     c.lr = 2.5e-4;
     c.lr_decay = false;
     c.max_grad_norm = 0;
-    c.hidden = 120;
+    c.hidden = {120, 84};
     c.orthogonal_init = false;
   }
   if (algo == "sac" || algo == "td3") {
@@ -202,7 +211,7 @@ TrainConfig TrainConfig::defaults(const std::string& algo) {
     c.lr = 1e-3;
     c.lr_decay = false;
     c.max_grad_norm = 0;
-    c.hidden = 256;
+    c.hidden = {256, 256};
     c.orthogonal_init = false;
     c.buffer_size = 1000000;
     c.batch_size = 256;
@@ -292,8 +301,8 @@ void validate(const TrainConfig& c) {
   positive("--num-envs", static_cast<double>(c.num_envs));
   positive("--steps", static_cast<double>(c.steps));
   positive("--lr", c.lr);
-  positive("--hidden", static_cast<double>(c.hidden));
-  positive("--layers", static_cast<double>(c.layers));
+  if (c.hidden.empty()) throw UserError("the networks have no hidden layer (--layers)");
+  for (int64_t w : c.hidden) positive("--hidden", static_cast<double>(w));
   positive("--epochs", static_cast<double>(c.epochs));
   positive("--minibatches", static_cast<double>(c.minibatches));
   if (c.steps < 2 && !is_off_policy(c.algo))  // returns need a rollout
@@ -473,9 +482,11 @@ EnvStep step_env(Context& ctx, const Job& job, const std::shared_ptr<Stats>& sta
 // A sink per iteration reading its last loss: the learning curve and a progress line. A program
 // that only acts (the warm-up) has no loss: `after` is then a value of the iteration's last step,
 // read so that the sink runs after that step, and the line prints no loss.
+// `after`: what the iteration's line shows as its loss from the whole run's iteration `loss_from`
+// on ("-" before it).
 void add_progress(Context& ctx, const std::shared_ptr<Stats>& stats, const RT& after,
-                  const Dim& i, bool has_loss = true) {
-  auto log_fn = [stats, has_loss](const std::vector<HostTensor>& in,
+                  const Dim& i, int64_t loss_from = 0) {
+  auto log_fn = [stats, loss_from](const std::vector<HostTensor>& in,
                                   const std::vector<int64_t>& p) {
     int64_t it = p[0];
     auto found = stats->returns.find(it);
@@ -500,7 +511,7 @@ void add_progress(Context& ctx, const std::shared_ptr<Stats>& stats, const RT& a
       std::ostringstream line;
       line << "iteration " << done << "  env_steps " << env_steps << "  mean_return "
            << std::fixed << std::setprecision(2) << stats->last_mean << "  loss ";
-      if (has_loss)
+      if (done > loss_from)
         line << std::setprecision(4) << in[0].at(0);
       else
         line << "-";
@@ -584,7 +595,6 @@ void add_checkpoints(Context& ctx, const TrainConfig& cfg, const Job& job, const
   meta.env = cfg.env;
   meta.env_options = cfg.env_options;
   meta.hidden = cfg.hidden;
-  meta.layers = cfg.layers;
   meta.observation_space = job.env->observation_space();
   meta.action_space = job.aspace;
   meta.seed = cfg.compile.seed;
@@ -809,7 +819,7 @@ TrainResult run_program(const TrainConfig& cfg, const Job& job,
       cfg.orthogonal_init ? nn::Linear::Init::Orthogonal : nn::Linear::Init::Default;
   auto mlp_sizes = [&](int64_t out) {
     std::vector<int64_t> sizes{obs_dim};
-    for (int64_t k = 0; k < cfg.layers; ++k) sizes.push_back(cfg.hidden);
+    sizes.insert(sizes.end(), cfg.hidden.begin(), cfg.hidden.end());
     sizes.push_back(out);
     return sizes;
   };
@@ -860,7 +870,8 @@ TrainResult run_program(const TrainConfig& cfg, const Job& job,
   if (u) bounds.emplace_back(u->bound, job.U);
   if (!learn) {  // the warm-up: the replay buffer and the curve
     detail::add_replay_windows(acting_program);
-    add_progress(ctx, stats, st.done[{i.var, t.bound - 1}], i, /*has_loss=*/false);
+    add_progress(ctx, stats, st.done[{i.var, t.bound - 1}], i,
+                 std::numeric_limits<int64_t>::max());
     add_train_checkpoints(ctx, cfg, *stats, {}, carried, i);
     return compile_and_run(ctx, cfg, bounds, *stats, {}, false);
   }
@@ -877,7 +888,8 @@ TrainResult run_program(const TrainConfig& cfg, const Job& job,
   if (!dqn && !sac && !td3) detail::add_optimizer(acting_program, params, loss, job.U);
   if (from) check_carried(carried, *from, cfg.resume_dir);
 
-  add_progress(ctx, stats, ppo ? RT(loss[{i.var, u->bound - 1}]) : loss, i);
+  add_progress(ctx, stats, ppo ? RT(loss[{i.var, u->bound - 1}]) : loss, i,
+               dqn ? detail::iterations_of(cfg.learning_starts, cfg) : 0);
   if (!cfg.save_dir.empty() && job.rank == 0)
     add_checkpoints(ctx, cfg, job, pi, log_std, i, first);
   if (stats->parts) add_train_checkpoints(ctx, cfg, *stats, params, carried, i);

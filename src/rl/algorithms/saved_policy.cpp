@@ -29,7 +29,8 @@ namespace {
 
 constexpr const char* kTensorsFile = "policy.safetensors";
 constexpr const char* kConfigFile = "policy.json";
-constexpr int64_t kFormatVersion = 1;
+// Version 2: the hidden layers' widths as a list (version 1: one width and a count; read too).
+constexpr int64_t kFormatVersion = 2;
 
 // ---- writing JSON ----
 
@@ -85,7 +86,7 @@ std::string config_json(const SavedPolicy& p) {
     << "  \"env_options\": {\"obs_shape\": " << array(p.env_options.obs_shape)
     << ", \"episode_length\": " << p.env_options.episode_length
     << ", \"num_actions\": " << p.env_options.num_actions << "},\n"
-    << "  \"network\": {\"kind\": \"mlp\", \"hidden\": " << p.hidden << ", \"layers\": " << p.layers
+    << "  \"network\": {\"kind\": \"mlp\", \"hidden\": " << array(p.hidden)
     << ", \"activation\": \"" << (p.relu() ? "relu" : "tanh") << "\"},\n"
     << "  \"observation_space\": " << space_json(p.observation_space) << ",\n"
     << "  \"action_space\": " << space_json(p.action_space) << ",\n"
@@ -134,6 +135,21 @@ struct Reader {
       out.push_back(static_cast<T>(value(v, key)));
     return out;
   }
+  // The network's hidden layers' widths.
+  std::vector<int64_t> widths(const nn::Json& net) const {
+    const nn::Json* one = net.get("hidden");
+    std::vector<int64_t> out;
+    if (one && one->kind == nn::Json::Number) {  // version 1
+      const int64_t layers = integer(net, "layers");
+      if (layers < 0) fail(cat("the network has ", layers, " hidden layers"));
+      out.assign(static_cast<size_t>(layers), integer(net, "hidden"));
+    } else {
+      out = numbers<int64_t>(net, "hidden");
+    }
+    for (int64_t w : out)
+      if (w < 1) fail(cat("the network has a hidden layer of width ", w));
+    return out;
+  }
   Space space(const nn::Json& obj, const std::string& key) const {
     const nn::Json& s = get(obj, key, nn::Json::Object);
     Space out;
@@ -157,7 +173,7 @@ struct Reader {
 
 std::vector<int64_t> mlp_sizes(const SavedPolicy& p) {
   std::vector<int64_t> sizes{p.obs_dim()};
-  for (int64_t k = 0; k < p.layers; ++k) sizes.push_back(p.hidden);
+  sizes.insert(sizes.end(), p.hidden.begin(), p.hidden.end());
   sizes.push_back(p.out_dim());
   return sizes;
 }
@@ -208,8 +224,8 @@ SavedPolicy load_policy(const std::string& dir) {
   if (doc.kind != nn::Json::Object) r.fail("not a JSON object");
   if (doc.get("format") == nullptr || r.string(doc, "format") != "tempo-policy")
     r.fail("not a Tempo policy (no \"format\": \"tempo-policy\")");
-  if (r.integer(doc, "version") != kFormatVersion)
-    r.fail(cat("version ", r.integer(doc, "version"), " (this Tempo reads version ", kFormatVersion,
+  if (r.integer(doc, "version") < 1 || r.integer(doc, "version") > kFormatVersion)
+    r.fail(cat("version ", r.integer(doc, "version"), " (this Tempo reads versions 1 to ", kFormatVersion,
                ")"));
   SavedPolicy p;
   p.algo = r.string(doc, "algo");
@@ -222,9 +238,7 @@ SavedPolicy load_policy(const std::string& dir) {
   const char* activation = p.relu() ? "relu" : "tanh";
   if (r.string(net, "kind") != "mlp" || r.string(net, "activation") != activation)
     r.fail(cat("the network is not a ", activation, " MLP (", p.algo, "'s policy network)"));
-  p.hidden = r.integer(net, "hidden");
-  p.layers = r.integer(net, "layers");
-  if (p.hidden < 1 || p.layers < 0) r.fail("the network's hidden width or layers are not valid");
+  p.hidden = r.widths(net);
   p.observation_space = r.space(doc, "observation_space");
   p.action_space = r.space(doc, "action_space");
   p.seed = static_cast<uint64_t>(r.integer(doc, "seed"));

@@ -30,9 +30,9 @@ struct SavedPolicy {
   std::string algo;  // the algorithm that trained it
   std::string env;   // the environment's name (make_env)
   EnvOptions env_options;
-  // The MLP: obs -> hidden x layers -> outputs, tanh (PPO, A2C, REINFORCE) or ReLU (DQN's
-  // Q-network, SAC's and TD3's actors).
-  int64_t hidden = 0, layers = 0;
+  // The MLP: obs -> hidden layers of these widths -> outputs, tanh (PPO, A2C, REINFORCE) or
+  // ReLU (DQN's Q-network, SAC's and TD3's actors).
+  std::vector<int64_t> hidden;
   Space observation_space, action_space;
   uint64_t seed = 0;
   int64_t iterations = 0;  // training iterations done when it was saved
