@@ -77,6 +77,12 @@ class Backend {
   virtual ir::HostTensor to_host(const ValuePtr& v) = 0;
   // Seeds the backend's random number generator (RandUniform, RandNormal).
   virtual void seed(uint64_t seed) = 0;
+  // Held by the executor's thread while it runs a program (its kernels and stores): the state a
+  // backend runs under, undone at the scope's end. Null: none.
+  struct RunScope {
+    virtual ~RunScope() = default;
+  };
+  virtual std::unique_ptr<RunScope> run_scope() { return nullptr; }
 };
 
 }  // namespace tempo::runtime

@@ -533,6 +533,7 @@ void Executor::run(const std::vector<std::pair<Expr, int64_t>>& bounds) {
   snapshot_bytes_ = -1;
   ops_executed_ = 0;
   has_run_ = true;
+  const std::unique_ptr<Backend::RunScope> scope = backend_.run_scope();
   const auto t0 = std::chrono::steady_clock::now();
   exec(static_cast<uint32_t>(nodes_.size() - 1));  // the root is compiled last
   if (!op_timings_.empty())
