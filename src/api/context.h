@@ -57,6 +57,9 @@ class Context {
               Loc loc = Loc::current());
   RT zeros(Shape shape, DType dtype = DType::Float32, Loc loc = Loc::current());
   RT ones(Shape shape, DType dtype = DType::Float32, Loc loc = Loc::current());
+  // Random draws, uniform in [0, 1) or standard normal: each a function of the seed
+  // (CompileOptions::seed), the op and the point of `domain`, the same whatever the schedule, the
+  // device or the LibTorch version.
   RT rand_uniform(Shape shape, Dims domain = {}, DType dtype = DType::Float32,
                   Loc loc = Loc::current());
   RT rand_normal(Shape shape, Dims domain = {}, DType dtype = DType::Float32,
