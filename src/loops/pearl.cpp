@@ -126,15 +126,6 @@ PearlOutputs pearl_forward(const PearlModel& m, const RT& x, const RT& adjacency
 
 // ---- the network on the CPU ----------------------------------------------------------------------
 
-void PearlNetwork::Dense::apply(const float* x, float* y) const {
-  for (int64_t o = 0; o < out; ++o) {
-    const float* row = w.data() + o * in;
-    float s = b.empty() ? 0.f : b[static_cast<size_t>(o)];
-    for (int64_t i = 0; i < in; ++i) s += row[i] * x[i];
-    y[o] = s;
-  }
-}
-
 PearlNetwork::Dense PearlNetwork::get(const std::string& name, int64_t in, int64_t out,
                                       bool bias) const {
   auto fetch = [&](const std::string& n, std::vector<int64_t> shape) {

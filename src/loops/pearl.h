@@ -36,6 +36,7 @@
 #include "ir/types.h"
 #include "loops/baselines.h"
 #include "loops/codegen.h"
+#include "loops/dense_layer.h"
 #include "loops/graph.h"
 #include "loops/program.h"
 #include "loops/transform.h"
@@ -98,11 +99,7 @@ class PearlNetwork {
   static PearlNetwork load(const std::string& path, PearlOptions& o);
 
  private:
-  struct Dense {
-    std::vector<float> w, b;  // (out x in) row-major, (out); b empty: no bias
-    int64_t in = 0, out = 0;
-    void apply(const float* x, float* y) const;
-  };
+  using Dense = DenseLayer;
   Dense get(const std::string& name, int64_t in, int64_t out, bool bias) const;
   std::map<std::string, HostTensor> weights_;
   int64_t hidden_, mlp_, heads_;

@@ -182,12 +182,10 @@ double ScheduleModel::predict(const LoopFeatures& cluster, int64_t rows, int64_t
   for (int k = 0; k < kInputs; ++k) h[k] = (h[k] - mean_[k]) * scale_[k];
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Dense& d = layers_[l];
-    next.assign(static_cast<size_t>(d.out), 0.f);
-    for (int64_t o = 0; o < d.out; ++o) {
-      float s = d.b[static_cast<size_t>(o)];
-      for (int64_t k = 0; k < d.in; ++k) s += d.w[static_cast<size_t>(o * d.in + k)] * h[k];
-      next[static_cast<size_t>(o)] = l + 1 < layers_.size() ? std::tanh(s) : s;
-    }
+    next.resize(static_cast<size_t>(d.out));
+    d.apply(h.data(), next.data());
+    if (l + 1 < layers_.size())
+      for (float& v : next) v = std::tanh(v);
     h.swap(next);
   }
   return h[0];

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "backend/codegen.h"
+#include "loops/dense_layer.h"
 
 namespace tempo {
 struct CompileOptions;
@@ -73,10 +74,7 @@ class ScheduleModel {
   static constexpr int kInputs = backend::LoopFeatures::kCount + 4;  // the features and the size
 
  private:
-  struct Dense {
-    std::vector<float> w, b;  // (out x in) row-major, (out)
-    int64_t in = 0, out = 0;
-  };
+  using Dense = DenseLayer;
   using Counts = std::array<int, backend::LoopFeatures::kCount>;
   std::vector<float> mean_, scale_;  // the inputs' standardization
   std::vector<Dense> layers_;
