@@ -77,10 +77,10 @@ std::unique_ptr<Kernel> udf_kernel(const KernelCtx& c) {
     point.reserve(slots.size());
     for (int32_t s : slots) point.push_back(env[s]);
     std::vector<ir::HostTensor> res = udf->fn(inputs, point);
-    const std::string name = cat("UDF '", udf->name, "' (", who, ")");
+    auto name = [&] { return cat("UDF '", udf->name, "' (", who, ")"); };  // for errors only
     if (res.size() != shapes.size())
       throw UserError(
-          cat(name, " returned ", res.size(), " tensors but declares ", shapes.size(), " outputs"));
+          cat(name(), " returned ", res.size(), " tensors but declares ", shapes.size(), " outputs"));
     for (size_t k = 0; k < res.size(); ++k) {
       Sizes want = shapes[k].eval(env);
       bool same = res[k].shape.size() == want.size();
@@ -92,7 +92,7 @@ std::unique_ptr<Kernel> udf_kernel(const KernelCtx& c) {
         std::string exp = ir::dtype_name(dtypes[k]) + std::string("(");
         for (size_t i = 0; i < want.size(); ++i) exp += (i ? ", " : "") + std::to_string(want[i]);
         throw UserError(cat(
-            name, " output ", k, " is ", got, ") but was declared ", exp, ") at point (",
+            name(), " output ", k, " is ", got, ") but was declared ", exp, ") at point (",
             [&] {
               std::string p;
               for (size_t i = 0; i < point.size(); ++i)
