@@ -80,7 +80,8 @@ std::unique_ptr<Kernel> udf_kernel(const KernelCtx& c) {
     auto name = [&] { return cat("UDF '", udf->name, "' (", who, ")"); };  // for errors only
     if (res.size() != shapes.size())
       throw UserError(
-          cat(name(), " returned ", res.size(), " tensors but declares ", shapes.size(), " outputs"));
+          cat(name(), " returned ", res.size(), " tensors but declares ", shapes.size(),
+              " outputs"));
     for (size_t k = 0; k < res.size(); ++k) {
       Sizes want = shapes[k].eval(env);
       bool same = res[k].shape.size() == want.size();

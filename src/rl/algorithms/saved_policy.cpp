@@ -225,8 +225,8 @@ SavedPolicy load_policy(const std::string& dir) {
   if (doc.get("format") == nullptr || r.string(doc, "format") != "tempo-policy")
     r.fail("not a Tempo policy (no \"format\": \"tempo-policy\")");
   if (r.integer(doc, "version") < 1 || r.integer(doc, "version") > kFormatVersion)
-    r.fail(cat("version ", r.integer(doc, "version"), " (this Tempo reads versions 1 to ", kFormatVersion,
-               ")"));
+    r.fail(cat("version ", r.integer(doc, "version"), " (this Tempo reads versions 1 to ",
+               kFormatVersion, ")"));
   SavedPolicy p;
   p.algo = r.string(doc, "algo");
   p.env = r.string(doc, "env");
