@@ -118,12 +118,7 @@ inline EagerResult run_eager(const tempo::rl::TrainConfig& cfg) {
   const bool discrete = aspace.discrete;
   const int64_t obs_dim = env->obs_numel();
   const int64_t act_dim = discrete ? aspace.n : aspace.numel();
-  auto sizes = [&](int64_t out) {
-    std::vector<int64_t> s{obs_dim};
-    s.insert(s.end(), cfg.hidden.begin(), cfg.hidden.end());
-    s.push_back(out);
-    return s;
-  };
+  auto sizes = [&](int64_t out) { return tempo::rl::mlp_layer_sizes(obs_dim, cfg.hidden, out); };
 
   auto pi = std::make_shared<EagerMLP>(sizes(act_dim), cfg.orthogonal_init, 0.01);
   std::vector<torch::Tensor> params = pi->parameters();

@@ -26,9 +26,9 @@ uint64_t mix(uint64_t x) {
 template <typename T>
 void draw(uint64_t h, bool normal, T* out, int64_t n) {
   constexpr int bits = std::numeric_limits<T>::digits;  // 24 for float, 53 for double
+  constexpr double ulp = 1.0 / static_cast<double>(uint64_t{1} << bits);
   auto uniform = [h](uint64_t k) {  // in [0, 1)
-    return static_cast<double>(mix(h + k * 0x9e3779b97f4a7c15ULL) >> (64 - bits)) *
-           std::ldexp(1.0, -bits);
+    return static_cast<double>(mix(h + k * 0x9e3779b97f4a7c15ULL) >> (64 - bits)) * ulp;
   };
   for (int64_t k = 0; k < n; ++k) {
     const auto u = static_cast<uint64_t>(k);

@@ -35,6 +35,9 @@ struct CurvePoint;
 // DQN, SAC and TD3: they learn from a replay buffer, with target networks and ReLU layers.
 bool is_off_policy(const std::string& algo);
 
+// An MLP's layer sizes: `in`, the hidden layers' widths (TrainConfig::hidden), `out`.
+std::vector<int64_t> mlp_layer_sizes(int64_t in, const std::vector<int64_t>& hidden, int64_t out);
+
 // CompileOptions' defaults for training (TrainConfig::compile): seed 1, no proximity constraints.
 CompileOptions default_train_compile();
 

@@ -176,6 +176,13 @@ CompileOptions default_train_compile() {
   return o;
 }
 
+std::vector<int64_t> mlp_layer_sizes(int64_t in, const std::vector<int64_t>& hidden, int64_t out) {
+  std::vector<int64_t> sizes{in};
+  sizes.insert(sizes.end(), hidden.begin(), hidden.end());
+  sizes.push_back(out);
+  return sizes;
+}
+
 void TrainConfig::set_hidden_width(int64_t width) {
   hidden.assign(hidden.size(), width);
 }
@@ -479,11 +486,10 @@ EnvStep step_env(Context& ctx, const Job& job, const std::shared_ptr<Stats>& sta
   return EnvStep{st[0], st[1], st[2], st[3], bootstraps ? st[4] : RT()};
 }
 
-// A sink per iteration reading its last loss: the learning curve and a progress line. A program
-// that only acts (the warm-up) has no loss: `after` is then a value of the iteration's last step,
-// read so that the sink runs after that step, and the line prints no loss.
-// `after`: what the iteration's line shows as its loss from the whole run's iteration `loss_from`
-// on ("-" before it).
+// A sink per iteration reading its last loss: the learning curve and a progress line, which shows
+// `after` as the loss from the whole run's iteration `loss_from` on ("-" before it: DQN computes
+// no loss before its first update). A program that only acts (the warm-up) has no loss: `after`
+// is then a value of the iteration's last step, read so that the sink runs after that step.
 void add_progress(Context& ctx, const std::shared_ptr<Stats>& stats, const RT& after,
                   const Dim& i, int64_t loss_from = 0) {
   auto log_fn = [stats, loss_from](const std::vector<HostTensor>& in,
@@ -817,12 +823,7 @@ TrainResult run_program(const TrainConfig& cfg, const Job& job,
 
   const nn::Linear::Init init =
       cfg.orthogonal_init ? nn::Linear::Init::Orthogonal : nn::Linear::Init::Default;
-  auto mlp_sizes = [&](int64_t out) {
-    std::vector<int64_t> sizes{obs_dim};
-    sizes.insert(sizes.end(), cfg.hidden.begin(), cfg.hidden.end());
-    sizes.push_back(out);
-    return sizes;
-  };
+  auto mlp_sizes = [&](int64_t out) { return mlp_layer_sizes(obs_dim, cfg.hidden, out); };
   const bool dqn = cfg.algo == "dqn", sac = cfg.algo == "sac", td3 = cfg.algo == "td3";
   check_action_space(cfg, job.discrete);
   // CleanRL's gains: sqrt(2) for the hidden layers, 0.01 for the logits (or mean), which start

@@ -172,10 +172,7 @@ struct Reader {
 };
 
 std::vector<int64_t> mlp_sizes(const SavedPolicy& p) {
-  std::vector<int64_t> sizes{p.obs_dim()};
-  sizes.insert(sizes.end(), p.hidden.begin(), p.hidden.end());
-  sizes.push_back(p.out_dim());
-  return sizes;
+  return mlp_layer_sizes(p.obs_dim(), p.hidden, p.out_dim());
 }
 
 bool same_space(const Space& a, const Space& b) {
