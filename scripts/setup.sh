@@ -11,6 +11,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libisl-dev          # polyhedral scheduling
   libpcre2-dev        # the tokenizer's pre-tokenization patterns (Unicode properties)
+  libmimalloc-dev     # the malloc of the tempo tool and the tests (CMakeLists.txt, TEMPO_MALLOC)
   libtorch-dev        # tensor backend (LibTorch, CPU)
   libgloo-dev         # Gloo's headers, which LibTorch's c10d process groups include (data parallel)
   # An optimized BLAS for LibTorch's matmuls: it takes over libblas.so.3 through Debian's
