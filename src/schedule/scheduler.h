@@ -247,8 +247,10 @@ class Scheduler {
   // an op without b): those bounds enter through unconstrained extra dims, projected out again.
   isl::set condition_over(const Expr& cond, const Dims& dims, const Dims& other);
 
-  // { : T = 10 and I = 3 } over the known bound values.
-  isl::set known_bounds_set();
+  // { : T = 10 and I = 3 } over the known bound values (built once: check_in_domain asks at
+  // every edge).
+  const isl::set& known_bounds_set();
+  isl::set known_bounds_;
 
   static std::string where_of(const OpNode& op) { return tempo::where(op.loc); }
 

@@ -118,13 +118,15 @@ isl::set Scheduler::condition_over(const Expr& cond, const Dims& dims, const Dim
 }
 
 // { : T = 10 and I = 3 } over the known bound values.
-isl::set Scheduler::known_bounds_set() {
+const isl::set& Scheduler::known_bounds_set() {
+  if (!known_bounds_.is_null()) return known_bounds_;
   std::string names, constraints;
   for (const auto& [name, value] : opt_.known_bounds) {
     names += (names.empty() ? "" : ", ") + name;
     constraints += cat(constraints.empty() ? "" : " and ", name, " = ", value);
   }
-  return isl::set(ctx_, cat("[", names, "] -> { : ", constraints, " }"));
+  known_bounds_ = isl::set(ctx_, cat("[", names, "] -> { : ", constraints, " }"));
+  return known_bounds_;
 }
 
 void Scheduler::add_dep(const isl::map& before_after) {

@@ -1,5 +1,9 @@
 #include "symbolic/invert.h"
 
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
 #include "symbolic/isl_bridge.h"
 #include "util/error.h"
 
@@ -55,8 +59,22 @@ Inversion invert_impl(const Expr& phi, const Dims& sink, const Dims& source) {
 
 Inversion invert_when(const Expr& phi, const Dims& sink, const Dims& source) {
   if (!phi.defined()) throw UserError("cannot invert an undefined dependence expression");
+  // Differentiation inverts the same few expressions over the same domains again and again
+  // (t over [i, t], a window over it, ...), each an isl context and a few lexmins: remembered by
+  // their printed forms, which name every symbol.
+  static std::mutex mutex;
+  static std::unordered_map<std::string, Inversion> known;
+  const std::string key = cat(phi.str(), "|", dims_str(sink), "|", dims_str(source));
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = known.find(key); it != known.end()) return it->second;
+  }
   try {
-    return invert_impl(phi, sink, source);
+    Inversion inv = invert_impl(phi, sink, source);
+    std::lock_guard lock(mutex);
+    if (known.size() >= 4096) known.clear();  // a bound for long-lived processes
+    known.emplace(key, inv);
+    return inv;
   } catch (const UserError& e) {
     throw UserError(cat("cannot invert `", phi.str(), "` (sink [", dims_str(sink), "], source [", dims_str(source),
                         "]): ", e.what()));

@@ -2,6 +2,7 @@
 
 #include <isl/ast.h>
 #include <isl/ast_build.h>
+#include <isl/constraint.h>
 
 #include <algorithm>
 #include <bit>
@@ -165,6 +166,41 @@ class ToIsl {
     return s;
   }
 
+  // bounds_positive() and range() of the set dimensions offset.. for dims, built as one basic set
+  // of inequalities instead of a set operation per comparison: the scheduler builds these for
+  // every statement and every edge.
+  isl::set ranges(const Dims& dims, int offset) const {
+    isl_local_space* ls = check(isl_local_space_from_space(space_.copy()), c_);
+    isl_basic_set* bs = check(isl_basic_set_universe(space_.copy()), c_);
+    // coefficient * variable + param - 1 >= 0, or param - 1 >= 0 without the variable
+    auto add = [&](std::optional<std::pair<int, int>> var, int param, int constant) {
+      isl_constraint* k = isl_constraint_alloc_inequality(isl_local_space_copy(ls));
+      if (var) k = isl_constraint_set_coefficient_si(k, isl_dim_set, var->first, var->second);
+      if (param >= 0) k = isl_constraint_set_coefficient_si(k, isl_dim_param, param, 1);
+      k = isl_constraint_set_constant_si(k, constant);
+      bs = isl_basic_set_add_constraint(bs, k);
+    };
+    for (size_t i = 0; i < syms_.params.size(); ++i)
+      if (syms_.params[i].is_bound_symbol()) add(std::nullopt, static_cast<int>(i), -1);
+    std::vector<size_t> variable_bounds;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      const int pos = offset + static_cast<int>(i);
+      std::optional<int> b = syms_.param_pos(dims[i].bound);
+      if (!b || syms_.var_pos(dims[i].bound)) {
+        variable_bounds.push_back(i);
+        continue;
+      }
+      add(std::pair{pos, 1}, -1, 0);    // var >= 0
+      add(std::pair{pos, -1}, *b, -1);  // bound - var - 1 >= 0
+      add(std::nullopt, *b, -1);        // bound >= 1
+    }
+    isl_local_space_free(ls);
+    isl::set s = isl::manage(check(isl_set_from_basic_set(check(bs, c_)), c_));
+    for (size_t i : variable_bounds)  // a bound that is a variable of this space
+      s = s.intersect(range(dim(offset + static_cast<int>(i)), dims[i].bound));
+    return s;
+  }
+
   isl::pw_aff symbol(const Expr& s) const {
     if (auto p = syms_.var_pos(s)) return dim(*p);
     if (auto p = syms_.param_pos(s)) return param(*p);
@@ -304,9 +340,7 @@ ToIsl over_dims(isl_ctx* c, const Dims& dims, const Expr& whole, const std::stri
 
 // The dims' ranges (and bounds >= 1) in a translator whose set dimension k is dims[k].var.
 isl::set ranges(const ToIsl& tr, const Dims& dims, int offset = 0) {
-  isl::set s = tr.bounds_positive();
-  for (size_t i = 0; i < dims.size(); ++i) s = s.intersect(tr.range(tr.dim(offset + i), dims[i].bound));
-  return s;
+  return tr.ranges(dims, offset);
 }
 
 // ---- isl -> Expr -----------------------------------------------------------------------------
