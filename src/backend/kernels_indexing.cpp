@@ -77,6 +77,13 @@ std::optional<WeightType> weight_type(torch::ScalarType t) {
   return std::nullopt;
 }
 
+// Whether a matrix's transpose is contiguous, read off its strides: b.t().is_contiguous() makes
+// the view to ask, a tensor allocated and dispatched at every launch of a small layer.
+bool transpose_contiguous(const torch::Tensor& b) {
+  const int64_t k = b.size(0), n = b.size(1);
+  return (k <= 1 || b.stride(0) == 1) && (n <= 1 || b.stride(1) == k);
+}
+
 // a @ b for a few float32 rows a and b a weight of float32, float16 or bfloat16 whose transpose
 // is contiguous (an (n, k) linear layer read as (k, n)), streamed once (skinny_matmul.h): on the
 // CPU, and on a GPU for the half types (float32 weights go to cuBLAS there). Empty where the
@@ -86,8 +93,8 @@ std::optional<torch::Tensor> skinny_weight_matmul(const torch::Tensor& a, const 
                                                   torch::ScalarType st) {
   const std::optional<WeightType> wt = weight_type(b.scalar_type());
   if (!wt || st != torch::kFloat32 || a.scalar_type() != torch::kFloat32 ||
-      b.dim() != 2 || a.dim() < 1 || a.device() != b.device() ||
-      !b.t().is_contiguous() || a.size(-1) != b.size(0) || b.size(0) == 0)
+      b.dim() != 2 || a.dim() < 1 || a.device() != b.device() || !transpose_contiguous(b) ||
+      a.size(-1) != b.size(0) || b.size(0) == 0)
     return std::nullopt;
   const bool cpu = a.device().is_cpu();
 #ifdef TEMPO_CUDA
