@@ -135,30 +135,39 @@ std::unique_ptr<Kernel> source_kernel(const KernelCtx& c) {
     case ir::OpKind::RandNormal: {
       SymShape shape(a.exprs, c.layout);
       const bool normal = op.kind == ir::OpKind::RandNormal;
-      const uint64_t stream = a.ints.empty() ? static_cast<uint64_t>(op.id) : a.ints[0];
+      // Each key dim's coordinate: a slot of the point, or an axis of the leading ones
+      // (vectorization drew the points of those dims at once: ir::DrawKey).
+      const ir::DrawKey key = ir::draw_key(op);
+      const size_t leading = key.leading_axes();
       std::vector<int32_t> slots;
-      for (const Dim& d : op.domain) slots.push_back(c.layout.slot(d.var));
-      // offset_random_draws (api/random_offset.h): one offset per domain dim after the stream.
-      std::vector<uint64_t> offsets(slots.size(), 0);
-      if (a.ints.size() > 1) {
-        if (a.ints.size() != 1 + slots.size())
-          internal_error(cat(op.describe(), ": ", a.ints.size() - 1, " random offsets for ",
-                             slots.size(), " dims"));
-        for (size_t k = 0; k < slots.size(); ++k) offsets[k] = static_cast<uint64_t>(a.ints[k + 1]);
-      }
+      for (int64_t s : key.sources)
+        slots.push_back(s < 0 ? c.layout.slot(op.domain[static_cast<size_t>(-1 - s)].var) : 0);
       // A draw is a function of (seed, stream, point): values do not depend on the order in
       // which the schedule runs the draws, on the device, nor on LibTorch's version.
       const torch::ScalarType gen_st = st == torch::kFloat64 ? st : torch::kFloat32;
       TorchState* state_ptr = &c.state;
       return kernel(who, [=](const ValuePtr*, size_t, const int64_t* env, ValuePtr* out) {
-        uint64_t h = mix(state_ptr->seed ^ mix(stream));
-        for (size_t k = 0; k < slots.size(); ++k)
-          h = mix(h ^ (static_cast<uint64_t>(env[slots[k]]) + offsets[k]));
-        torch::Tensor t = torch::empty(shape.eval(env), torch::TensorOptions().dtype(gen_st));
-        if (gen_st == torch::kFloat64)
-          draw(h, normal, t.data_ptr<double>(), t.numel());
-        else
-          draw(h, normal, t.data_ptr<float>(), t.numel());
+        const Sizes sizes = shape.eval(env);
+        torch::Tensor t = torch::empty(sizes, torch::TensorOptions().dtype(gen_st));
+        int64_t points = 1;
+        for (size_t k = 0; k < leading; ++k) points *= sizes[k];
+        const int64_t per_point = points == 0 ? 0 : t.numel() / points;
+        std::vector<int64_t> index(leading, 0);  // the point's leading axes, row-major
+        for (int64_t p = 0; p < points; ++p) {
+          uint64_t h = mix(state_ptr->seed ^ mix(static_cast<uint64_t>(key.stream)));
+          for (size_t j = 0; j < slots.size(); ++j) {
+            const int64_t x = key.sources[j] < 0 ? env[slots[j]] : index[key.sources[j]];
+            h = mix(h ^ (static_cast<uint64_t>(x) + static_cast<uint64_t>(key.offsets[j])));
+          }
+          if (gen_st == torch::kFloat64)
+            draw(h, normal, t.data_ptr<double>() + p * per_point, per_point);
+          else
+            draw(h, normal, t.data_ptr<float>() + p * per_point, per_point);
+          for (size_t k = leading; k-- > 0;) {
+            if (++index[k] < sizes[k]) break;
+            index[k] = 0;
+          }
+        }
         out[0] = wrap(as(t, st).to(state_ptr->device));
       });
     }

@@ -266,4 +266,35 @@ void validate(const Graph& g) {
   }
 }
 
+size_t DrawKey::leading_axes() const {
+  return static_cast<size_t>(std::count_if(sources.begin(), sources.end(),
+                                           [](int64_t s) { return s >= 0; }));
+}
+
+DrawKey draw_key(const OpNode& draw) {
+  const std::vector<int64_t>& ints = draw.attrs.ints;
+  const size_t dims = draw.domain.size(), m = ints.empty() ? 0 : ints.size() - 1;
+  DrawKey key;
+  key.stream = ints.empty() ? draw.id : ints[0];
+  // Vectorized, its n key dims are more than the domain's: 2n entries, never `dims` of them.
+  if (m > dims && m % 2 == 0) {
+    const auto n = static_cast<ptrdiff_t>(m / 2);
+    key.offsets.assign(ints.begin() + 1, ints.begin() + 1 + n);
+    key.sources.assign(ints.begin() + 1 + n, ints.end());
+    return key;
+  }
+  if (m != 0 && m != dims)
+    internal_error(cat(draw.describe(), ": ", m, " random offsets for ", dims, " dims"));
+  key.offsets.assign(dims, 0);
+  if (m > 0) std::copy(ints.begin() + 1, ints.end(), key.offsets.begin());
+  for (size_t k = 0; k < dims; ++k) key.sources.push_back(-1 - static_cast<int64_t>(k));
+  return key;
+}
+
+void set_draw_key(Attrs& attrs, const DrawKey& key) {
+  attrs.ints = {key.stream};
+  attrs.ints.insert(attrs.ints.end(), key.offsets.begin(), key.offsets.end());
+  attrs.ints.insert(attrs.ints.end(), key.sources.begin(), key.sources.end());
+}
+
 }  // namespace tempo::ir

@@ -111,6 +111,21 @@ struct Region {
   std::vector<std::pair<OpId, int>> outputs;
 };
 
+// The point a random draw (RandUniform, RandNormal) is keyed by: a draw is a function of (seed,
+// stream, point) over the dims of the op as the program made it (backend/kernels.cpp). Where
+// vectorization has since moved some of those dims into leading axes of the output, each key dim
+// says where its coordinate comes from. Stored in attrs.ints: {stream}, {stream, offsets...}
+// (api/random_offset.h), or {stream, offsets..., sources...} once vectorized.
+struct DrawKey {
+  int64_t stream = 0;
+  std::vector<int64_t> offsets;  // added to each key dim's coordinate
+  // Per key dim: an output axis (>= 0) or the op's domain position k, written -1 - k.
+  std::vector<int64_t> sources;
+  size_t leading_axes() const;  // the output axes that are key dims
+};
+DrawKey draw_key(const OpNode& draw);
+void set_draw_key(Attrs& attrs, const DrawKey& key);
+
 // Shape and dtype inference: the output types of an op of `kind` with `attrs`, reading inputs of
 // the given types. Throws UserError (naming `who`, e.g. OpNode::describe()) for invalid input.
 std::vector<TensorType> infer_types(OpKind kind, const Attrs& attrs,

@@ -67,9 +67,17 @@ class Vectorizer {
            offset_from(op.attrs.exprs[0], d_, op.domain).has_value();
   }
 
+  // A random draw is a function of its point (ir::DrawKey), so the points of d can be drawn at
+  // once, each as it would have been alone. Not over the outermost dimension (a training run's
+  // iterations): that batch would be drawn at the start and held for the whole run.
+  static bool is_draw(const OpNode& op) {
+    return op.kind == OpKind::RandUniform || op.kind == OpKind::RandNormal;
+  }
+
   bool local_ok(const OpNode& op) const {
-    if (position(op.domain, d_) < 0 || ir::vec_rule(op.kind) == VecRule::None ||
-        p_.is_retained(op.id) || op.inputs.empty() || mentions(op.cond, d_))
+    const bool rule = is_draw(op) ? !outer_.empty()
+                                  : ir::vec_rule(op.kind) != VecRule::None && !op.inputs.empty();
+    if (position(op.domain, d_) < 0 || !rule || p_.is_retained(op.id) || mentions(op.cond, d_))
       return false;
     for (const Expr& e : op.attrs.exprs)
       if (mentions(e, d_) && !is_point_index(op)) return false;
@@ -108,6 +116,7 @@ class Vectorizer {
 
   // Whether the op's kind can be vectorized with its inputs received this way.
   bool rule_ok(const OpNode& op, const std::vector<Input>& in) const {
+    if (is_draw(op)) return true;
     auto batched = [&](size_t i) { return in[i] == Input::Batched; };
     auto rank = [&](size_t i) { return g_.input_type(op.inputs[i]).shape.rank(); };
     switch (ir::vec_rule(op.kind)) {
@@ -141,6 +150,12 @@ class Vectorizer {
     const Expr& a = e.phi.arg(sp);
     if (a.is_slice() && !a.arg(2).is_const(1)) return false;
     return slice_entries(e.phi) == (a.is_slice() ? 1 : 0);
+  }
+
+  // Whether a read takes every point of d at once (the entry of d is 0:D).
+  bool reads_whole_batch(const ir::Edge& e) const {
+    const Expr& a = e.phi.arg(position(g_.op(e.source).domain, d_));
+    return a.is_slice() && a.arg(0).is_const(0) && a.arg(1).same(d_.bound) && a.arg(2).is_const(1);
   }
 
   void select() {
@@ -180,8 +195,11 @@ class Vectorizer {
         }
         for (EdgeId id : op.inputs) {
           const ir::Edge& e = g_.edge(id);
+          // A draw read point by point stays a draw per point: its batch would only add an
+          // index per point, and hold every point's values from the first read to the last.
           if (in_[e.source] && !in_[op.id] &&
-              (!readable_per_point(e) || large_batch(g_.op(e.source)))) {
+              (!readable_per_point(e) || large_batch(g_.op(e.source)) ||
+               (is_draw(g_.op(e.source)) && !reads_whole_batch(e)))) {
             in_[e.source] = false;
             again = true;
           }
@@ -449,6 +467,18 @@ class Vectorizer {
       int64_t c = *offset_from(a.exprs[0], d_, op.domain);
       op.kind = OpKind::Slice;
       a.exprs = {Expr(c), d_.bound + c};
+      return;
+    }
+    if (is_draw(op)) {  // d's coordinate becomes the new leading axis of the output
+      ir::DrawKey key = ir::draw_key(op);
+      const int64_t at = -1 - position(op.domain, d_);
+      for (int64_t& s : key.sources) {
+        if (s == at) s = 0;
+        else if (s >= 0) ++s;
+        else if (s < at) ++s;  // a domain position after d's moves one up
+      }
+      ir::set_draw_key(a, key);
+      a.exprs.insert(a.exprs.begin(), d_.bound);
       return;
     }
     switch (ir::vec_rule(op.kind)) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "api/autodiff.h"
+#include "api/random_offset.h"
 #include "api/tempo.h"
 #include "driver/compile.h"
 #include "driver/executable_impl.h"
@@ -180,6 +181,47 @@ TEST(Passes, VectorizesPerTimestepOps) {
             "%4 = Sum(%3[]) {ints=[1, 2]} : f32(T)\n"
             "%5 = Udf(%6[t]) {udf=sink} : () over (t)\n"
             "%6 = Index(%4[]) {ints=[0], exprs=[t]} : f32() over (t)\n");
+}
+
+// A draw is a function of its point: drawn for every step at once, each step's values are those
+// it draws alone (vectorization on and off), in one launch per iteration. A draw read point by
+// point stays per point. The offsets of a resumed run still apply.
+TEST(Passes, DrawsVectorizeAsTheirPoints) {
+  auto run = [](bool vectorize, bool per_point_reader) {
+    Context ctx;
+    Dim i = ctx.dim("i", "I"), t = ctx.dim("t", "T");
+    RT u = ctx.rand_uniform({3}, {i, t}), n = ctx.rand_normal({2}, {i, t});
+    RT y = (u * 2.0).named("y");
+    RT both = (y[{i.var, slice(0, t.bound)}].sum(1) + n[{i.var, slice(0, t.bound)}].sum(1))
+                  .retain();
+    RT seen = per_point_reader ? (u * 1.0).named("z").retain() : RT();
+    offset_random_draws(ctx, i, 5);
+    CompileOptions o;
+    o.passes.vectorize = vectorize;
+    o.passes.fusion = false;  // the draws stay visible ops
+    o.passes.check_ir = true;
+    Executable exe = compile(ctx, {{i.bound, 2}, {t.bound, 4}}, o);
+    exe.run();
+    int draws_over_t = 0;
+    for (const ir::OpNode& op : exe.impl().graph.ops())
+      if (op.kind == ir::OpKind::RandUniform || op.kind == ir::OpKind::RandNormal)
+        draws_over_t += std::any_of(op.domain.begin(), op.domain.end(),
+                                    [&](const Dim& d) { return d == t; });
+    std::vector<double> out;
+    for (int64_t k = 0; k < 2; ++k)
+      for (double v : exe.get(both, {k}).to_vector()) out.push_back(v);
+    return std::make_tuple(out, exe.ops_executed(), draws_over_t);
+  };
+  auto [on, on_launches, on_draws] = run(true, false);
+  auto [off, off_launches, off_draws] = run(false, false);
+  ASSERT_EQ(on.size(), off.size());
+  for (size_t k = 0; k < on.size(); ++k) EXPECT_NEAR(on[k], off[k], 1e-6);
+  EXPECT_EQ(on_draws, 0);
+  EXPECT_EQ(off_draws, 2);
+  EXPECT_LE(on_launches + 2 * 2 * 3, off_launches) << on_launches << " vs " << off_launches;
+  auto [kept, kept_launches, kept_draws] = run(true, true);
+  for (size_t k = 0; k < kept.size(); ++k) EXPECT_NEAR(kept[k], off[k], 1e-6);
+  EXPECT_EQ(kept_draws, 1);  // u, which z reads at each step
 }
 
 // A large value that a recurrence makes at each step and that only per-step reads see dies at
