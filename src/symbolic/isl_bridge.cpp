@@ -166,13 +166,13 @@ class ToIsl {
     return s;
   }
 
-  // bounds_positive() and range() of the set dimensions offset.. for dims, built as one basic set
-  // of inequalities instead of a set operation per comparison: the scheduler builds these for
-  // every statement and every edge.
+  // The ranges of the set dimensions offset.. (dims[k].var at offset + k) and every bound >= 1:
+  // bounds_positive() and range() for each, built as one basic set of inequalities instead of a
+  // set operation per comparison (the scheduler builds these for every statement and edge).
   isl::set ranges(const Dims& dims, int offset) const {
     isl_local_space* ls = check(isl_local_space_from_space(space_.copy()), c_);
     isl_basic_set* bs = check(isl_basic_set_universe(space_.copy()), c_);
-    // coefficient * variable + param - 1 >= 0, or param - 1 >= 0 without the variable
+    // [c * variable] + [param] + constant >= 0
     auto add = [&](std::optional<std::pair<int, int>> var, int param, int constant) {
       isl_constraint* k = isl_constraint_alloc_inequality(isl_local_space_copy(ls));
       if (var) k = isl_constraint_set_coefficient_si(k, isl_dim_set, var->first, var->second);
@@ -336,11 +336,6 @@ ToIsl over_dims(isl_ctx* c, const Dims& dims, const Expr& whole, const std::stri
   for (size_t i = 0; i < dims.size(); ++i) syms.vars.emplace_back(dims[i].var, static_cast<int>(i));
   isl::space sp = make_set_space(c, syms.params, dims, tuple);
   return ToIsl(sp, syms, whole);
-}
-
-// The dims' ranges (and bounds >= 1) in a translator whose set dimension k is dims[k].var.
-isl::set ranges(const ToIsl& tr, const Dims& dims, int offset = 0) {
-  return tr.ranges(dims, offset);
 }
 
 // ---- isl -> Expr -----------------------------------------------------------------------------
@@ -691,7 +686,7 @@ isl::set param_ranges(const isl::set& s, const Dims& dims) {
 isl::set domain_to_isl(isl::ctx ctx, const std::string& name, const Dims& dims) {
   return guarded(cat("building the domain ", name, "[", dims_str(dims), "]"), [&] {
     ToIsl tr = over_dims(ctx.get(), dims, Expr(), name);
-    return ranges(tr, dims).coalesce();
+    return tr.ranges(dims, 0).coalesce();
   });
 }
 
@@ -712,7 +707,8 @@ isl::map edge_to_isl(isl::ctx ctx, const std::string& sink_name, const Dims& sin
       throw UserError(cat("dependence expression `", phi.str(), "` has ", entries.size(), " entr",
                           entries.size() == 1 ? "y" : "ies", " but the source domain [", dims_str(source),
                           "] has ", source.size(), " dimension", source.size() == 1 ? "" : "s"));
-    isl::set s = ranges(tr, sink, 0).intersect(ranges(tr, source, sink.size()));
+    isl::set s =
+        tr.ranges(sink, 0).intersect(tr.ranges(source, static_cast<int>(sink.size())));
     for (size_t k = 0; k < entries.size(); ++k) s = s.intersect(tr.member(tr.dim(sink.size() + k), entries[k]));
     if (cond.defined()) {
       tr.set_whole(cond);
