@@ -153,8 +153,9 @@ std::unique_ptr<Kernel> source_kernel(const KernelCtx& c) {
         for (size_t k = 0; k < leading; ++k) points *= sizes[k];
         const int64_t per_point = points == 0 ? 0 : t.numel() / points;
         std::vector<int64_t> index(leading, 0);  // the point's leading axes, row-major
+        const uint64_t stream = mix(state_ptr->seed ^ mix(static_cast<uint64_t>(key.stream)));
         for (int64_t p = 0; p < points; ++p) {
-          uint64_t h = mix(state_ptr->seed ^ mix(static_cast<uint64_t>(key.stream)));
+          uint64_t h = stream;
           for (size_t j = 0; j < slots.size(); ++j) {
             const int64_t x = key.sources[j] < 0 ? env[slots[j]] : index[key.sources[j]];
             h = mix(h ^ (static_cast<uint64_t>(x) + static_cast<uint64_t>(key.offsets[j])));

@@ -393,7 +393,7 @@ class Vectorizer {
     int sp = position(src.domain, d_);
     const Expr a = read.phi.arg(sp);
     Expr phi = without(read.phi, sp);
-    if (a.is_slice() && a.arg(0).is_const(0) && a.arg(1).same(d_.bound)) {
+    if (reads_whole_batch(read)) {  // (per-point slices have unit step: readable_per_point)
       g_.edge(id).phi = phi;  // the whole batch is the stack the sink read
       return;
     }
