@@ -17,6 +17,7 @@
 #include "llm/checkpoint.h"
 #include "llm/llama.h"
 #include "llm/tokenizer.h"
+#include "rewrite/program_rewrites.h"
 #include "util/error.h"
 
 namespace {
@@ -55,6 +56,9 @@ const char* kUsage =
     "                    batched prefill (one pass per layer over all its positions); greedy\n"
     "                    decoding gives the same tokens either way, sampling draws from\n"
     "                    different random streams\n"
+    "  --rewrites R      graph rewrites of the optimized program: none (default), search\n"
+    "                    (TASO's search under costs measured here) or learned (RLFlow's agent)\n"
+    "  --verbose         print each compile stage's time (and the rewrites' choices)\n"
     "  --profile         time every launch and print where the run's time went, per op\n"
     "  --memory-budget SIZE  keep tracked device memory under SIZE (e.g. 64MiB), or fail\n"
     "                    naming what does not fit (a K/V cache that every step reads whole\n"
@@ -79,11 +83,11 @@ ir::DType parse_dtype(const std::string& flag, const std::string& s) {
 // What the command line sets.
 struct Args {
   std::string config = "tiny", prompt_tokens, prompt_string, attention = "causal";
-  std::string checkpoint, tokenizer_path, save_dir, timeline;
+  std::string checkpoint, tokenizer_path, save_dir, timeline, rewrites = "none";
   std::optional<ir::DType> weights_dtype;
   ir::DType kv_dtype = ir::DType::Float32;
   bool has_config = false, has_prompt = false, has_prompt_tokens = false, stepwise = false;
-  bool profile = false;
+  bool profile = false, verbose = false;
   int64_t layers = 0, tokens = 32, batch = 1, tile = 0, seed = 0, memory_budget = 0;
   llm::Sampling sampling;
 };
@@ -101,8 +105,8 @@ std::optional<Args> parse_command_line(int argc, char** argv) {
       r.stepwise = true;
       continue;
     }
-    if (a == "--profile") {
-      r.profile = true;
+    if (a == "--profile" || a == "--verbose") {
+      (a == "--profile" ? r.profile : r.verbose) = true;
       continue;
     }
     if (k + 1 >= argc) throw UserError(cat("unknown option or missing value: ", a, " (try `tempo generate --help`)"));
@@ -125,6 +129,7 @@ std::optional<Args> parse_command_line(int argc, char** argv) {
     else if (a == "--eos") r.sampling.eos = cli::parse_int(a, v);
     else if (a == "--top-k") r.sampling.top_k = positive(a, v);
     else if (a == "--memory-timeline") r.timeline = v;
+    else if (a == "--rewrites") r.rewrites = v;
     else if (a == "--memory-budget") r.memory_budget = parse_bytes(v, a);
     else throw UserError(cat("unknown option ", a, " (try `tempo generate --help`)"));
   }
@@ -275,6 +280,8 @@ int run_generate_command(int argc, char** argv) {
   o.memory_timeline = a.timeline;
   o.memory_budget = a.memory_budget;
   o.profile = a.profile;
+  o.verbose = a.verbose;
+  rewrite::set_rewrites(o, a.rewrites, "--rewrites", a.verbose);
   if (a.tile) o.passes.tiles = {{"t", a.tile}};
   auto t0 = Clock::now();
   Executable exe = compile(ctx, {{t.bound, steps}, {l.bound, c.layers}}, o);

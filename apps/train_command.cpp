@@ -22,6 +22,7 @@
 #include "loops/schedule_model.h"
 #include "mmap/placement.h"
 #include "nn/safetensors.h"
+#include "rewrite/program_rewrites.h"
 #include "parse_args.h"
 #include "rl/algorithms/algorithms.h"
 #include "rl/algorithms/checkpoint.h"
@@ -95,6 +96,7 @@ struct Args {
   tempo::rl::TrainConfig cfg;
   std::string out;
   std::string swap_policy = "largest";
+  std::string rewrites = "none";
 };
 
 // "t=16" -> {"t", 16}.
@@ -232,6 +234,11 @@ const std::vector<Option>& all_options() {
        "--loop-schedules S  the order of generated loops over narrow rows: measured (default:\n"
        "              both orders compiled, each loop's first calls time them), rows, columns or\n"
        "              learned:FILE (a cost model from `tempo loops schedules`: no timing)\n"},
+      {"--rewrites", true, [](A& a, S, S v) { a.rewrites = v; },
+       "--rewrites R  graph rewrites of the optimized program: none (default), search (TASO's\n"
+       "              search under costs measured on this machine) or learned (RLFlow's agent,\n"
+       "              trained on each region as it compiles); a region is replaced only where\n"
+       "              its cost falls 5% or more and its outputs are checked equal\n"},
       {"--memory-timeline", true, [](A& a, S, S v) { a.cfg.compile.memory_timeline = v; },
        "--memory-timeline FILE  write device and host bytes per executed statement (CSV) and\n"
        "              a plot of them (FILE with .svg)\n"},
@@ -392,6 +399,7 @@ int run_train_command(int argc, char** argv) {
   if (!cfg.resume_dir.empty())
     tempo::rl::check_resumable(cfg, tempo::rl::load_checkpoint(cfg.resume_dir), cfg.resume_dir);
   if (args.swap_policy != "largest") place_swaps(cfg, args.swap_policy);
+  tempo::rewrite::set_rewrites(cfg.compile, args.rewrites, "--rewrites", cfg.compile.verbose);
   const std::string title = cat(cfg.algo, " on ", cfg.env);
   if (!out.empty()) {
     // The curve so far, at most once a second: an interrupted run keeps it.

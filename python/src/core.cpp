@@ -11,6 +11,7 @@
 #include "bindings.h"
 #include "driver/compile.h"
 #include "loops/schedule_model.h"
+#include "rewrite/program_rewrites.h"
 
 namespace tempo::python {
 
@@ -455,6 +456,10 @@ const std::vector<Keyword<CompileOptions>>& compile_keywords() {
       {"loop_schedules",
        [](O& o, py::handle value) {
          loops::set_loop_schedules(o, value.cast<std::string>(), "loop_schedules");
+       }},
+      {"rewrites",
+       [](O& o, py::handle value) {
+         rewrite::set_rewrites(o, value.cast<std::string>(), "rewrites", o.verbose);
        }},
       keyword("block_stores", &O::block_stores),
       keyword("donation", &O::donation),
@@ -1016,14 +1021,16 @@ void bind_context(py::module_& m) {
           },
           py::arg("bounds") = py::none(), guard(), keep_ctx,
           "Compiles the program with values for its bounds ({'T': 100} or {T: 100}) and "
-          "options (deallocate, proximity, fuse, codegen, loop_schedules, block_stores, donation, "
+          "options (deallocate, proximity, fuse, codegen, loop_schedules, rewrites, block_stores, "
+          "donation, "
           "memory_budget, memory_timeline, schedule_memory_limit, schedule_time_limit, "
           "schedule_cache, swap_policy, seed, device, verbose, profile, dump, "
           "dump_dir, no_pass, tiles, tile_above_bytes, static_tiles). dump names compile "
           "stages whose result is written ('passes,schedule' or 'all'). swap_policy(candidates, excess) -> indices "
           "chooses what to swap under memory_budget: candidates are dicts {'rt', 'bytes'}. "
           "loop_schedules: 'measured' (default), 'rows', 'columns' or 'learned:FILE' (a model "
-          "from `tempo loops schedules`).");
+          "from `tempo loops schedules`). rewrites: 'none' (default), 'search' (TASO's search "
+          "under measured op costs) or 'learned' (RLFlow's agent, trained as it compiles).");
 }
 
 }  // namespace

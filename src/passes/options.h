@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "passes/rewrite_region.h"
 #include "util/error.h"
 
 namespace tempo {
@@ -45,6 +46,11 @@ struct PassOptions {
   // (it trades compute for memory); the memory planner turns it on, with `interleave`, when a
   // program does not fit its budget, before it swaps anything.
   bool recompute = false;
+  // Graph rewrites (passes/rewrites.h): each same-point region of matmuls, elementwise and
+  // movement ops is handed to `rewrite_policy` (TASO's search: rewrite::set_rewrites), which may
+  // replace it by an equivalent graph. Without a policy the pass changes nothing.
+  bool rewrites = true;
+  RewritePolicy rewrite_policy;
   bool check_ir = false;  // validate the IR after every pass that changed it
   bool verbose = false;   // per pass: time and op count, to stderr
 

@@ -14,6 +14,7 @@
 #include "passes/graph_edit.h"
 #include "passes/lifting.h"
 #include "passes/recompute.h"
+#include "passes/rewrites.h"
 #include "passes/simplify_indices.h"
 #include "passes/tiling.h"
 #include "passes/vectorize.h"
@@ -56,6 +57,9 @@ constexpr Pass kPipeline[] = {
     // After vectorization, whose batched reads of whole dimensions (a learner's x[0:T]) are
     // windows it splits; after lifting, which turns window sums into scans (no tiles needed).
     {"tiling", &Options::tiling, tile_windows},
+    // On the batched, tiled program, whose regions are the ops that run; before CSE and DCE,
+    // which merge the copies a rewrite makes of shared reads and drop the ops it replaced.
+    {"rewrites", &Options::rewrites, apply_rewrites},
     // Vectorization leaves ops that compute the same batched value from the same inputs.
     {"cse", &Options::cse, eliminate_common_subexpressions},
     // After every pass above leaves the ops it replaced unread.

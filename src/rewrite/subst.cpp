@@ -81,6 +81,8 @@ struct Pattern {
   bool absorbs = false;  // tree: each operand is read only by the root (the rewrite drops it)
   bool ordered = false;
   std::function<Shape(const Graph&, int)> one_per;
+  // Siblings: their second operands are computed from weights alone (folded before running).
+  bool constant_second = true;
 };
 
 Pattern tree(std::vector<Op> roots, int operands = 0, std::vector<Op> operand_ops = {},
@@ -148,7 +150,8 @@ void match_siblings(const Row& r, const Graph& g, const Uses& u, std::vector<Loc
   for (size_t v = 0; v < g.nodes.size(); ++v) {
     std::vector<int> readers;
     for (auto [n, slot] : u.consumers[v])
-      if (slot == 0 && g.nodes[n].op == p.roots[0] && u.constant[g.nodes[n].inputs[1].node])
+      if (slot == 0 && g.nodes[n].op == p.roots[0] &&
+          (!p.constant_second || u.constant[g.nodes[n].inputs[1].node]))
         readers.push_back(n);
     auto try_pair = [&](int a, int b) {
       Location l{a, b};
@@ -261,7 +264,14 @@ std::vector<Row> merge_rows() {
           .name = "merge_matmul_shared_input",
           .identity = "(matmul(x, w1), matmul(x, w2)) = split(matmul(x, concat(w1, w2, axis=1)), "
                       "axis=1)",
-          .pattern = siblings(Op::MatMul),
+          // Also where the second operands change at every run (a Tempo program's parameters
+          // inside its training loop): concatenating them is then a cost the model counts.
+          .pattern =
+              [] {
+                Pattern p = siblings(Op::MatMul);
+                p.constant_second = false;
+                return p;
+              }(),
           .when =
               [](const Graph& g, const Uses&, const Location& l) {
                 const Node &a = g.nodes[l[0]], &b = g.nodes[l[1]];

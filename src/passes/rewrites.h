@@ -1,0 +1,17 @@
+// Graph rewrites chosen by a policy (passes/rewrite_region.h): the optimized SDG's same-point
+// regions of matmuls, elementwise and movement ops with constant shapes go to
+// Options::rewrite_policy one domain at a time; a graph it returns replaces the region's ops
+// (their readers read the new ops, DCE removes the old ones).
+#pragma once
+
+#include "passes/pipeline.h"
+
+namespace tempo::passes {
+
+bool apply_rewrites(Program& p);
+
+// The regions apply_rewrites hands to the policy, in op order of their first op (for tests and
+// `--verbose`).
+std::vector<RewriteRegion> rewrite_regions(const Program& p);
+
+}  // namespace tempo::passes

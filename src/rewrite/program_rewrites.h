@@ -1,0 +1,44 @@
+// Graph rewrites of Tempo's own programs: the policies behind CompileOptions' rewrite choice
+// (passes/rewrite_region.h). A region of the optimized SDG becomes a rewrite graph (graph.h),
+// a policy chooses substitutions on it, and the cheaper graph goes back to the compiler after
+// its outputs are checked against the region's on random inputs.
+//
+//   none      the compiler's program (the default)
+//   search    TASO's backtracking search (search.h) under the measured cost model (evaluate.h)
+//   learned   RLFlow's PPO agent (agent.h), trained on each region as the program compiles
+#pragma once
+
+#include <string>
+
+#include "driver/compile.h"
+#include "passes/rewrite_region.h"
+#include "rewrite/graph.h"
+#include "rewrite/search.h"
+
+namespace tempo::rewrite {
+
+Graph to_graph(const RewriteRegion& region);
+// `g`'s nodes as region nodes (a matmul's fused activation becomes a node of its own).
+RewriteRegion to_region(const Graph& g);
+
+struct ProgramRewriteOptions {
+  SearchOptions search{.alpha = 1.05, .budget = 100, .max_seconds = 5};
+  bool learned = false;  // the agent instead of the search
+  double agent_seconds = 20;
+  // A graph replaces the region only where the cost model puts it at least this much faster
+  // (a fraction of the region's cost): the model's error on small ops is a few percent.
+  double min_gain = 0.05;
+  bool verbose = false;  // per region: its cost before and after, and the substitutions
+};
+
+// The policy: the search's (or the agent's) cheapest graph, if it is `min_gain` faster and its
+// outputs equal the region's (relative difference at most 1e-4). Costs are measured once per
+// (op, shapes) and kept in $TEMPO_CACHE_DIR/rewrite_costs.tsv.
+RewritePolicy program_rewrite_policy(const ProgramRewriteOptions& options = {});
+
+// Sets `o.passes.rewrite_policy` from a command-line value: none, search or learned; `what`
+// names the option in errors.
+void set_rewrites(CompileOptions& o, const std::string& name, const std::string& what,
+                  bool verbose = false);
+
+}  // namespace tempo::rewrite
