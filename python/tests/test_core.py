@@ -184,6 +184,8 @@ def test_bad_input_is_a_clear_error():
     with pytest.raises(tempo.UserError,
                        match="loop_schedules 'fastest': expected rows, measured, columns or learned"):
         ctx.compile({"T": 3}, loop_schedules="fastest")
+    with pytest.raises(tempo.UserError, match="rewrites 'greedy': expected none, search or learned"):
+        ctx.compile({"T": 3}, rewrites="greedy")
     with pytest.raises(TypeError, match="no truth value"):
         bool(x > 0)
     with pytest.raises(tempo.UserError, match="not supported"):
@@ -252,6 +254,22 @@ def test_loop_schedules_by_name_and_learned_give_the_same_values():
         np.testing.assert_array_equal(r, results[0])
     with pytest.raises(tempo.UserError, match="not a loop schedule model"):
         ctx.compile({T: 3}, loop_schedules="learned:" + __file__)
+
+
+def test_rewrites_by_search_give_the_same_values():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 64, 8)).astype(np.float32)
+    w1, w2 = (rng.standard_normal((8, 16)).astype(np.float32) for _ in range(2))
+    results = []
+    for rewrites in ("none", "search"):
+        ctx = tempo.Context()
+        t, T = ctx.dim("t", "T")
+        x = source(ctx, [t], a)
+        y = ((x @ ctx.tensor(w1)).tanh() + (x @ ctx.tensor(w2)).relu()).retain()
+        exe = ctx.compile({T: 3}, rewrites=rewrites)
+        exe.run()
+        results.append(np.stack([exe.get(y, (k,)) for k in range(3)]))
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-5, atol=1e-5)
 
 
 def test_compile_stages_dump_their_results(tmp_path):
