@@ -242,7 +242,8 @@ bool replace(Program& p, const Built& b, const RewriteRegion& r) {
       continue;
     }
     for (auto [j, out] : n.inputs) {
-      if (j < 0 || j >= static_cast<int>(k)) internal_error(cat(who, " is not in topological order"));
+      if (j < 0 || j >= static_cast<int>(k))
+        internal_error(cat(who, " is not in topological order"));
       for (size_t d = 0; d < rank; ++d) v.dims[d] = v.dims[d] || values[j].dims[d];
     }
     // A node of weights alone runs over the dims they vary along (once per layer, not per step).
