@@ -141,8 +141,9 @@ TEST(ProgramRewrites, RandomSubstitutionsOnRandomProgramsKeepTheValues) {
           case 3: acts.push_back((a * b).sigmoid()); break;
           case 4: acts.push_back(a.reshape({8, 4}).reshape({4, 8}).relu()); break;
           case 5: weights.push_back(w.transpose(0, 1).matmul(weights[pick(weights.size())])); break;
-          case 6: acts.push_back(tempo::cat({a, b}, 1).matmul(tempo::cat({w, w.transpose(0, 1)}, 0)));
-                  break;
+          case 6:
+            acts.push_back(tempo::cat({a, b}, 1).matmul(tempo::cat({w, w.transpose(0, 1)}, 0)));
+            break;
           default: acts.push_back(a.matmul(w) + b.matmul(w)); break;
         }
       }
