@@ -321,12 +321,6 @@ bool replace(Program& p, const Built& b, const RewriteRegion& r) {
 
 }  // namespace
 
-std::vector<RewriteRegion> rewrite_regions(const Program& p) {
-  std::vector<RewriteRegion> out;
-  for (Built& b : regions(p)) out.push_back(std::move(b.region));
-  return out;
-}
-
 bool apply_rewrites(Program& p) {
   if (!p.options.rewrite_policy) return false;
   // Ops made by the passes after domain reduction may not vary along a dim of their domain (a

@@ -10,8 +10,4 @@ namespace tempo::passes {
 
 bool apply_rewrites(Program& p);
 
-// The regions apply_rewrites hands to the policy, in op order of their first op (for tests and
-// `--verbose`).
-std::vector<RewriteRegion> rewrite_regions(const Program& p);
-
 }  // namespace tempo::passes
