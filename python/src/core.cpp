@@ -1030,7 +1030,8 @@ void bind_context(py::module_& m) {
           "chooses what to swap under memory_budget: candidates are dicts {'rt', 'bytes'}. "
           "loop_schedules: 'measured' (default), 'rows', 'columns' or 'learned:FILE' (a model "
           "from `tempo loops schedules`). rewrites: 'none' (default), 'search' (TASO's search "
-          "under measured op costs) or 'learned' (RLFlow's agent, trained as it compiles).");
+          "under measured op costs), 'learned' or 'world-model' (RLFlow's agents, trained as "
+          "it compiles).");
 }
 
 }  // namespace

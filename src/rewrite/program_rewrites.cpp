@@ -7,6 +7,7 @@
 
 #include "rewrite/agent.h"
 #include "rewrite/evaluate.h"
+#include "rewrite/world_model.h"
 #include "util/env.h"
 #include "util/error.h"
 
@@ -97,11 +98,15 @@ RewritePolicy program_rewrite_policy(const ProgramRewriteOptions& options) {
     const size_t places = all_matches(g).size();
     Graph best = g;
     size_t steps = 0;
-    if (places > 0 && options.learned) {
+    using Chooser = ProgramRewriteOptions::Chooser;
+    if (places > 0 && options.chooser == Chooser::Agent) {
       PpoOptions po;
       po.max_seconds = options.agent_seconds;
       AgentResult a = train_ppo(g, shared->cost, po);
       best = std::move(a.best), steps = a.steps.size();
+    } else if (places > 0 && options.chooser == Chooser::WorldModel) {
+      WorldModelResult w = train_world_model(g, shared->cost);
+      best = std::move(w.best), steps = w.steps.size();
     } else if (places > 0) {
       SearchResult s = taso_search(g, shared->cost, options.search);
       best = std::move(s.best), steps = s.steps.size();
@@ -139,10 +144,12 @@ void set_rewrites(CompileOptions& o, const std::string& name, const std::string&
     o.passes.rewrite_policy = nullptr;
     return;
   }
-  if (name != "search" && name != "learned")
-    throw UserError(cat(what, " '", name, "': expected none, search or learned"));
+  using Chooser = ProgramRewriteOptions::Chooser;
   ProgramRewriteOptions po;
-  po.learned = name == "learned";
+  if (name == "search") po.chooser = Chooser::Search;
+  else if (name == "learned") po.chooser = Chooser::Agent;
+  else if (name == "world-model") po.chooser = Chooser::WorldModel;
+  else throw UserError(cat(what, " '", name, "': expected none, search, learned or world-model"));
   po.verbose = verbose;
   o.passes.rewrite_policy = program_rewrite_policy(po);
 }

@@ -5,7 +5,9 @@
 //
 //   none      the compiler's program (the default)
 //   search    TASO's backtracking search (search.h) under the measured cost model (evaluate.h)
-//   learned   RLFlow's PPO agent (agent.h), trained on each region as the program compiles
+//   learned   RLFlow's model-free PPO agent (agent.h), trained on each region as it compiles
+//   world-model  RLFlow's model-based agent (world_model.h): a controller trained in a world
+//             model of each region's rewrites, learned from random episodes as it compiles
 #pragma once
 
 #include <string>
@@ -22,22 +24,22 @@ Graph to_graph(const RewriteRegion& region);
 RewriteRegion to_region(const Graph& g);
 
 struct ProgramRewriteOptions {
+  enum class Chooser { Search, Agent, WorldModel } chooser = Chooser::Search;
   SearchOptions search{.alpha = 1.05, .budget = 100, .max_seconds = 5};
-  bool learned = false;  // the agent instead of the search
-  double agent_seconds = 20;
+  double agent_seconds = 20;  // the model-free agent's training per region, at most
   // A graph replaces the region only where the cost model puts it at least this much faster
   // (a fraction of the region's cost): the model's error on small ops is a few percent.
   double min_gain = 0.05;
   bool verbose = false;  // per region: its cost before and after, and the substitutions
 };
 
-// The policy: the search's (or the agent's) cheapest graph, if it is `min_gain` faster and its
+// The policy: the search's (or an agent's) cheapest graph, if it is `min_gain` faster and its
 // outputs equal the region's (relative difference at most 1e-4). Costs are measured once per
 // (op, shapes) and kept in $TEMPO_CACHE_DIR/rewrite_costs.tsv.
 RewritePolicy program_rewrite_policy(const ProgramRewriteOptions& options = {});
 
-// Sets `o.passes.rewrite_policy` from a command-line value: none, search or learned; `what`
-// names the option in errors.
+// Sets `o.passes.rewrite_policy` from a command-line value: none, search, learned or
+// world-model; `what` names the option in errors.
 void set_rewrites(CompileOptions& o, const std::string& name, const std::string& what,
                   bool verbose = false);
 

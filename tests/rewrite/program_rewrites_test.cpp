@@ -198,21 +198,24 @@ TEST(ProgramRewrites, RegionsRoundTripThroughRewriteGraphs) {
   EXPECT_EQ(max_difference(evaluate(back), evaluate(g)), 0.0);
 }
 
-// The search under measured costs: whatever it takes, the values stay.
-TEST(ProgramRewrites, SearchKeepsTheValues) {
+// The search and the agents under measured costs: whatever they take, the values stay.
+TEST(ProgramRewrites, SearchAndAgentsKeepTheValues) {
   const Result before = run_program(nullptr, true, 64);
-  CompileOptions o;
-  set_rewrites(o, "search", "rewrites");
-  const Result after = run_program(o.passes.rewrite_policy, true, 64);
-  for (size_t k = 0; k < before.values.size(); ++k)
-    EXPECT_NEAR(after.values[k], before.values[k], 1e-4 * (1 + std::abs(before.values[k])));
-  EXPECT_LE(after.matmuls, 2);
+  for (const char* policy : {"search", "learned", "world-model"}) {
+    SCOPED_TRACE(policy);
+    CompileOptions o;
+    set_rewrites(o, policy, "rewrites");
+    const Result after = run_program(o.passes.rewrite_policy, true, 64);
+    for (size_t k = 0; k < before.values.size(); ++k)
+      EXPECT_NEAR(after.values[k], before.values[k], 1e-4 * (1 + std::abs(before.values[k])));
+    EXPECT_LE(after.matmuls, 2);
+  }
 }
 
 TEST(ProgramRewrites, UnknownPolicyIsAnError) {
   CompileOptions o;
   testing::expect_user_error([&] { set_rewrites(o, "greedy", "--rewrites"); },
-                             {"--rewrites 'greedy'", "expected none, search or learned"});
+                             {"--rewrites 'greedy'", "expected none, search, learned or world-model"});
   set_rewrites(o, "none", "--rewrites");
   EXPECT_FALSE(o.passes.rewrite_policy);
 }
