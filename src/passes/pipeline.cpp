@@ -51,6 +51,10 @@ constexpr Pass kPipeline[] = {
     // Before vectorization, which batches the copies over the window the late reader reads.
     {"recompute", &Options::recompute, recompute_activations},
     {"vectorize", &Options::vectorize, vectorize},
+    // Again after vectorization, which makes ops that need not run at every point of their
+    // domain: a decoder layer's weights indexed from the stacked ones at every step (t, l) are
+    // indexed once per layer (decoding at batch 1: 8% less time per token on the tiny model).
+    {"domain-reduction", &Options::domain_reduction, reduce_domains},
     // Again after vectorization, whose batched ops match rules that per-step ops do not (a sum
     // over t of per-step matmuls).
     {"algebraic", &Options::algebraic, simplify_algebra},

@@ -8,7 +8,6 @@
 #include <string>
 #include <tuple>
 
-#include "passes/domain_reduction.h"
 #include "passes/graph_edit.h"
 #include "symbolic/simplify.h"
 
@@ -323,23 +322,16 @@ bool replace(Program& p, const Built& b, const RewriteRegion& r) {
 
 bool apply_rewrites(Program& p) {
   if (!p.options.rewrite_policy) return false;
-  // Ops made by the passes after domain reduction may not vary along a dim of their domain (a
-  // layer's weights taken from the stacked ones at every step): reduced, a substitution sees
-  // them as weights and runs what it computes from them alone at fewer points. The program
-  // changes only where a region is replaced.
-  Program q = p;
-  reduce_domains(q);
   bool changed = false;
-  for (const Built& b : regions(q)) {
-    std::optional<RewriteRegion> r = q.options.rewrite_policy(b.region);
+  for (const Built& b : regions(p)) {
+    std::optional<RewriteRegion> r = p.options.rewrite_policy(b.region);
     if (!r) continue;
-    const bool done = replace(q, b, *r);
-    if (q.options.verbose)
+    const bool done = replace(p, b, *r);
+    if (p.options.verbose)
       std::cerr << "[tempo] rewrites: " << b.region.where << ": "
                 << (done ? "replaced" : "kept (the graph cannot replace it in place)") << "\n";
     changed |= done;
   }
-  if (changed) p = std::move(q);
   return changed;
 }
 
