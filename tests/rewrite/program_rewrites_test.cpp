@@ -214,8 +214,9 @@ TEST(ProgramRewrites, SearchAndAgentsKeepTheValues) {
 
 TEST(ProgramRewrites, UnknownPolicyIsAnError) {
   CompileOptions o;
-  testing::expect_user_error([&] { set_rewrites(o, "greedy", "--rewrites"); },
-                             {"--rewrites 'greedy'", "expected none, search, learned or world-model"});
+  testing::expect_user_error(
+      [&] { set_rewrites(o, "greedy", "--rewrites"); },
+      {"--rewrites 'greedy'", "expected none, search, learned or world-model"});
   set_rewrites(o, "none", "--rewrites");
   EXPECT_FALSE(o.passes.rewrite_policy);
 }
