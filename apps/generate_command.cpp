@@ -282,7 +282,7 @@ int run_generate_command(int argc, char** argv) {
   o.memory_budget = a.memory_budget;
   o.profile = a.profile;
   o.verbose = a.verbose;
-  rewrite::set_rewrites(o, a.rewrites, "--rewrites", a.verbose);
+  rewrite::set_rewrites(o, a.rewrites, "--rewrites");
   if (a.tile) o.passes.tiles = {{"t", a.tile}};
   auto t0 = Clock::now();
   Executable exe = compile(ctx, {{t.bound, steps}, {l.bound, c.layers}}, o);

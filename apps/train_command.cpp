@@ -400,7 +400,7 @@ int run_train_command(int argc, char** argv) {
   if (!cfg.resume_dir.empty())
     tempo::rl::check_resumable(cfg, tempo::rl::load_checkpoint(cfg.resume_dir), cfg.resume_dir);
   if (args.swap_policy != "largest") place_swaps(cfg, args.swap_policy);
-  tempo::rewrite::set_rewrites(cfg.compile, args.rewrites, "--rewrites", cfg.compile.verbose);
+  tempo::rewrite::set_rewrites(cfg.compile, args.rewrites, "--rewrites");
   const std::string title = cat(cfg.algo, " on ", cfg.env);
   if (!out.empty()) {
     // The curve so far, at most once a second: an interrupted run keeps it.

@@ -29,7 +29,7 @@ using Clock = std::chrono::steady_clock;
 
 // TASO's merge of two matmuls reading one input, wherever it first matches in a region.
 RewritePolicy merge_everywhere() {
-  return [](const RewriteRegion& region) -> std::optional<RewriteRegion> {
+  return [](const RewriteRegion& region) {
     rewrite::Graph g = rewrite::to_graph(region);
     bool merged = false;
     for (bool again = true; again;) {
@@ -41,10 +41,9 @@ RewritePolicy merge_everywhere() {
           break;
         }
     }
-    if (!merged) return std::nullopt;
-    RewriteRegion r = rewrite::to_region(g.rebuilt());
-    r.where = region.where;
-    return r;
+    RewriteChoice c;
+    if (merged) c.graph = rewrite::to_region(g.rebuilt());
+    return c;
   };
 }
 
@@ -88,9 +87,13 @@ int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const int64_t I = quick ? 10 : 40, T = 200;
   const int runs = quick ? 3 : 7;
-  rewrite::ProgramRewriteOptions search;
-  search.verbose = true;
-  const RewritePolicy searched = rewrite::program_rewrite_policy(search);
+  // The search's figures for each region, to stderr.
+  const RewritePolicy searched = [policy = rewrite::program_rewrite_policy()](
+                                     const RewriteRegion& region) {
+    RewriteChoice c = policy(region);
+    std::fprintf(stderr, "search: %s: %s\n", region.where.c_str(), c.why.c_str());
+    return c;
+  };
   std::printf("actor-critic heads per step, %lld iterations x %lld steps, fastest of %d runs\n\n",
               static_cast<long long>(I), static_cast<long long>(T), runs);
   std::printf("| rows x hidden -> actions | none us/step | merged us/step | merged/none | "

@@ -459,7 +459,7 @@ const std::vector<Keyword<CompileOptions>>& compile_keywords() {
        }},
       {"rewrites",
        [](O& o, py::handle value) {
-         rewrite::set_rewrites(o, value.cast<std::string>(), "rewrites", o.verbose);
+         rewrite::set_rewrites(o, value.cast<std::string>(), "rewrites");
        }},
       keyword("block_stores", &O::block_stores),
       keyword("donation", &O::donation),

@@ -14,18 +14,14 @@ bool mergeable(const ir::OpNode& op) {
   return !has_effect(op) && op.kind != ir::OpKind::Merge;
 }
 
-std::string str(const Expr& e) {
-  return e.defined() ? e.str() : "-";
-}
-
 // Everything that determines an op's value, as a string (op ids of inputs included, so equal
 // keys mean equal values once the inputs have been merged).
 std::string key(const ir::Graph& g, const ir::OpNode& op) {
   std::ostringstream os;
   const ir::Attrs& a = op.attrs;
   os.precision(17);
-  os << static_cast<int>(op.kind) << '|' << str(op.cond) << '|' << static_cast<int>(a.dtype) << '|'
-     << a.keepdim << '|' << a.scalar << '|';
+  os << static_cast<int>(op.kind) << '|' << expr_key(op.cond) << '|' << static_cast<int>(a.dtype)
+     << '|' << a.keepdim << '|' << a.scalar << '|';
   for (const Dim& d : op.domain) os << d.name() << ',';
   os << '|';
   for (int64_t v : a.ints) os << v << ',';
@@ -35,7 +31,7 @@ std::string key(const ir::Graph& g, const ir::OpNode& op) {
   for (const ir::TensorType& t : op.outputs) os << t.str() << ',';
   for (ir::EdgeId id : op.inputs) {
     const ir::Edge& e = g.edge(id);
-    os << "|%" << e.source << '.' << e.source_output << str(e.phi) << str(e.cond);
+    os << "|%" << e.source << '.' << e.source_output << expr_key(e.phi) << expr_key(e.cond);
   }
   return os.str();
 }

@@ -46,6 +46,8 @@ std::vector<bool> needed_ops(const Program& p) {
   return live;
 }
 
+std::string expr_key(const Expr& e) { return e.defined() ? e.str() : "-"; }
+
 bool mentions(const Expr& e, const Dim& d) {
   return e.defined() && sym::depends_on(e, d.var);
 }
@@ -145,14 +147,20 @@ void compact(Program& p, const std::vector<bool>& keep) {
   p.graph = std::move(g);
 }
 
-std::optional<int64_t> bytes_of(const ir::TensorType& t, size_t from_dim, const Program& p) {
+std::optional<int64_t> bound_size(const Expr& size, const Program& p) {
   std::vector<std::pair<Expr, Expr>> values;
   for (const auto& [name, v] : p.bound_values) values.emplace_back(Expr::bound(name), Expr(v));
+  const Expr d = sym::simplify(sym::substitute(size, values), {});
+  if (!d.is_const()) return std::nullopt;
+  return d.value();
+}
+
+std::optional<int64_t> bytes_of(const ir::TensorType& t, size_t from_dim, const Program& p) {
   int64_t n = static_cast<int64_t>(ir::dtype_size(t.dtype));
   for (size_t k = from_dim; k < t.shape.rank(); ++k) {
-    Expr d = sym::simplify(sym::substitute(t.shape[k], values), {});
-    if (!d.is_const()) return std::nullopt;
-    n *= d.value();
+    const std::optional<int64_t> d = bound_size(t.shape[k], p);
+    if (!d) return std::nullopt;
+    n *= *d;
   }
   return n;
 }

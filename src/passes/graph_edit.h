@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/sdg.h"
@@ -18,6 +19,9 @@ bool has_effect(const ir::OpNode& op);
 
 // The ops DCE keeps: those with an effect, the retained ones, and every op they read.
 std::vector<bool> needed_ops(const Program& p);
+
+// An expression's printed form for keys that compare reads ("-" where it is undefined).
+std::string expr_key(const Expr& e);
 
 // Whether e is defined and mentions d's variable.
 bool mentions(const Expr& e, const Dim& d);
@@ -49,6 +53,8 @@ std::optional<double> const_input(const ir::Graph& g, const ir::OpNode& op, int 
 // The op that input `input` of `op` reads.
 const ir::OpNode& input_op(const ir::Graph& g, const ir::OpNode& op, int input);
 
+// A size with the program's bound values (T -> 128), if that makes it a constant.
+std::optional<int64_t> bound_size(const Expr& size, const Program& p);
 // The bytes of dims from_dim.. of a type with the program's bound values, if that is a constant.
 std::optional<int64_t> bytes_of(const ir::TensorType& t, size_t from_dim, const Program& p);
 

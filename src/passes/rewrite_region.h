@@ -31,8 +31,13 @@ struct RewriteRegion {
   std::string where;                         // the domain and its first op, for messages
 };
 
-// Returns a graph with the region's inputs (by name) and outputs (in order) that computes the
-// same values, or nothing to keep the region as it is.
-using RewritePolicy = std::function<std::optional<RewriteRegion>(const RewriteRegion&)>;
+// A policy's answer for a region: a graph with the region's inputs (by name) and outputs (in
+// order) that computes the same values, or nothing to keep the region as it is; and why (sizes,
+// costs), which the pass prints when the compile is verbose.
+struct RewriteChoice {
+  std::optional<RewriteRegion> graph;
+  std::string why;
+};
+using RewritePolicy = std::function<RewriteChoice(const RewriteRegion&)>;
 
 }  // namespace tempo

@@ -9,7 +9,6 @@
 #include <tuple>
 
 #include "passes/graph_edit.h"
-#include "symbolic/simplify.h"
 
 namespace tempo::passes {
 
@@ -47,13 +46,11 @@ std::optional<OpKind> op_kind(const std::string& name) {
 // The sizes of a float32 type with the program's bound values (T -> 128), if they are constants.
 std::optional<Shape> static_shape(const ir::TensorType& t, const Program& p) {
   if (t.dtype != ir::DType::Float32) return std::nullopt;
-  std::vector<std::pair<Expr, Expr>> values;
-  for (const auto& [name, v] : p.bound_values) values.emplace_back(Expr::bound(name), Expr(v));
   Shape s;
   for (const Expr& d : t.shape.dims) {
-    Expr size = sym::simplify(sym::substitute(d, values), {});
-    if (!size.is_const()) return std::nullopt;
-    s.push_back(size.value());
+    const std::optional<int64_t> size = bound_size(d, p);
+    if (!size) return std::nullopt;
+    s.push_back(*size);
   }
   return s;
 }
@@ -85,8 +82,6 @@ bool joins_region(const Program& p, const OpNode& op) {
       return true;
   }
 }
-
-std::string phi_str(const Expr& e) { return e.defined() ? e.str() : std::string(); }
 
 // A region with what its nodes stand for in the SDG.
 struct Built {
@@ -136,7 +131,7 @@ Built build_region(const Program& p, const std::vector<OpId>& members) {
         n.inputs.push_back({node_of.at(e.source), e.source_output});
         continue;
       }
-      auto key = std::make_tuple(e.source, e.source_output, phi_str(e.phi), phi_str(e.cond));
+      auto key = std::make_tuple(e.source, e.source_output, expr_key(e.phi), expr_key(e.cond));
       auto [it, fresh] = input_of.emplace(key, static_cast<int>(b.region.nodes.size()));
       if (fresh) {
         RewriteRegion::Node in;
@@ -324,12 +319,14 @@ bool apply_rewrites(Program& p) {
   if (!p.options.rewrite_policy) return false;
   bool changed = false;
   for (const Built& b : regions(p)) {
-    std::optional<RewriteRegion> r = p.options.rewrite_policy(b.region);
-    if (!r) continue;
-    const bool done = replace(p, b, *r);
+    const RewriteChoice c = p.options.rewrite_policy(b.region);
+    const bool done = c.graph && replace(p, b, *c.graph);
     if (p.options.verbose)
-      std::cerr << "[tempo] rewrites: " << b.region.where << ": "
-                << (done ? "replaced" : "kept (the graph cannot replace it in place)") << "\n";
+      std::cerr << "[tempo] rewrites: " << b.region.where << ": " << c.why
+                << (done        ? ": replaced"
+                    : c.graph ? ": kept (the graph cannot replace it in place)"
+                              : ": kept")
+                << "\n";
     changed |= done;
   }
   return changed;

@@ -1,6 +1,5 @@
 #include "rewrite/program_rewrites.h"
 
-#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -92,7 +91,7 @@ RewritePolicy program_rewrite_policy(const ProgramRewriteOptions& options) {
     CostModel cost;
   };
   auto shared = std::make_shared<Shared>(co);
-  return [options, shared](const RewriteRegion& region) -> std::optional<RewriteRegion> {
+  return [options, shared](const RewriteRegion& region) {
     std::lock_guard<std::mutex> lock(shared->mutex);
     const Graph g = to_graph(region);
     const size_t places = all_matches(g).size();
@@ -122,24 +121,16 @@ RewritePolicy program_rewrite_policy(const ProgramRewriteOptions& options) {
       eo.weight_scale = 0.1;
       difference = max_difference(evaluate(best, eo), evaluate(g, eo));
     }
-    const bool take = faster && difference <= 1e-4;
-    if (options.verbose)
-      std::fprintf(stderr,
-                   "[tempo] rewrites: %s: %lld ops, %zu places a substitution applies, %.4f ms -> "
-                   "%.4f ms by the cost model after %zu substitutions%s\n",
-                   region.where.c_str(), static_cast<long long>(g.num_ops()), places, before,
-                   after, steps,
-                   take     ? ": taken"
-                   : faster ? ": kept (outputs differ)"
-                            : ": kept");
-    if (!take) return std::nullopt;
-    r.where = region.where;
-    return r;
+    RewriteChoice c;
+    c.why = cat(g.num_ops(), " ops, ", places, " places a substitution applies, ", before,
+                " ms -> ", after, " ms by the cost model after ", steps, " substitutions",
+                faster && difference > 1e-4 ? " (outputs differ)" : "");
+    if (faster && difference <= 1e-4) c.graph = std::move(r);
+    return c;
   };
 }
 
-void set_rewrites(CompileOptions& o, const std::string& name, const std::string& what,
-                  bool verbose) {
+void set_rewrites(CompileOptions& o, const std::string& name, const std::string& what) {
   if (name == "none") {
     o.passes.rewrite_policy = nullptr;
     return;
@@ -150,7 +141,6 @@ void set_rewrites(CompileOptions& o, const std::string& name, const std::string&
   else if (name == "learned") po.chooser = Chooser::Agent;
   else if (name == "world-model") po.chooser = Chooser::WorldModel;
   else throw UserError(cat(what, " '", name, "': expected none, search, learned or world-model"));
-  po.verbose = verbose;
   o.passes.rewrite_policy = program_rewrite_policy(po);
 }
 

@@ -30,17 +30,16 @@ struct ProgramRewriteOptions {
   // A graph replaces the region only where the cost model puts it at least this much faster
   // (a fraction of the region's cost): the model's error on small ops is a few percent.
   double min_gain = 0.05;
-  bool verbose = false;  // per region: its cost before and after, and the substitutions
 };
 
 // The policy: the search's (or an agent's) cheapest graph, if it is `min_gain` faster and its
-// outputs equal the region's (relative difference at most 1e-4). Costs are measured once per
-// (op, shapes) and kept in $TEMPO_CACHE_DIR/rewrite_costs.tsv.
+// outputs equal the region's (relative difference at most 1e-4); why: the region's ops, the
+// places a substitution applies and the costs. Costs are measured once per (op, shapes) and
+// kept in $TEMPO_CACHE_DIR/rewrite_costs.tsv.
 RewritePolicy program_rewrite_policy(const ProgramRewriteOptions& options = {});
 
 // Sets `o.passes.rewrite_policy` from a command-line value: none, search, learned or
 // world-model; `what` names the option in errors.
-void set_rewrites(CompileOptions& o, const std::string& name, const std::string& what,
-                  bool verbose = false);
+void set_rewrites(CompileOptions& o, const std::string& name, const std::string& what);
 
 }  // namespace tempo::rewrite

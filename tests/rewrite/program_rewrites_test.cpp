@@ -17,17 +17,30 @@ namespace {
 
 // A policy that merges the first two matmuls reading one input (TASO's merge_matmul_shared_input).
 RewritePolicy merge_first_matmuls(int* calls) {
-  return [calls](const RewriteRegion& region) -> std::optional<RewriteRegion> {
+  return [calls](const RewriteRegion& region) {
     ++*calls;
     const Graph g = to_graph(region);
+    RewriteChoice c;
     for (const Match& m : all_matches(g))
       if (m.rule == rule_index("merge_matmul_shared_input")) {
-        RewriteRegion r = to_region(apply(g, m));
-        r.where = region.where;
-        return r;
+        c.graph = to_region(apply(g, m));
+        break;
       }
-    return std::nullopt;
+    return c;
   };
+}
+
+// The ops a compiled program runs: its own and those inside its fused regions.
+std::vector<const ir::OpNode*> ops_run(const ir::Graph& g) {
+  std::vector<const ir::OpNode*> out;
+  for (const ir::OpNode& op : g.ops()) {
+    if (op.kind != ir::OpKind::Fused) {
+      out.push_back(&op);
+      continue;
+    }
+    for (const ir::OpNode* in : ops_run(op.attrs.region->body)) out.push_back(in);
+  }
+  return out;
 }
 
 struct Result {
@@ -53,15 +66,11 @@ Result run_program(const RewritePolicy& policy, bool vectorize, int64_t rows = 4
   Result r;
   for (int64_t a = 0; a < 2; ++a)
     for (int64_t b = 0; b < 3; ++b) r.values.push_back(exe.get(out, {a, b}).to_vector().at(0));
-  std::function<void(const ir::Graph&)> count = [&](const ir::Graph& g) {
-    for (const ir::OpNode& op : g.ops()) {
-      if (op.kind == ir::OpKind::Fused) count(op.attrs.region->body);
-      r.matmuls += op.kind == ir::OpKind::MatMul;
-      if (op.kind != ir::OpKind::Cat) continue;
-      (op.domain.size() == 1 ? r.concats_per_iteration : r.concats_per_step) += 1;
-    }
-  };
-  count(exe.impl().graph);
+  for (const ir::OpNode* op : ops_run(exe.impl().graph)) {
+    r.matmuls += op->kind == ir::OpKind::MatMul;
+    if (op->kind == ir::OpKind::Cat)
+      (op->domain.size() == 1 ? r.concats_per_iteration : r.concats_per_step) += 1;
+  }
   return r;
 }
 
@@ -99,12 +108,8 @@ TEST(ProgramRewrites, MergeThatWouldReadItsOwnOutputIsKept) {
     Executable exe = compile(ctx, {{t.bound, 2}}, o);
     exe.run();
     int matmuls = 0;
-    for (const ir::OpNode& op : exe.impl().graph.ops())
-      if (op.kind == ir::OpKind::Fused)
-        for (const ir::OpNode& in : op.attrs.region->body.ops())
-          matmuls += in.kind == ir::OpKind::MatMul;
-      else
-        matmuls += op.kind == ir::OpKind::MatMul;
+    for (const ir::OpNode* op : ops_run(exe.impl().graph))
+      matmuls += op->kind == ir::OpKind::MatMul;
     return std::make_pair(exe.get(out, {1}).to_vector().at(0), matmuls);
   };
   int calls = 0;
@@ -163,7 +168,7 @@ TEST(ProgramRewrites, RandomSubstitutionsOnRandomProgramsKeepTheValues) {
       return v;
     };
     bool changed = false;
-    RewritePolicy random_steps = [&](const RewriteRegion& region) -> std::optional<RewriteRegion> {
+    RewritePolicy random_steps = [&](const RewriteRegion& region) {
       std::mt19937_64 rng(seed * 7919);
       Graph g = to_graph(region);
       for (int step = 0; step < 6; ++step) {
@@ -172,9 +177,7 @@ TEST(ProgramRewrites, RandomSubstitutionsOnRandomProgramsKeepTheValues) {
         g = apply(g, ms[rng() % ms.size()]);
         changed = true;
       }
-      RewriteRegion r = to_region(g.rebuilt());
-      r.where = region.where;
-      return r;
+      return RewriteChoice{to_region(g.rebuilt()), ""};
     };
     const std::vector<double> before = values(nullptr), after = values(random_steps);
     replaced += changed;
