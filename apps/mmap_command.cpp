@@ -30,15 +30,16 @@ const char* kUsage =
     "MCTS (MuZero-style search planning with the game itself, Drop-backup) and the\n"
     "MMap-MuZero agent (networks trained per instance by self-play).\n\n"
     "  tempo mmap bench [--quick] [--seconds S] [--no-extracted] [--train-seconds S]\n"
-    "      [--no-agent] [--planning latent|game] [--plot FILE.svg]\n"
+    "      [--no-agent] [--no-hint] [--planning latent|game] [--plot FILE.svg]\n"
     "      runs the solvers on 16 synthetic instances (16 to 2048 buffers, two memory\n"
     "      pressures), 5 traced from Tempo's RL programs and 2 from LLM decoding (a tiny Llama\n"
     "      decoder, causal and windowed attention); S seconds per search and instance\n"
     "      (default 1, --quick 0.1) for random play, evolution, MCTS and the trained MMap-MuZero\n"
     "      agent, which first trains on each instance for about --train-seconds (default 20,\n"
     "      --quick 2); --plot draws its self-play return over training time (the paper's Fig. 5)\n"
+    "      --no-hint: the agent's observation and prior leave out the heuristic's choice\n"
     "  tempo mmap train FILE --out NET [--train-seconds S] [--rounds N] [--simulations N]\n"
-    "      [--planning latent|game] [--seed S] [--plot FILE.svg]\n"
+    "      [--planning latent|game] [--no-hint] [--seed S] [--plot FILE.svg]\n"
     "      trains MMap-MuZero on an instance (self-play, learner written as a Tempo program) and\n"
     "      saves the network; the search plans on the game with the networks' prior and value\n"
     "      (default) or in the learned latent space with the dynamics and reward networks\n"
@@ -100,6 +101,7 @@ struct AgentSetup {
   bool enabled = false;
   double train_seconds = 20;
   Planning planning = Planning::Game;
+  bool hint = true;
   std::shared_ptr<MuZeroNetwork> network;  // set: play it instead of training
 };
 
@@ -111,10 +113,11 @@ Planning parse_planning(const std::string& s) {
 
 // Training options sized to a wall-time budget: self-play games dominate (their cost grows with
 // the buffers and simulations), so the rounds are what fits, between 2 and 100.
-MuZeroOptions budget_options(const Instance& inst, double seconds, Planning planning,
+MuZeroOptions budget_options(const Instance& inst, double seconds, Planning planning, bool hint,
                              uint64_t seed) {
   MuZeroOptions o;
   o.planning = planning;
+  o.heuristic_hint = hint;
   o.seed = seed;
   o.simulations = 16;
   o.games_per_round = 2;
@@ -150,7 +153,7 @@ Row run_baselines(const std::shared_ptr<const Instance>& inst, double seconds, u
   std::shared_ptr<MuZeroNetwork> net = agent.network;
   if (!net) {
     const MuZeroTraining t =
-        train_muzero(inst, budget_options(*inst, agent.train_seconds, agent.planning, seed));
+        train_muzero(inst, budget_options(*inst, agent.train_seconds, agent.planning, agent.hint, seed));
     net = t.network;
     r.train_seconds = t.seconds;
     if (curve) *curve = t.curve;
@@ -193,6 +196,7 @@ int bench(const Args& a) {
                             ? positive_seconds(a.get("--train-seconds", ""), "--train-seconds")
                             : (quick ? 2.0 : 20.0);
   agent.planning = parse_planning(a.get("--planning", "game"));
+  agent.hint = !a.has("--no-hint");
   const std::string plot = a.get("--plot", "");
   std::printf(
       "MMapGame solvers: best return (sum of benefits placed in fast memory) per "
@@ -201,10 +205,10 @@ int bench(const Args& a) {
       seconds);
   if (agent.enabled)
     std::printf(
-        "MMap-MuZero trains on each instance first (about %.0f s; planning %s), then plays "
+        "MMap-MuZero trains on each instance first (about %.0f s; planning %s%s), then plays "
         "with the same search budget; prod = the better of it and the heuristic.\n",
-        agent.train_seconds,
-        agent.planning == Planning::Latent ? "in latent space" : "on the game");
+        agent.train_seconds, agent.planning == Planning::Latent ? "in latent space" : "on the game",
+        agent.hint ? "; it sees the heuristic's choice" : "");
   std::vector<std::shared_ptr<const Instance>> instances;
   for (int64_t n : {16, 32, 64, 128, 256, 512, 1024, 2048})
     for (double pressure : {1.5, 3.0}) {
@@ -365,7 +369,7 @@ int train(const Args& a) {
   const uint64_t seed = static_cast<uint64_t>(cli::parse_int("--seed", a.get("--seed", "1")));
   MuZeroOptions o =
       budget_options(*inst, positive_seconds(a.get("--train-seconds", "20"), "--train-seconds"),
-                     parse_planning(a.get("--planning", "game")), seed);
+                     parse_planning(a.get("--planning", "game")), !a.has("--no-hint"), seed);
   o.rounds = positive_int(a, "--rounds", o.rounds);
   o.simulations = positive_int(a, "--simulations", o.simulations);
   const double heuristic_return = heuristic(inst).best_return;
@@ -413,7 +417,7 @@ int run_mmap_command(int argc, char** argv) {
       argc, argv, "mmap", kUsage,
       {{"bench",
         {"--seconds", "--train-seconds", "--planning", "--plot"},
-        {"--quick", "--no-extracted", "--no-agent"},
+        {"--quick", "--no-extracted", "--no-agent", "--no-hint"},
         bench},
        {"extract",
         {"--out", "--algo", "--env", "--obs-shape", "--iterations", "--num-envs", "--steps",
@@ -425,6 +429,6 @@ int run_mmap_command(int argc, char** argv) {
        {"train",
         {"--out", "--train-seconds", "--rounds", "--simulations", "--planning", "--seed",
          "--plot"},
-        {},
+        {"--no-hint"},
         train}});
 }

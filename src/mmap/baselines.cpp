@@ -86,6 +86,14 @@ std::unordered_map<int64_t, int> alias_group_sizes(const Instance& inst) {
   return sizes;
 }
 
+Action playable(const MMapGame& g, Action want) {
+  if (g.is_legal(want)) return want;
+  const Action other = want == Action::Copy ? Action::NoCopy : Action::Copy;
+  if (want != Action::Drop && g.is_legal(other)) return other;
+  if (g.is_legal(Action::Drop)) return Action::Drop;
+  return g.is_legal(Action::Copy) ? Action::Copy : Action::NoCopy;
+}
+
 MMapGame play_from(MMapGame start, const std::function<Action(const MMapGame&)>& policy,
                    int64_t buffers, const std::unordered_map<int64_t, int>* group_sizes) {
   const Instance* inst = &start.instance();
@@ -100,20 +108,7 @@ MMapGame play_from(MMapGame start, const std::function<Action(const MMapGame&)>&
   while (!g.done() && g.current() < stop) {
     const int64_t alias = inst->buffers[g.current()].alias_id;
     if (group_size.at(alias) > 1 && !backups.count(alias)) backups.emplace(alias, g);
-    const Action want = dropped.count(alias) ? Action::Drop : policy(g);
-    Action a = want;
-    if (!g.is_legal(a)) {
-      const Action other = want == Action::Copy ? Action::NoCopy : Action::Copy;
-      if (want != Action::Drop && g.is_legal(other))
-        a = other;
-      else if (g.is_legal(Action::Drop))
-        a = Action::Drop;
-      else if (g.is_legal(Action::Copy))
-        a = Action::Copy;
-      else
-        a = Action::NoCopy;
-    }
-    g.step(a);
+    g.step(playable(g, dropped.count(alias) ? Action::Drop : policy(g)));
     if (g.lost() && !g.legal_actions().size()) {
       // Drop-backup: back to before the group of the buffer left without a legal action, which
       // is then dropped whole.

@@ -22,8 +22,11 @@ struct SearchResult {
   bool lost = false;              // the best game was lost (return 0)
 };
 
-// Plays `preferred` decisions through the game, buffer by buffer: the preferred action where it
-// is legal, else the other fast-memory action (Copy <-> NoCopy), else Drop, else any legal one.
+// The action play() takes in `g` for a wanted one: `want` where it is legal, else the other
+// fast-memory action (Copy <-> NoCopy), else Drop, else any legal one.
+Action playable(const MMapGame& g, Action want);
+
+// Plays `preferred` decisions through the game, buffer by buffer (playable() of each).
 // Where a buffer is left without a legal action (its alias group is in fast memory but it fits
 // nowhere), the paper's Drop-backup (§4.3.2) goes back to the state before that group's first
 // decision and drops the whole group. The decoder of the heuristic and the evolutionary search:

@@ -105,6 +105,7 @@ class MMapGame {
   explicit MMapGame(const Instance& instance, GameOptions options = {});
 
   const Instance& instance() const { return *inst_; }
+  const std::shared_ptr<const Instance>& shared_instance() const { return inst_; }
   bool done() const { return done_; }
   bool lost() const { return lost_; }
   // The sum of the rewards so far (0 once lost).

@@ -39,8 +39,9 @@ std::vector<NetSpec> net_specs(const MuZeroOptions& o, int64_t observation_size)
           {"pol", o.latent, kNumActions, false}};
 }
 
-int64_t observation_size(const ObservationOptions& o) {
-  // The observation's length depends on the options only; measure it on a one-buffer game.
+int64_t observation_size(const MuZeroOptions& o) {
+  // The game's observation's length depends on the options only; measure it on a one-buffer
+  // game.
   auto inst = std::make_shared<Instance>();
   inst->name = "probe";
   inst->capacity = 1;
@@ -48,14 +49,16 @@ int64_t observation_size(const ObservationOptions& o) {
   Buffer b;
   b.size = 1;
   inst->buffers.push_back(b);
-  return static_cast<int64_t>(MMapGame(inst).observe(o).flat().size());
+  const size_t game = MMapGame(inst).observe(o.observation).flat().size();
+  return static_cast<int64_t>(game) + (o.heuristic_hint ? kNumActions : 0);
 }
 
-// The config saved with a network, as one F64 tensor.
-constexpr int kConfigSize = 14;
+// The config saved with a network, as one F64 tensor. Version 1 (14 values) predates the
+// heuristic's hint and loads without it.
+constexpr int kConfigSize = 15;
 HostTensor encode_config(const MuZeroOptions& o, int64_t obs_size, double vs, double rs) {
   const ObservationOptions& ob = o.observation;
-  const std::vector<double> v = {1.0,  // format version
+  const std::vector<double> v = {2.0,  // format version
                                  static_cast<double>(o.latent),
                                  static_cast<double>(o.hidden),
                                  static_cast<double>(ob.grid_time),
@@ -68,7 +71,8 @@ HostTensor encode_config(const MuZeroOptions& o, int64_t obs_size, double vs, do
                                  static_cast<double>(obs_size),
                                  vs,
                                  rs,
-                                 static_cast<double>(o.planning)};
+                                 static_cast<double>(o.planning),
+                                 o.heuristic_hint ? 1.0 : 0.0};
   HostTensor t(DType::Float64, {kConfigSize});
   for (int k = 0; k < kConfigSize; ++k) t.set(k, v[static_cast<size_t>(k)]);
   return t;
@@ -108,6 +112,7 @@ class SelfPlay {
  public:
   SelfPlay(std::shared_ptr<const Instance> inst, const MuZeroOptions& o, int64_t obs_size)
       : inst_(std::move(inst)), o_(o), obs_size_(obs_size), rng_(o.seed) {
+    if (o.demonstration || o.heuristic_hint) heuristic_ = heuristic(inst_).decisions;
     double largest = 0;
     for (const Buffer& b : inst_->buffers) largest = std::max(largest, b.benefit);
     value_scale_ = inst_->total_benefit() > 0 ? inst_->total_benefit() : 1.0;
@@ -145,6 +150,7 @@ class SelfPlay {
       for (size_t k = 0; k < names.size(); ++k) weights[names[k]] = params[k];
       network =
           std::make_shared<MuZeroNetwork>(weights, o_, obs_size_, value_scale_, reward_scale_);
+      if (o_.heuristic_hint) network->set_hint(inst_, heuristic_);
     }
     if (play && in_time) {
       if (step == 0 && o_.demonstration) demonstrate();
@@ -184,7 +190,7 @@ class SelfPlay {
     m.seed = rng_();
     auto record = [&](const MMapGame& g, const MoveSearch& s) {
       Position& p = pos[g.current()];
-      p.obs = g.observe(o_.observation).flat();
+      p.obs = network->observation(g);
       int64_t total = 0;
       for (int a = 0; a < kNumActions; ++a) total += s.visits[a];
       for (int a = 0; a < kNumActions; ++a)
@@ -200,13 +206,12 @@ class SelfPlay {
   // The heuristic's game as a demonstration: its decisions as one-hot policy targets.
   void demonstrate() {
     std::vector<Position> pos(inst_->buffers.size());
-    const std::vector<Action> decisions = heuristic(inst_).decisions;
     auto policy = [&](const MMapGame& g) {
       Position& p = pos[g.current()];
-      p.obs = g.observe(o_.observation).flat();
+      p.obs = network->observation(g);
       p.policy = {};
-      p.policy[static_cast<size_t>(decisions[g.current()])] = 1.f;
-      return decisions[g.current()];
+      p.policy[static_cast<size_t>(heuristic_[g.current()])] = 1.f;
+      return heuristic_[g.current()];
     };
     const MMapGame g = play(inst_, policy);
     if (!g.lost()) demonstration_ = complete(std::move(pos), g.decisions());
@@ -283,6 +288,7 @@ class SelfPlay {
   Clock::time_point t0_;
   std::vector<std::vector<Position>> replay_;
   std::vector<Position> demonstration_;
+  std::vector<Action> heuristic_;  // the heuristic's decisions: demonstration and hint
 };
 
 }  // namespace
@@ -334,6 +340,12 @@ MuZeroNetwork::MuZeroNetwork(const std::map<std::string, HostTensor>& weights,
       m.bias.push_back(get("bias", {m.sizes[l + 1]}));
     }
   }
+  if (options.heuristic_hint) {
+    auto it = weights.find("pol.hint");
+    if (it == weights.end() || it->second.numel() != 1 || it->second.dtype != DType::Float32)
+      throw UserError("MuZero network: no tensor pol.hint of one float32");
+    hint_logit_ = it->second.ptr<float>()[0];
+  }
 }
 
 void MuZeroNetwork::save(const std::string& path) const {
@@ -345,8 +357,10 @@ void MuZeroNetwork::save(const std::string& path) const {
 MuZeroNetwork MuZeroNetwork::load(const std::string& path) {
   std::map<std::string, HostTensor> t = nn::load(path);
   auto it = t.find("config");
-  if (it == t.end() || it->second.numel() != kConfigSize || it->second.at(0) != 1.0)
-    throw UserError(cat(path, ": not a MuZero network saved by tempo (no config of version 1)"));
+  const bool v1 = it != t.end() && it->second.numel() == kConfigSize - 1 && it->second.at(0) == 1;
+  const bool v2 = it != t.end() && it->second.numel() == kConfigSize && it->second.at(0) == 2;
+  if (!v1 && !v2)
+    throw UserError(cat(path, ": not a MuZero network saved by tempo (no config of version 1-2)"));
   const HostTensor c = it->second;
   t.erase(it);
   auto i = [&](int k) { return static_cast<int64_t>(c.at(k)); };
@@ -355,14 +369,17 @@ MuZeroNetwork MuZeroNetwork::load(const std::string& path) {
   o.hidden = i(2);
   o.observation = {i(3), i(4), i(5), i(6), i(7), i(8), i(9)};
   o.planning = i(13) == 1 ? Planning::Game : Planning::Latent;
-  if (observation_size(o.observation) != i(10))
+  o.heuristic_hint = v2 && i(14) == 1;
+  if (observation_size(o) != i(10))
     throw UserError(cat(path, ": its observation size does not match its options"));
   return MuZeroNetwork(t, o, i(10), c.at(11), c.at(12));
 }
 
-Evaluation MuZeroNetwork::predict(const std::vector<float>& latent) const {
+Evaluation MuZeroNetwork::predict(const std::vector<float>& latent, const float* hint) const {
   Evaluation e;
   pol_.forward(latent.data(), out_);
+  if (hint)
+    for (int a = 0; a < kNumActions; ++a) out_[a] += hint_logit_ * hint[a];
   const float mx = *std::max_element(out_.begin(), out_.end());
   double sum = 0;
   for (int a = 0; a < kNumActions; ++a) sum += e.prior[a] = std::exp(out_[a] - mx);
@@ -372,12 +389,30 @@ Evaluation MuZeroNetwork::predict(const std::vector<float>& latent) const {
   return e;
 }
 
+void MuZeroNetwork::set_hint(std::shared_ptr<const Instance> inst, std::vector<Action> decisions) {
+  if (decisions.size() != inst->buffers.size())
+    internal_error("MuZero hint: one decision per buffer expected");
+  hint_instance_ = std::move(inst);
+  hint_ = std::move(decisions);
+}
+
+std::vector<float> MuZeroNetwork::observation(const MMapGame& state) {
+  std::vector<float> obs = state.observe(options_.observation).flat();
+  if (!options_.heuristic_hint) return obs;
+  if (hint_instance_ != state.shared_instance())
+    set_hint(state.shared_instance(), heuristic(state.shared_instance()).decisions);
+  // The action play() would take for the heuristic's decision here (none once done).
+  const int hint = state.done() ? -1 : static_cast<int>(playable(state, hint_[state.current()]));
+  for (int k = 0; k < kNumActions; ++k) obs.push_back(k == hint ? 1.f : 0.f);
+  return obs;
+}
+
 Evaluation MuZeroNetwork::initial(const MMapGame& state, std::vector<float>& latent) {
-  const std::vector<float> obs = state.observe(options_.observation).flat();
+  const std::vector<float> obs = observation(state);
   if (static_cast<int64_t>(obs.size()) != observation_size_)
     internal_error("MuZero observation of the wrong size");
   rep_.forward(obs.data(), latent);
-  return predict(latent);
+  return predict(latent, options_.heuristic_hint ? obs.data() + obs.size() - kNumActions : nullptr);
 }
 
 Evaluation MuZeroNetwork::recurrent(const std::vector<float>& latent, Action a,
@@ -401,7 +436,7 @@ MuZeroTraining train_muzero(const std::shared_ptr<const Instance>& inst,
     throw UserError(
         "MuZero options: rounds, games, steps, batch, simulations and sizes must be "
         "positive (unroll at least 0)");
-  const int64_t obs_size = observation_size(o.observation);
+  const int64_t obs_size = observation_size(o);
   auto play = std::make_shared<SelfPlay>(inst, o, obs_size);
   if (on_round) play->on_round = [&](const SelfPlay& s) { on_round(s.report()); };
 
@@ -421,6 +456,10 @@ MuZeroTraining train_muzero(const std::shared_ptr<const Instance>& inst,
       names.push_back(cat(specs[n].name, ".", name));
       params.push_back(p);
     }
+  if (o.heuristic_hint) {
+    params.emplace_back(ctx.constant(kHintLogit, {1}), i, "pol.hint");
+    names.push_back("pol.hint");
+  }
 
   auto batch_fn = [play, names](const std::vector<HostTensor>& in,
                                 const std::vector<int64_t>& point) {
@@ -434,7 +473,11 @@ MuZeroTraining train_muzero(const std::shared_ptr<const Instance>& inst,
   RT total;
   for (int64_t k = 0; k <= K; ++k) {
     const RT pi = at(1 + 2 * K, k), mask = at(2 + 3 * K, k), z = at(3 + 4 * K, k);
-    RT term = -(pi * pol(h).log_softmax(-1)).sum(-1, true) * mask + (val(h) - z).square();
+    RT logits = pol(h);
+    // At the real state the heuristic's choice (the observation's last features) adds its logit.
+    if (k == 0 && o.heuristic_hint)
+      logits = logits + params.back() * b[0].slice(1, obs_size - kNumActions, obs_size);
+    RT term = -(pi * logits.log_softmax(-1)).sum(-1, true) * mask + (val(h) - z).square();
     if (k < K) {
       const RT x = tempo::cat(std::vector<RT>{h, at(1, k)}, 1);
       term = term + (rew(x) - at(1 + K, k)).square();

@@ -18,7 +18,9 @@
 // Values are learned in units of the instance's total benefit and rewards in units of its
 // largest buffer benefit, so both lie in [0, 1]; the model converts back before the search sees
 // them. Differences from the paper, for size: MLPs instead of its ResNet encoder, scalar value
-// and reward heads instead of categorical ones, uniform replay instead of prioritized.
+// and reward heads instead of categorical ones, uniform replay instead of prioritized; and the
+// observation shows the heuristic's choice for the current buffer (MuZeroOptions::heuristic_hint),
+// which seconds of training per instance cannot learn from the demonstration alone.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,8 @@ using ir::HostTensor;
 // the game, -7.6% in latent space), the learned model being trained all the same.
 enum class Planning { Latent, Game };
 
+inline constexpr double kHintLogit = 3.0;
+
 struct MuZeroOptions {
   Planning planning = Planning::Game;
   int64_t latent = 64, hidden = 128;
@@ -57,6 +61,12 @@ struct MuZeroOptions {
   int64_t replay_positions = 50000;  // the replay keeps the newest positions
   uint64_t seed = 1;
   bool demonstration = true;  // the heuristic's game seeds the replay (policy targets)
+  // The observation shows the heuristic's choice for the current buffer (one-hot, as play()
+  // would take it in that state), and the policy's logits at a real state add a learned weight
+  // times it (`pol.hint`, from kHintLogit: a prior of about 0.9 on that choice before training),
+  // so that the agent follows the heuristic from its first steps and leaves it where the search
+  // finds better.
+  bool heuristic_hint = true;
   double max_seconds = 0;     // > 0: no new self-play games after this much training time
   ObservationOptions observation{16, 16, 256, 32, 16, 4, 2};
 };
@@ -79,6 +89,12 @@ class MuZeroNetwork : public LatentModel {
   static MuZeroNetwork load(const std::string& path);
   void save(const std::string& path) const;
 
+  // What the networks see of a state: the game's observation, then the heuristic's choice
+  // where options().heuristic_hint. The heuristic's decisions are computed once per instance
+  // (or given by set_hint).
+  std::vector<float> observation(const MMapGame& state);
+  void set_hint(std::shared_ptr<const Instance> inst, std::vector<Action> decisions);
+
   Evaluation initial(const MMapGame& state, std::vector<float>& latent) override;
   Evaluation recurrent(const std::vector<float>& latent, Action a, std::vector<float>& next,
                        double& reward) override;
@@ -91,12 +107,17 @@ class MuZeroNetwork : public LatentModel {
     bool tanh_out = false;
     void forward(const float* x, std::vector<float>& y) const;
   };
-  Evaluation predict(const std::vector<float>& latent) const;
+  // The prior and value at a latent state; `hint` (at a real state) the observation's one-hot
+  // heuristic choice.
+  Evaluation predict(const std::vector<float>& latent, const float* hint = nullptr) const;
   MuZeroOptions options_;
   int64_t observation_size_;
   double value_scale_, reward_scale_;
   std::map<std::string, HostTensor> weights_;  // as given, for save()
   Mlp rep_, dyn_, rew_, val_, pol_;
+  float hint_logit_ = 0;                           // pol.hint
+  std::shared_ptr<const Instance> hint_instance_;  // the instance hint_ is for
+  std::vector<Action> hint_;
   mutable std::vector<float> in_, out_;
 };
 

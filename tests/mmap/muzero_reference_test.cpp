@@ -48,13 +48,15 @@ TEST(MuZeroReference, InferenceMatchesLibTorch) {
 
   MMapGame g(inst);
   g.step(g.legal_actions().front());
-  const std::vector<float> obs = g.observe(o.observation).flat();
+  const std::vector<float> obs = t.network->observation(g);
   std::vector<float> latent;
   const Evaluation e = t.network->initial(g, latent);
   const torch::Tensor x = torch::tensor(obs).unsqueeze(0);
   const torch::Tensor h = mlp(w, "rep", x, true);
   EXPECT_TRUE(torch::allclose(torch::tensor(latent), h.squeeze(0), 1e-5, 1e-5));
-  const torch::Tensor prior = torch::softmax(mlp(w, "pol", h, false), -1).squeeze(0);
+  // The heuristic's choice, the observation's last features, adds its learned logit.
+  const torch::Tensor hint = x.slice(1, x.size(1) - kNumActions) * tensor(w.at("pol.hint"));
+  const torch::Tensor prior = torch::softmax(mlp(w, "pol", h, false) + hint, -1).squeeze(0);
   for (int a = 0; a < kNumActions; ++a) EXPECT_NEAR(e.prior[a], prior[a].item<double>(), 1e-5);
   EXPECT_NEAR(e.value, mlp(w, "val", h, false).item<double>() * value_scale, 1e-5 * value_scale);
 

@@ -1,10 +1,12 @@
 // MMap-MuZero: the learner (a Tempo program) fits its targets, the trained agent plays complete
 // legal games better than random play in both planning modes, the latent search follows its
-// model, networks survive a save and load, and bad files and options are clear errors.
+// model, the observation shows the heuristic's choice, networks survive a save and load, and bad
+// files and options are clear errors.
 #include "mmap/muzero.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -132,6 +134,42 @@ TEST(MuZero, NetworkSurvivesSaveAndLoad) {
   loaded.recurrent(h2, Action::NoCopy, n2, r2);
   EXPECT_EQ(n1, n2);
   EXPECT_DOUBLE_EQ(r1, r2);
+  std::filesystem::remove(path);
+}
+
+// The observation ends with the heuristic's decision for the current buffer, as play() would take
+// it there; without the hint it is the game's observation alone.
+TEST(MuZero, ObservationShowsTheHeuristicsChoice) {
+  auto inst = synthetic(24, 2.0, 3);
+  MuZeroOptions o = small_options(Planning::Game);
+  o.rounds = 1;
+  o.steps_per_round = 2;
+  const MuZeroTraining t = train_muzero(inst, o);
+  const std::vector<Action> h = heuristic(inst).decisions;
+  MMapGame g(inst);
+  int followed = 0;
+  while (!g.done()) {
+    const std::vector<float> obs = t.network->observation(g);
+    const std::vector<float> game = g.observe(o.observation).flat();
+    ASSERT_EQ(obs.size(), game.size() + kNumActions);
+    EXPECT_TRUE(std::equal(game.begin(), game.end(), obs.begin()));
+    const Action want = playable(g, h[g.current()]);
+    for (int a = 0; a < kNumActions; ++a)
+      EXPECT_EQ(obs[game.size() + static_cast<size_t>(a)], a == static_cast<int>(want) ? 1.f : 0.f);
+    followed += want != Action::Drop;
+    g.step(want);
+  }
+  EXPECT_GT(followed, 0);  // the heuristic placed something: the hint is not all Drop
+  std::vector<float> done = t.network->observation(g);
+  EXPECT_EQ(std::count(done.end() - kNumActions, done.end(), 1.f), 0);
+
+  o.heuristic_hint = false;
+  const MuZeroTraining plain = train_muzero(inst, o);
+  EXPECT_EQ(plain.network->observation(MMapGame(inst)).size(),
+            MMapGame(inst).observe(o.observation).flat().size());
+  const std::string path = temp_path("tempo_muzero_plain.safetensors");
+  plain.network->save(path);
+  EXPECT_FALSE(MuZeroNetwork::load(path).options().heuristic_hint);
   std::filesystem::remove(path);
 }
 
