@@ -45,6 +45,7 @@ using ir::HostTensor;
 // the game, -7.6% in latent space), the learned model being trained all the same.
 enum class Planning { Latent, Game };
 
+// The initial weight of the heuristic's choice in the policy's logits (MuZeroOptions below).
 inline constexpr double kHintLogit = 3.0;
 
 struct MuZeroOptions {
