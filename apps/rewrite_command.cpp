@@ -23,14 +23,16 @@ const char* kUsage =
     "costed by per-operator LibTorch runtimes measured on this machine (one thread).\n\n"
     "  tempo rewrite bench [--model NAME] [--quick] [--budget N] [--seconds S]\n"
     "                      [--bert-layers L] [--cost-cache FILE] [--reps N] [--no-agents]\n"
-    "                      [--plot PREFIX] [--tau T]\n"
+    "                      [--plot PREFIX] [--tau T] [--wm-iterations N]\n"
     "      per model: the runtime of the original graph and after TASO's backtracking search\n"
     "      (alpha 1.05, N expanded graphs, default 200; at most S seconds, default 120), by the\n"
     "      cost model and measured end to end (the fastest of N runs, default 10), and the largest\n"
     "      output difference of the optimized graph; --quick: budget 40, 30 s, BERT with 2 layers\n"
     "      (default 12); then trains the PPO agent and the world-model agent per model (unless\n"
     "      --no-agents) and prints their table; --plot writes their training curves to\n"
-    "      PREFIX_ppo.svg and PREFIX_dream.svg; --tau: the dream's temperature (default 1)\n"
+    "      PREFIX_ppo.svg and PREFIX_dream.svg; --tau: the dream's temperature (default 1);\n"
+    "      --wm-iterations: world model and controller trained N times, each time also on\n"
+    "      the last controller's real episodes (default 3)\n"
     "  tempo rewrite substitutions [--enumerate N]\n"
     "      lists the substitution library and enumerates graphs of up to N operators (default\n"
     "      2, at most 3) for verified equivalent pairs\n\n"
@@ -59,6 +61,7 @@ int bench(const Args& a) {
     o.tau = cli::parse_double("--tau", a.get("--tau", ""));
     if (o.tau <= 0) throw UserError("--tau must be positive");
   }
+  o.wm_iterations = get_int(a, "--wm-iterations", 3, 1, 100);
   std::vector<std::string> models = model_names();
   if (a.has("--model")) {
     std::string m = a.get("--model", "");
@@ -107,7 +110,7 @@ int run_rewrite_command(int argc, char** argv) {
   return cli::run_subcommand(argc, argv, "rewrite", kUsage,
                              {{"bench",
                                {"--model", "--budget", "--seconds", "--bert-layers", "--cost-cache",
-                                "--reps", "--plot", "--tau"},
+                                "--reps", "--plot", "--tau", "--wm-iterations"},
                                {"--quick", "--no-agents"},
                                bench},
                               {"substitutions", {"--enumerate"}, {}, substitutions}});

@@ -56,8 +56,7 @@ BenchRow bench_model(const std::string& model, CostModel& cost, const BenchOptio
     r.ppo_env_steps = a.env_steps;
     r.ppo_env_seconds = a.env_seconds;
     r.ppo_curve = a.curve;
-    WorldModelResult w =
-        train_world_model(g, cost, bench_world_model_options(model, o.quick, o.tau));
+    WorldModelResult w = train_world_model(g, cost, bench_world_model_options(model, o));
     r.has_wm = true;
     outcome.record(w, r.wm_ops, r.wm_cost, r.wm_seconds, r.wm_steps, r.wm_measured,
                    r.wm_max_difference);
@@ -90,9 +89,11 @@ PpoOptions bench_ppo_options(const std::string& model, bool quick) {
   return p;
 }
 
-WorldModelOptions bench_world_model_options(const std::string& model, bool quick, double tau) {
+WorldModelOptions bench_world_model_options(const std::string& model, const BenchOptions& o) {
+  const bool quick = o.quick;
   WorldModelOptions w;
-  w.tau = tau;
+  w.tau = o.tau;
+  w.iterations = o.wm_iterations;
   w.max_steps = model == "bert" && !quick ? 64 : 40;
   if (quick) {
     w.random_episodes = 8;

@@ -22,12 +22,12 @@ struct BenchOptions {
   int reps = 10;               // end-to-end measurements: the fastest of reps runs
   bool agents = true;          // train the PPO and world-model agents per model
   double tau = 1.0;            // the world model's temperature in the dream
+  int wm_iterations = 3;       // the world model's training iterations (WorldModelOptions)
 };
 
 // The PPO agent's settings in the bench (smaller with quick).
 PpoOptions bench_ppo_options(const std::string& model, bool quick);
-WorldModelOptions bench_world_model_options(const std::string& model, bool quick,
-                                            double tau = 1.0);
+WorldModelOptions bench_world_model_options(const std::string& model, const BenchOptions& o);
 // The largest output difference of `optimized` from `original` (values suited to the model).
 double verify(const std::string& model, const Graph& original, const Graph& optimized);
 

@@ -359,11 +359,100 @@ double normalize_rewards(std::vector<std::vector<RealStep>>& episodes) {
   return reward_scale;
 }
 
+// The MDN-RNN, unrolled over sequences of seq_len steps, learned from `episodes` (rewards in
+// units of reward_scale).
+MdnRnn train_mdn_rnn(const std::vector<std::vector<RealStep>>& episodes, double reward_scale,
+                     const WorldModelOptions& o, WorldModelResult& res) {
+  const int64_t A = num_actions(), Z = latent_size(), Hd = o.hidden, K = o.mixtures;
+  MdnRnn wm;
+  wm.reward_scale = reward_scale;
+  wm.hidden = Hd;
+  wm.mixtures = K;
+  auto batches = std::make_shared<SequenceBatches>(episodes, o);
+  Context ctx;
+  Dim i = ctx.dim("i", "I");
+  nn::Linear rnn(ctx, Z + A + Hd, Hd, i), pi(ctx, Hd, K, i), mu(ctx, Hd, K * Z, i),
+      logsig(ctx, Hd, K * Z, i), reward(ctx, Hd, 1, i), done(ctx, Hd, 1, i);
+  std::vector<nn::Parameter> params;
+  collect({{"rnn", &rnn}, {"pi", &pi}, {"mu", &mu}, {"logsig", &logsig}, {"reward", &reward},
+           {"done", &done}},
+          params, batches->names);
+  auto fn = [batches](const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
+    return (*batches)(in, p[0]);
+  };
+  const std::vector<RT> b =
+      ctx.udf("rewrite_sequences", fn, nn::as_rts(params), batches->types(), {i});
+  const int64_t B = o.batch;
+  RT h = b[0], total;
+  for (int64_t s = 0; s < o.seq_len; ++s) {
+    const RT* t = &b[1 + 6 * s];
+    h = rnn(tempo::cat(std::vector<RT>{t[0], t[1], h}, 1)).tanh();
+    RT m = mu(h).reshape({B, K, Z});
+    RT ls = logsig(h).reshape({B, K, Z}).clamp(-5, 2);
+    RT x = t[2].reshape({B, 1, Z});
+    RT log_n = ((x - m) * (-ls).exp()).square().sum(-1) * -0.5 - ls.sum(-1);
+    RT nll = -(pi(h).log_softmax(-1) + log_n).logsumexp(-1, true) * (1.0 / Z);
+    RT l = done(h);
+    RT bce = l.relu() - l * t[4] + ((-l.abs()).exp() + 1.0).log();
+    RT term = (nll + (reward(h) - t[3]).square() + bce) * t[5];
+    total = s == 0 ? term : total + term;
+  }
+  RT loss = total.mean();
+  optim::Adam adam(params, o.wm_learning_rate);
+  optim::minimize(loss, adam, /*max_grad_norm=*/5.0);
+  RT kept = loss.retain();
+  batches->last_step = o.wm_steps;
+  Executable exe = compile(ctx, {{i.bound, o.wm_steps + 1}}, learner_options(o.seed));
+  exe.run();
+  const int64_t chunk = std::max<int64_t>(1, o.wm_steps / 10);
+  for (int64_t s = 0; s + chunk <= o.wm_steps; s += chunk) {
+    double sum = 0;
+    for (int64_t k = s; k < s + chunk; ++k) sum += exe.get(kept, {k}).at(0);
+    res.wm_losses.push_back(sum / static_cast<double>(chunk));
+  }
+  wm.w = batches->trained;
+  return wm;
+}
+
+// The controller, trained by PPO in the dream of `wm` from the initial latent z0.
+Weights train_controller(const MdnRnn& wm, const std::vector<float>& z0, const WorldModelOptions& o,
+                         WorldModelResult& res) {
+  const int64_t A = num_actions();
+  auto dream = std::make_shared<Dream>(wm, z0, o);
+  Context ctx;
+  Dim i = ctx.dim("i", "I");
+  const int64_t D = dream->obs_size();
+  nn::MLP policy(ctx, {D, 64, A}, i, nn::tanh), value(ctx, {D, 64, 1}, i, nn::tanh);
+  std::vector<nn::Parameter> params;
+  collect({{"policy", &policy}, {"value", &value}}, params, dream->names);
+  auto fn = [dream](const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
+    return (*dream)(in, p[0]);
+  };
+  const std::vector<RT> b = ctx.udf("rewrite_dream", fn, nn::as_rts(params), dream->types(), {i});
+  RT lp = (policy(b[0]) + b[1]).log_softmax(-1);
+  RT logp = (b[2] * lp).sum(-1, true);
+  RT ratio = (logp - b[3]).exp();
+  RT surrogate = (ratio * b[4]).minimum(ratio.clamp(1 - o.clip, 1 + o.clip) * b[4]);
+  RT entropy = -(lp.exp() * lp).sum(-1, true);
+  RT loss = (-surrogate + (value(b[0]) - b[5]).square() * 0.5 - entropy * o.entropy).mean();
+  optim::Adam adam(params, o.learning_rate);
+  optim::minimize(loss, adam, /*max_grad_norm=*/1.0);
+  const int64_t steps = o.rollouts * o.updates_per_rollout;
+  dream->last_step = steps;
+  Executable exe = compile(ctx, {{i.bound, steps + 1}}, learner_options(o.seed));
+  exe.run();
+  res.dream_steps += dream->steps;
+  res.dream_seconds += dream->seconds;
+  res.dream_curve.insert(res.dream_curve.end(), dream->curve.begin(), dream->curve.end());
+  return dream->trained;
+}
+
 }  // namespace
 
 WorldModelResult train_world_model(const Graph& g, CostModel& cost, const WorldModelOptions& o) {
   if (o.random_episodes < 1 || o.seq_len < 1 || o.wm_steps < 1 || o.batch < 1 || o.rollouts < 1 ||
-      o.episodes_per_rollout < 1 || o.updates_per_rollout < 1 || o.mixtures < 1 || o.tau <= 0)
+      o.episodes_per_rollout < 1 || o.updates_per_rollout < 1 || o.mixtures < 1 || o.tau <= 0 ||
+      o.iterations < 1)
     throw UserError("world model options: counts, sizes and tau must be positive");
   auto t0 = Clock::now();
   WorldModelResult res;
@@ -375,119 +464,46 @@ WorldModelResult train_world_model(const Graph& g, CostModel& cost, const WorldM
   res.best = g;
   res.best_cost = res.initial_cost;
   std::mt19937_64 rng(o.seed);
-  const int64_t A = num_actions(), Z = latent_size(), Hd = o.hidden, K = o.mixtures;
-  auto remember = [&] {
-    if (env.cost() < res.best_cost) {
-      res.best_cost = env.cost();
-      res.best = env.graph();
-      res.steps = env.taken();
-    }
-  };
 
-  // 1. Random episodes in the real environment, rewards in units of their deviation.
+  // Random episodes in the real environment, rewards in units of their deviation.
   std::vector<float> z0;
   std::vector<std::vector<RealStep>> episodes = random_episodes(env, o, rng, res, z0);
   const double reward_scale = normalize_rewards(episodes);
 
-  // 2. The MDN-RNN, unrolled over sequences of seq_len steps.
-  MdnRnn wm;
-  wm.reward_scale = reward_scale;
-  wm.hidden = Hd;
-  wm.mixtures = K;
-  {
-    auto batches = std::make_shared<SequenceBatches>(episodes, o);
-    Context ctx;
-    Dim i = ctx.dim("i", "I");
-    nn::Linear rnn(ctx, Z + A + Hd, Hd, i), pi(ctx, Hd, K, i), mu(ctx, Hd, K * Z, i),
-        logsig(ctx, Hd, K * Z, i), reward(ctx, Hd, 1, i), done(ctx, Hd, 1, i);
-    std::vector<nn::Parameter> params;
-    collect({{"rnn", &rnn}, {"pi", &pi}, {"mu", &mu}, {"logsig", &logsig}, {"reward", &reward},
-             {"done", &done}},
-            params, batches->names);
-    auto fn = [batches](const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
-      return (*batches)(in, p[0]);
-    };
-    const std::vector<RT> b = ctx.udf("rewrite_sequences", fn, nn::as_rts(params),
-                                      batches->types(), {i});
-    const int64_t B = o.batch;
-    RT h = b[0], total;
-    for (int64_t s = 0; s < o.seq_len; ++s) {
-      const RT *t = &b[1 + 6 * s];
-      h = rnn(tempo::cat(std::vector<RT>{t[0], t[1], h}, 1)).tanh();
-      RT m = mu(h).reshape({B, K, Z});
-      RT ls = logsig(h).reshape({B, K, Z}).clamp(-5, 2);
-      RT x = t[2].reshape({B, 1, Z});
-      RT log_n = ((x - m) * (-ls).exp()).square().sum(-1) * -0.5 - ls.sum(-1);
-      RT nll = -(pi(h).log_softmax(-1) + log_n).logsumexp(-1, true) * (1.0 / Z);
-      RT l = done(h);
-      RT bce = l.relu() - l * t[4] + ((-l.abs()).exp() + 1.0).log();
-      RT term = (nll + (reward(h) - t[3]).square() + bce) * t[5];
-      total = s == 0 ? term : total + term;
+  for (int64_t it = 0; it < o.iterations; ++it) {
+    const MdnRnn wm = train_mdn_rnn(episodes, reward_scale, o, res);
+    const Weights controller = train_controller(wm, z0, o, res);
+    // The controller in the real environment (greedy, then sampled), h from the real latents;
+    // the result is the cheapest graph these episodes reach (not the random episodes'). Its
+    // steps join the world model's data for the next iteration.
+    auto t = Clock::now();
+    for (int64_t e = 0; e <= o.eval_episodes; ++e) {
+      Observation obs = env.reset();
+      std::vector<float> z = latent(env, obs), h(o.hidden, 0.f);
+      std::vector<RealStep> ep;
+      while (!env.done()) {
+        std::vector<float> in = z;
+        in.insert(in.end(), h.begin(), h.end());
+        std::vector<uint8_t> mask(obs.rule_mask.begin(), obs.rule_mask.end());
+        int a =
+            sample(masked_log_softmax(mlp2(controller, "policy", in), mask.data()), rng, e == 0);
+        StepResult s = env.step(a, 0);
+        ++res.real_steps;
+        if (env.cost() < res.best_cost) {
+          res.best_cost = env.cost();
+          res.best = env.graph();
+          res.steps = env.taken();
+        }
+        h = wm.step(z, a, h);
+        obs = std::move(s.observation);
+        const std::vector<float> next = latent(env, obs);
+        const double percent = 100 * s.reward / env.initial_cost();
+        ep.push_back({z, next, a, static_cast<float>(percent / reward_scale), s.done ? 1.f : 0.f});
+        z = next;
+      }
+      episodes.push_back(std::move(ep));
     }
-    RT loss = total.mean();
-    optim::Adam adam(params, o.wm_learning_rate);
-    optim::minimize(loss, adam, /*max_grad_norm=*/5.0);
-    RT kept = loss.retain();
-    batches->last_step = o.wm_steps;
-    Executable exe = compile(ctx, {{i.bound, o.wm_steps + 1}}, learner_options(o.seed));
-    exe.run();
-    const int64_t chunk = std::max<int64_t>(1, o.wm_steps / 10);
-    for (int64_t s = 0; s + chunk <= o.wm_steps; s += chunk) {
-      double sum = 0;
-      for (int64_t k = s; k < s + chunk; ++k) sum += exe.get(kept, {k}).at(0);
-      res.wm_losses.push_back(sum / static_cast<double>(chunk));
-    }
-    wm.w = batches->trained;
-  }
-
-  // 3. The controller, trained by PPO in the dream.
-  Weights controller;
-  {
-    auto dream = std::make_shared<Dream>(wm, z0, o);
-    Context ctx;
-    Dim i = ctx.dim("i", "I");
-    const int64_t D = dream->obs_size();
-    nn::MLP policy(ctx, {D, 64, A}, i, nn::tanh), value(ctx, {D, 64, 1}, i, nn::tanh);
-    std::vector<nn::Parameter> params;
-    collect({{"policy", &policy}, {"value", &value}}, params, dream->names);
-    auto fn = [dream](const std::vector<HostTensor>& in, const std::vector<int64_t>& p) {
-      return (*dream)(in, p[0]);
-    };
-    const std::vector<RT> b = ctx.udf("rewrite_dream", fn, nn::as_rts(params), dream->types(), {i});
-    RT lp = (policy(b[0]) + b[1]).log_softmax(-1);
-    RT logp = (b[2] * lp).sum(-1, true);
-    RT ratio = (logp - b[3]).exp();
-    RT surrogate = (ratio * b[4]).minimum(ratio.clamp(1 - o.clip, 1 + o.clip) * b[4]);
-    RT entropy = -(lp.exp() * lp).sum(-1, true);
-    RT loss = (-surrogate + (value(b[0]) - b[5]).square() * 0.5 - entropy * o.entropy).mean();
-    optim::Adam adam(params, o.learning_rate);
-    optim::minimize(loss, adam, /*max_grad_norm=*/1.0);
-    const int64_t steps = o.rollouts * o.updates_per_rollout;
-    dream->last_step = steps;
-    Executable exe = compile(ctx, {{i.bound, steps + 1}}, learner_options(o.seed));
-    exe.run();
-    controller = dream->trained;
-    res.dream_steps = dream->steps;
-    res.dream_seconds = dream->seconds;
-    res.dream_curve = dream->curve;
-  }
-
-  // 4. The controller in the real environment (greedy, then sampled), h from the real latents;
-  // the result is the cheapest graph these episodes reach (not the random episodes').
-  for (int64_t e = 0; e <= o.eval_episodes; ++e) {
-    Observation obs = env.reset();
-    std::vector<float> z = latent(env, obs), h(Hd, 0.f);
-    while (!env.done()) {
-      std::vector<float> in = z;
-      in.insert(in.end(), h.begin(), h.end());
-      std::vector<uint8_t> mask(obs.rule_mask.begin(), obs.rule_mask.end());
-      int a = sample(masked_log_softmax(mlp2(controller, "policy", in), mask.data()), rng, e == 0);
-      StepResult s = env.step(a, 0);
-      remember();
-      h = wm.step(z, a, h);
-      obs = std::move(s.observation);
-      z = latent(env, obs);
-    }
+    res.real_seconds += since(t);
   }
   res.seconds = since(t0);
   return res;

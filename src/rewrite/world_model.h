@@ -10,6 +10,10 @@
 //              substitutions, no-op included, and a value head; trained by PPO on episodes
 //              imagined by the MDN-RNN, sampled with the temperature tau (mixture weights
 //              softmax(logits / tau), deviations times sqrt(tau))
+//   iterations World Models' iterative procedure: the controller's real episodes join the data,
+//              and the world model and a new controller are trained again. Random episodes are
+//              mostly substitutions that cost more, so a world model of them alone predicts
+//              mostly losses and its controller learns to stop early.
 //
 // Both learners are Tempo programs fed by UDFs (the world model: minibatches of recorded
 // sequences; the controller: imagined rollouts). Differences from the dissertation, for size: the
@@ -39,6 +43,9 @@ struct WorldModelOptions {
   int64_t rollouts = 20, episodes_per_rollout = 16, updates_per_rollout = 4;
   double learning_rate = 3e-3, clip = 0.2, gamma = 0.99, lambda = 0.95, entropy = 0.01;
   int64_t eval_episodes = 8;  // real episodes with the trained controller
+  // World Models' iterative training: after the first controller, its real episodes join the
+  // random ones and the world model and the controller are trained again on all of them.
+  int64_t iterations = 3;
   uint64_t seed = 1;
 };
 
@@ -47,10 +54,10 @@ struct WorldModelResult {
   double initial_cost = 0, best_cost = 0;
   std::vector<Match> steps;
   double seconds = 0;  // all of it: random episodes, world model, controller, evaluation
-  int64_t real_steps = 0, dream_steps = 0;
+  int64_t real_steps = 0, dream_steps = 0;     // real: the random episodes' and the controllers'
   double real_seconds = 0, dream_seconds = 0;  // environment time in each
-  std::vector<double> wm_losses;               // per 10% of the world model's steps
-  std::vector<CurvePoint> dream_curve;         // imagined return (percent) per dream episode
+  std::vector<double> wm_losses;  // per 10% of the world model's steps, iteration after iteration
+  std::vector<CurvePoint> dream_curve;  // imagined return (percent) per dream episode, in order
 };
 
 WorldModelResult train_world_model(const Graph& g, CostModel& cost,

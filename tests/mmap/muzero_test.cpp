@@ -32,6 +32,13 @@ MuZeroOptions small_options(Planning planning) {
   return o;
 }
 
+// One round of two learner steps: a network to check, in a second.
+MuZeroTraining brief_training(const std::shared_ptr<const Instance>& inst, MuZeroOptions o) {
+  o.rounds = 1;
+  o.steps_per_round = 2;
+  return train_muzero(inst, o);
+}
+
 // Steps the decisions exactly: they must form a legal, complete game.
 MMapGame replay(const std::shared_ptr<const Instance>& inst, const std::vector<Action>& d) {
   MMapGame g(inst);
@@ -115,10 +122,7 @@ TEST(MuZero, LatentSearchFollowsItsModel) {
 
 TEST(MuZero, NetworkSurvivesSaveAndLoad) {
   auto inst = synthetic(24, 2.0, 3);
-  MuZeroOptions o = small_options(Planning::Latent);
-  o.rounds = 1;
-  o.steps_per_round = 2;
-  const MuZeroTraining t = train_muzero(inst, o);
+  const MuZeroTraining t = brief_training(inst, small_options(Planning::Latent));
   const std::string path = temp_path("tempo_muzero_net.safetensors");
   t.network->save(path);
   MuZeroNetwork loaded = MuZeroNetwork::load(path);
@@ -142,9 +146,7 @@ TEST(MuZero, NetworkSurvivesSaveAndLoad) {
 TEST(MuZero, ObservationShowsTheHeuristicsChoice) {
   auto inst = synthetic(24, 2.0, 3);
   MuZeroOptions o = small_options(Planning::Game);
-  o.rounds = 1;
-  o.steps_per_round = 2;
-  const MuZeroTraining t = train_muzero(inst, o);
+  const MuZeroTraining t = brief_training(inst, o);
   const std::vector<Action> h = heuristic(inst).decisions;
   MMapGame g(inst);
   int followed = 0;
@@ -164,7 +166,7 @@ TEST(MuZero, ObservationShowsTheHeuristicsChoice) {
   EXPECT_EQ(std::count(done.end() - kNumActions, done.end(), 1.f), 0);
 
   o.heuristic_hint = false;
-  const MuZeroTraining plain = train_muzero(inst, o);
+  const MuZeroTraining plain = brief_training(inst, o);
   EXPECT_EQ(plain.network->observation(MMapGame(inst)).size(),
             MMapGame(inst).observe(o.observation).flat().size());
   const std::string path = temp_path("tempo_muzero_plain.safetensors");
