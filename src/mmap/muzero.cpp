@@ -25,6 +25,10 @@ double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// The initial weight of the heuristic's choice in the policy's logits
+// (MuZeroOptions::heuristic_hint).
+constexpr double kHintLogit = 3.0;
+
 // The five networks: name, input size, output size, latent output (tanh).
 struct NetSpec {
   const char* name;
@@ -456,8 +460,10 @@ MuZeroTraining train_muzero(const std::shared_ptr<const Instance>& inst,
       names.push_back(cat(specs[n].name, ".", name));
       params.push_back(p);
     }
+  nn::Parameter hint_weight;
   if (o.heuristic_hint) {
-    params.emplace_back(ctx.constant(kHintLogit, {1}), i, "pol.hint");
+    hint_weight = nn::Parameter(ctx.constant(kHintLogit, {1}), i, "pol.hint");
+    params.push_back(hint_weight);
     names.push_back("pol.hint");
   }
 
@@ -476,7 +482,7 @@ MuZeroTraining train_muzero(const std::shared_ptr<const Instance>& inst,
     RT logits = pol(h);
     // At the real state the heuristic's choice (the observation's last features) adds its logit.
     if (k == 0 && o.heuristic_hint)
-      logits = logits + params.back() * b[0].slice(1, obs_size - kNumActions, obs_size);
+      logits = logits + hint_weight * b[0].slice(1, obs_size - kNumActions, obs_size);
     RT term = -(pi * logits.log_softmax(-1)).sum(-1, true) * mask + (val(h) - z).square();
     if (k < K) {
       const RT x = tempo::cat(std::vector<RT>{h, at(1, k)}, 1);

@@ -45,9 +45,6 @@ using ir::HostTensor;
 // the game, -7.6% in latent space), the learned model being trained all the same.
 enum class Planning { Latent, Game };
 
-// The initial weight of the heuristic's choice in the policy's logits (MuZeroOptions below).
-inline constexpr double kHintLogit = 3.0;
-
 struct MuZeroOptions {
   Planning planning = Planning::Game;
   int64_t latent = 64, hidden = 128;
@@ -64,7 +61,7 @@ struct MuZeroOptions {
   bool demonstration = true;  // the heuristic's game seeds the replay (policy targets)
   // The observation shows the heuristic's choice for the current buffer (one-hot, as play()
   // would take it in that state), and the policy's logits at a real state add a learned weight
-  // times it (`pol.hint`, from kHintLogit: a prior of about 0.9 on that choice before training),
+  // times it (`pol.hint`, starting at 3: a prior of about 0.9 on that choice before training),
   // so that the agent follows the heuristic from its first steps and leaves it where the search
   // finds better.
   bool heuristic_hint = true;
