@@ -238,8 +238,9 @@ const std::vector<Option>& all_options() {
        "--rewrites R  graph rewrites of the optimized program: none (default), search (TASO's\n"
        "              search under costs measured on this machine), learned (RLFlow's PPO\n"
        "              agent) or world-model (its model-based agent), agents trained on each\n"
-       "              region as it compiles; a region is replaced only where its cost falls\n"
-       "              5% or more and its outputs are checked equal\n"},
+       "              region as it compiles, or learned:FILE (a PPO agent saved by `tempo\n"
+       "              rewrite train`, played without training); a region is replaced only\n"
+       "              where its cost falls 5% or more and its outputs are checked equal\n"},
       {"--memory-timeline", true, [](A& a, S, S v) { a.cfg.compile.memory_timeline = v; },
        "--memory-timeline FILE  write device and host bytes per executed statement (CSV) and\n"
        "              a plot of them (FILE with .svg)\n"},

@@ -11,9 +11,11 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "api/tempo.h"
 #include "nn/module.h"
+#include "nn/safetensors.h"
 #include "optim/optim.h"
 #include "rewrite/policy_math.h"
 #include "util/error.h"
@@ -105,6 +107,8 @@ class PolicyNet {
     return masked_log_softmax(mlp("loc", in), &o.mask[rule * locations_]);
   }
 
+  const std::map<std::string, HostTensor>& weights() const { return w_; }
+
  private:
   // nn::MLP with two layers: tanh between them, identity at the output.
   std::vector<float> mlp(const std::string& name, const std::vector<float>& x) const {
@@ -133,20 +137,25 @@ struct Episode {
   std::vector<Match> taken;
 };
 
-// Rollouts with the current parameters, and the learner's minibatches.
+// Rollouts with the current parameters, and the learner's minibatches. With several graphs the
+// episodes take them in turn.
 class Rollouts {
  public:
-  Rollouts(const Graph& g, CostModel& cost, const PpoOptions& o)
+  Rollouts(const std::vector<Graph>& graphs, CostModel& cost, const PpoOptions& o)
       : o_(o), rng_(o.seed), t0_(Clock::now()) {
+    if (graphs.empty()) throw UserError("the rewrite agent needs at least one graph to train on");
     EnvOptions eo;
     eo.max_locations = o.max_locations;
     eo.max_steps = o.max_steps;
-    env_ = std::make_unique<RewriteEnv>(g, cost, eo);
-    best.final_graph = g;
-    best.final_cost = env_->initial_cost();
+    for (const Graph& g : graphs) {
+      envs_.push_back(std::make_unique<RewriteEnv>(g, cost, eo));
+      best.emplace_back();
+      best.back().final_graph = g;
+      best.back().final_cost = envs_.back()->initial_cost();
+      // Room for the nodes that merges add (concats and splits).
+      max_nodes_ = std::max(max_nodes_, static_cast<int64_t>(g.nodes.size()) * 5 / 4 + 16);
+    }
     rules_ = RewriteEnv::num_rules() + 1;
-    // Room for the nodes that merges add (concats and splits).
-    max_nodes_ = static_cast<int64_t>(g.nodes.size()) * 5 / 4 + 16;
   }
 
   int64_t rules() const { return rules_; }
@@ -154,7 +163,7 @@ class Rollouts {
   std::shared_ptr<PolicyNet> net;
   std::vector<CurvePoint> curve;
   std::vector<std::string> names;
-  Episode best;  // the cheapest graph any episode reached (training and evaluation)
+  std::vector<Episode> best;  // per graph, the cheapest any episode reached (training, evaluation)
   int64_t last_step = 0, env_steps = 0;
   double env_seconds = 0;
 
@@ -170,12 +179,13 @@ class Rollouts {
     return t;
   }
 
-  Episode play(const PolicyNet& n, bool greedy) {
+  Episode play(const PolicyNet& n, bool greedy, size_t graph) {
     auto t = Clock::now();
+    RewriteEnv& env = *envs_.at(graph);
     Episode e;
-    Observation obs = env_->reset();
-    e.final_cost = env_->cost();
-    e.final_graph = env_->graph();
+    Observation obs = env.reset();
+    e.final_cost = env.cost();
+    e.final_graph = env.graph();
     AgentObs a = agent_obs(obs, max_nodes_);
     env_seconds += since(t);
     while (true) {
@@ -187,23 +197,23 @@ class Rollouts {
       tr.logp = out.rule_logp[tr.rule] + lp[tr.loc];
       tr.value = out.value;
       t = Clock::now();
-      StepResult s = env_->step(tr.rule, tr.loc);
+      StepResult s = env.step(tr.rule, tr.loc);
       ++env_steps;
-      tr.reward = 100 * s.reward / env_->initial_cost();
+      tr.reward = 100 * s.reward / env.initial_cost();
       tr.done = s.done;
       tr.obs = std::move(a);
       a = agent_obs(s.observation, max_nodes_);
       env_seconds += since(t);
       e.steps.push_back(std::move(tr));
       // The cheapest graph of the episode (a later step may make it worse again).
-      if (env_->cost() < e.final_cost) {
-        e.final_cost = env_->cost();
-        e.final_graph = env_->graph();
-        e.taken = env_->taken();
+      if (env.cost() < e.final_cost) {
+        e.final_cost = env.cost();
+        e.final_graph = env.graph();
+        e.taken = env.taken();
       }
       if (s.done) break;
     }
-    if (e.final_cost < best.final_cost) best = e;
+    if (e.final_cost < best[graph].final_cost) best[graph] = e;
     return e;
   }
 
@@ -220,7 +230,7 @@ class Rollouts {
     if (collect) {
       buffer_.clear();
       for (int64_t k = 0; k < o_.episodes_per_rollout; ++k) {
-        Episode e = play(*net, false);
+        Episode e = play(*net, false, episodes_++ % envs_.size());
         double total = 0;
         for (const auto& t : e.steps) total += t.reward;
         curve.push_back({since(t0_), static_cast<int64_t>(curve.size()), total});
@@ -283,7 +293,8 @@ class Rollouts {
   }
 
   PpoOptions o_;
-  std::unique_ptr<RewriteEnv> env_;
+  std::vector<std::unique_ptr<RewriteEnv>> envs_;
+  size_t episodes_ = 0;
   std::mt19937_64 rng_;
   Clock::time_point t0_;
   int64_t rules_ = 0, max_nodes_ = 0;
@@ -293,14 +304,24 @@ class Rollouts {
 
 }  // namespace
 
-AgentResult train_ppo(const Graph& g, CostModel& cost, const PpoOptions& o) {
-  if (o.rollouts < 1 || o.episodes_per_rollout < 1 || o.updates_per_rollout < 1 || o.batch < 1 ||
-      o.hidden < 1)
-    throw UserError("PPO options: rollouts, episodes, updates, batch and hidden must be positive");
-  auto t0 = Clock::now();
-  auto roll = std::make_shared<Rollouts>(g, cost, o);
-  const int64_t R = roll->rules(), L = o.max_locations, H = o.hidden;
+namespace {
 
+void check_options(const PpoOptions& o) {
+  if (o.rollouts < 1 || o.episodes_per_rollout < 1 || o.updates_per_rollout < 1 || o.batch < 1 ||
+      o.hidden < 1 || o.max_locations < 1)
+    throw UserError(
+        "PPO options: rollouts, episodes, updates, batch, hidden and locations must be positive");
+}
+
+struct Learned {
+  std::vector<double> losses;  // per rollout, the mean over its updates
+  double logp_gap = 0;
+};
+
+// The learner, a Tempo program over the updates, fed by `roll`; afterwards `roll->net` holds the
+// trained parameters.
+Learned learn(const std::shared_ptr<Rollouts>& roll, const PpoOptions& o) {
+  const int64_t R = roll->rules(), L = o.max_locations, H = o.hidden;
   Context ctx;
   Dim i = ctx.dim("i", "I");
   nn::Linear enc1(ctx, kNodeFeatures, H, i), enc2(ctx, H, H, i);
@@ -350,7 +371,7 @@ AgentResult train_ppo(const Graph& g, CostModel& cost, const PpoOptions& o) {
   Executable exe = compile(ctx, {{i.bound, steps + 1}}, co);
   exe.run();
 
-  AgentResult r;
+  Learned r;
   for (int64_t k = 0; k < o.rollouts; ++k) {
     double sum = 0;
     for (int64_t u = 0; u < o.updates_per_rollout; ++u)
@@ -358,18 +379,101 @@ AgentResult train_ppo(const Graph& g, CostModel& cost, const PpoOptions& o) {
     r.losses.push_back(sum / static_cast<double>(o.updates_per_rollout));
     r.logp_gap = std::max(r.logp_gap, exe.get(kept_gap, {k * o.updates_per_rollout}).at(0));
   }
-  // The trained policy plays the greedy episode and a few sampled ones; the result is the
-  // cheapest graph that any episode reached, in training or after it.
+  return r;
+}
+
+// The greedy episode and o.eval_episodes sampled ones on `roll`'s only graph with `roll->net`:
+// the cheapest graph that any episode reached, in training or after it.
+AgentResult evaluate_agent(Rollouts& roll, const Graph& g, CostModel& cost, const PpoOptions& o) {
+  AgentResult r;
   r.initial_cost = cost.graph_cost(g);
-  for (int64_t k = 0; k <= o.eval_episodes; ++k) roll->play(*roll->net, k == 0);
-  r.best = roll->best.final_graph;
-  r.best_cost = roll->best.final_cost;
-  r.steps = roll->best.taken;
-  r.curve = roll->curve;
-  r.env_steps = roll->env_steps;
-  r.env_seconds = roll->env_seconds;
+  for (int64_t k = 0; k <= o.eval_episodes; ++k) roll.play(*roll.net, k == 0, 0);
+  r.best = roll.best[0].final_graph;
+  r.best_cost = roll.best[0].final_cost;
+  r.steps = roll.best[0].taken;
+  r.curve = roll.curve;
+  r.env_steps = roll.env_steps;
+  r.env_seconds = roll.env_seconds;
+  return r;
+}
+
+// The layers of the network as (name, inputs, outputs) for hidden width H, R substitutions
+// (no-op included) and L locations.
+std::vector<std::tuple<std::string, int64_t, int64_t>> agent_layers(int64_t H, int64_t R,
+                                                                     int64_t L) {
+  return {{"enc1", kNodeFeatures, H}, {"enc2", H, H},       {"rule.0", H, H}, {"rule.1", H, R},
+          {"loc.0", H + R, H},        {"loc.1", H, L},      {"value.0", H, H}, {"value.1", H, 1}};
+}
+
+}  // namespace
+
+AgentResult train_ppo(const Graph& g, CostModel& cost, const PpoOptions& o) {
+  check_options(o);
+  auto t0 = Clock::now();
+  auto roll = std::make_shared<Rollouts>(std::vector<Graph>{g}, cost, o);
+  Learned l = learn(roll, o);
+  AgentResult r = evaluate_agent(*roll, g, cost, o);
+  r.losses = std::move(l.losses);
+  r.logp_gap = l.logp_gap;
   r.seconds = since(t0);
   return r;
+}
+
+AgentTraining train_agent(const std::vector<Graph>& graphs, CostModel& cost, const PpoOptions& o) {
+  check_options(o);
+  auto t0 = Clock::now();
+  auto roll = std::make_shared<Rollouts>(graphs, cost, o);
+  AgentTraining r;
+  r.losses = learn(roll, o).losses;
+  r.agent.weights = roll->net->weights();
+  r.curve = roll->curve;
+  r.seconds = since(t0);
+  return r;
+}
+
+AgentResult play_agent(const Graph& g, CostModel& cost, const RewriteAgent& agent,
+                       const PpoOptions& options) {
+  auto t0 = Clock::now();
+  PpoOptions o = options;
+  o.max_locations = agent.max_locations();
+  check_options(o);
+  Rollouts roll({g}, cost, o);
+  roll.net = std::make_shared<PolicyNet>(agent.weights, roll.rules(), o.max_locations);
+  AgentResult r = evaluate_agent(roll, g, cost, o);
+  r.seconds = since(t0);
+  return r;
+}
+
+void RewriteAgent::save(const std::string& path) const {
+  nn::save(path, nn::NamedTensors(weights.begin(), weights.end()));
+}
+
+RewriteAgent RewriteAgent::load(const std::string& path) {
+  RewriteAgent a;
+  a.weights = nn::load(path);
+  auto shape = [&](const std::string& name) -> std::vector<int64_t> {
+    auto it = a.weights.find(name);
+    if (it == a.weights.end())
+      throw UserError(cat("rewrite agent ", path, ": no tensor '", name,
+                          "' (not a file saved by `tempo rewrite train`)"));
+    if (it->second.dtype != ir::DType::Float32)
+      throw UserError(cat("rewrite agent ", path, ": '", name, "' is not float32"));
+    return it->second.shape;
+  };
+  // The width and the locations are the file's; the rest must be this build's.
+  const std::vector<int64_t> enc1 = shape("enc1.weight"), loc = shape("loc.1.weight");
+  const int64_t H = enc1.empty() ? 0 : enc1[0], R = RewriteEnv::num_rules() + 1,
+                L = loc.empty() ? 0 : loc[0];
+  for (const auto& [layer, in, out] : agent_layers(H, R, L)) {
+    const std::vector<int64_t> w = shape(layer + ".weight"), b = shape(layer + ".bias");
+    if (H < 1 || L < 1 || w != std::vector<int64_t>{out, in} || b != std::vector<int64_t>{out})
+      throw UserError(cat("rewrite agent ", path, ": layer '", layer, "' has the shapes ",
+                          shape_str(w), " and ", shape_str(b), " where this build's agent needs ",
+                          shape_str({out, in}), " and ", shape_str({out}), " (", R - 1,
+                          " substitutions, ", kNodeFeatures,
+                          " node features): saved by another version of Tempo?"));
+  }
+  return a;
 }
 
 }  // namespace tempo::rewrite

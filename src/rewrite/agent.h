@@ -13,11 +13,17 @@
 // with them through a plain C++ forward pass of the same network (sparse adjacency) at the start
 // of each rollout, computes GAE advantages, and returns minibatches. Rewards are the decrease of
 // the estimated runtime in percent of the original graph's.
+//
+// An agent trained on several graphs is saved and played on others without training (RLFlow's
+// generalization): train_agent, RewriteAgent::save/load, play_agent.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
+#include "ir/types.h"
 #include "rewrite/env.h"
 
 namespace tempo::rewrite {
@@ -57,5 +63,34 @@ struct AgentResult {
 };
 
 AgentResult train_ppo(const Graph& g, CostModel& cost, const PpoOptions& options = {});
+
+// A trained policy network: its parameters by name (enc1, enc2, rule, loc, value), whose shapes
+// also say the hidden width, the substitution count and the locations per substitution.
+struct RewriteAgent {
+  std::map<std::string, ir::HostTensor> weights;
+  int64_t max_locations() const { return weights.at("loc.1.weight").shape[0]; }
+  void save(const std::string& path) const;  // safetensors
+  // UserError naming the file where it is missing, not a rewrite agent, or trained for another
+  // substitution library or node features than this build's.
+  static RewriteAgent load(const std::string& path);
+};
+
+struct AgentTraining {
+  RewriteAgent agent;
+  std::vector<CurvePoint> curve;  // every episode, the graphs taken in turn
+  std::vector<double> losses;
+  double seconds = 0;
+};
+
+// One agent trained on all of `graphs`, their episodes taken in turn (`options.max_locations`,
+// `hidden` and the schedule as for one graph).
+AgentTraining train_agent(const std::vector<Graph>& graphs, CostModel& cost,
+                          const PpoOptions& options = {});
+
+// A saved agent's greedy episode and `options.eval_episodes` sampled ones on `g`, without
+// training: the cheapest graph they reach (`curve` and `losses` empty). `options.max_locations`
+// and `hidden` are the agent's.
+AgentResult play_agent(const Graph& g, CostModel& cost, const RewriteAgent& agent,
+                       const PpoOptions& options = {});
 
 }  // namespace tempo::rewrite

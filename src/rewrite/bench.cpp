@@ -66,6 +66,12 @@ BenchRow bench_model(const std::string& model, CostModel& cost, const BenchOptio
     r.wm_dream_seconds = w.dream_seconds;
     r.wm_curve = w.dream_curve;
   }
+  if (!o.agent_file.empty()) {
+    AgentResult a = play_agent(g, cost, RewriteAgent::load(o.agent_file));
+    r.has_saved = true;
+    outcome.record(a, r.saved_ops, r.saved_cost, r.saved_seconds, r.saved_steps,
+                   r.saved_measured, r.saved_max_difference);
+  }
   return r;
 }
 
@@ -135,6 +141,23 @@ std::string agent_table(const std::vector<BenchRow>& rows) {
     t += line;
   }
   t += "\n(ms: runtime by the cost model; PPO/WM vs TASO: + is slower than TASO's graph)\n";
+  return t;
+}
+
+std::string saved_agent_table(const std::vector<BenchRow>& rows) {
+  std::string t =
+      "| model | original ms | TASO ms | saved agent ms | saved vs TASO | steps | play s | max "
+      "diff |\n|---|---|---|---|---|---|---|---|\n";
+  char line[256];
+  for (const BenchRow& r : rows) {
+    if (!r.has_saved) continue;
+    std::snprintf(line, sizeof line, "| %s | %.2f | %.2f | %.2f | %+.1f%% | %lld | %.1f | %.0e |\n",
+                  r.model.c_str(), r.cost, r.taso_cost, r.saved_cost,
+                  100 * (r.saved_cost - r.taso_cost) / r.taso_cost,
+                  static_cast<long long>(r.saved_steps), r.saved_seconds, r.saved_max_difference);
+    t += line;
+  }
+  t += "\n(the saved agent's greedy and 4 sampled episodes, without training; ms: cost model)\n";
   return t;
 }
 

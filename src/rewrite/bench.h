@@ -23,6 +23,7 @@ struct BenchOptions {
   bool agents = true;          // train the PPO and world-model agents per model
   double tau = 1.0;            // the world model's temperature in the dream
   int wm_iterations = 3;       // the world model's training iterations (WorldModelOptions)
+  std::string agent_file;      // a saved PPO agent (RewriteAgent) to play on each model
 };
 
 // The PPO agent's settings in the bench (smaller with quick).
@@ -50,6 +51,9 @@ struct BenchRow {
   double wm_cost = 0, wm_measured = 0, wm_seconds = 0, wm_max_difference = 0;
   double wm_real_seconds = 0, wm_dream_seconds = 0;
   std::vector<CurvePoint> wm_curve;
+  bool has_saved = false;  // the saved agent played without training
+  int64_t saved_ops = 0, saved_steps = 0;
+  double saved_cost = 0, saved_measured = 0, saved_seconds = 0, saved_max_difference = 0;
 };
 
 BenchRow bench_model(const std::string& model, CostModel& cost, const BenchOptions& options);
@@ -57,6 +61,8 @@ BenchRow bench_model(const std::string& model, CostModel& cost, const BenchOptio
 std::string bench_table(const std::vector<BenchRow>& rows);
 // The agents' table (runtime after each method, optimization wall time) when trained.
 std::string agent_table(const std::vector<BenchRow>& rows);
+// The saved agent's table (runtime after it and after TASO, its play time) when played.
+std::string saved_agent_table(const std::vector<BenchRow>& rows);
 // The training curves as SVG line plots: PPO's real episodes, the controller's dream episodes.
 std::string curve_plot(const std::vector<BenchRow>& rows);
 std::string dream_plot(const std::vector<BenchRow>& rows);

@@ -103,6 +103,9 @@ RewritePolicy program_rewrite_policy(const ProgramRewriteOptions& options) {
       po.max_seconds = options.agent_seconds;
       AgentResult a = train_ppo(g, shared->cost, po);
       best = std::move(a.best), steps = a.steps.size();
+    } else if (places > 0 && options.chooser == Chooser::SavedAgent) {
+      AgentResult a = play_agent(g, shared->cost, *options.agent);
+      best = std::move(a.best), steps = a.steps.size();
     } else if (places > 0 && options.chooser == Chooser::WorldModel) {
       WorldModelResult w = train_world_model(g, shared->cost);
       best = std::move(w.best), steps = w.steps.size();
@@ -140,7 +143,14 @@ void set_rewrites(CompileOptions& o, const std::string& name, const std::string&
   if (name == "search") po.chooser = Chooser::Search;
   else if (name == "learned") po.chooser = Chooser::Agent;
   else if (name == "world-model") po.chooser = Chooser::WorldModel;
-  else throw UserError(cat(what, " '", name, "': expected none, search, learned or world-model"));
+  else if (name.rfind("learned:", 0) == 0 && name.size() > 8) {
+    po.chooser = Chooser::SavedAgent;
+    po.agent = std::make_shared<const RewriteAgent>(RewriteAgent::load(name.substr(8)));
+  } else {
+    throw UserError(cat(what, " '", name,
+                        "': expected none, search, learned, learned:FILE (an agent saved by "
+                        "`tempo rewrite train`) or world-model"));
+  }
   o.passes.rewrite_policy = program_rewrite_policy(po);
 }
 

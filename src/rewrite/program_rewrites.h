@@ -6,10 +6,13 @@
 //   none      the compiler's program (the default)
 //   search    TASO's backtracking search (search.h) under the measured cost model (evaluate.h)
 //   learned   RLFlow's model-free PPO agent (agent.h), trained on each region as it compiles
+//   learned:FILE  a PPO agent trained before (`tempo rewrite train`) and saved: it plays each
+//             region without training
 //   world-model  RLFlow's model-based agent (world_model.h): a controller trained in a world
 //             model of each region's rewrites, learned from random episodes as it compiles
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "driver/compile.h"
@@ -23,8 +26,11 @@ Graph to_graph(const RewriteRegion& region);
 // `g`'s nodes as region nodes (a matmul's fused activation becomes a node of its own).
 RewriteRegion to_region(const Graph& g);
 
+struct RewriteAgent;
+
 struct ProgramRewriteOptions {
-  enum class Chooser { Search, Agent, WorldModel } chooser = Chooser::Search;
+  enum class Chooser { Search, Agent, SavedAgent, WorldModel } chooser = Chooser::Search;
+  std::shared_ptr<const RewriteAgent> agent;  // SavedAgent's
   SearchOptions search{.alpha = 1.05, .budget = 100, .max_seconds = 5};
   double agent_seconds = 20;  // the model-free agent's training per region, at most
   // A graph replaces the region only where the cost model puts it at least this much faster
@@ -38,8 +44,8 @@ struct ProgramRewriteOptions {
 // kept in $TEMPO_CACHE_DIR/rewrite_costs.tsv.
 RewritePolicy program_rewrite_policy(const ProgramRewriteOptions& options = {});
 
-// Sets `o.passes.rewrite_policy` from a command-line value: none, search, learned or
-// world-model; `what` names the option in errors.
+// Sets `o.passes.rewrite_policy` from a command-line value: none, search, learned,
+// learned:FILE or world-model; `what` names the option in errors (and FILE's, read at once).
 void set_rewrites(CompileOptions& o, const std::string& name, const std::string& what);
 
 }  // namespace tempo::rewrite

@@ -10,6 +10,7 @@
 
 #include "expect_error.h"
 #include "driver/executable_impl.h"
+#include "rewrite/agent.h"
 #include "rewrite/subst.h"
 
 namespace tempo::rewrite {
@@ -204,7 +205,19 @@ TEST(ProgramRewrites, RegionsRoundTripThroughRewriteGraphs) {
 // The search and the agents under measured costs: whatever they take, the values stay.
 TEST(ProgramRewrites, SearchAndAgentsKeepTheValues) {
   const Result before = run_program(nullptr, true, 64);
-  for (const char* policy : {"search", "learned", "world-model"}) {
+  // A saved agent, trained briefly on a graph of the same kind as the program's region.
+  Graph heads;
+  Ref x = heads.input("x", {64, 3});
+  heads.outputs = {heads.matmul(x, heads.weight("w1", {3, 5}), Act::Tanh),
+                   heads.matmul(x, heads.weight("w2", {3, 6}), Act::Tanh)};
+  CostModel cost;
+  PpoOptions po;
+  po.rollouts = 2;
+  po.hidden = 16;
+  const std::string saved = ::testing::TempDir() + "program_rewrites_agent.safetensors";
+  train_agent({heads}, cost, po).agent.save(saved);
+  const std::string learned_file = "learned:" + saved;
+  for (const std::string& policy : std::vector<std::string>{"search", "learned", learned_file, "world-model"}) {
     SCOPED_TRACE(policy);
     CompileOptions o;
     set_rewrites(o, policy, "rewrites");
@@ -219,7 +232,9 @@ TEST(ProgramRewrites, UnknownPolicyIsAnError) {
   CompileOptions o;
   testing::expect_user_error(
       [&] { set_rewrites(o, "greedy", "--rewrites"); },
-      {"--rewrites 'greedy'", "expected none, search, learned or world-model"});
+      {"--rewrites 'greedy'", "expected none, search, learned, learned:FILE", "world-model"});
+  testing::expect_user_error([&] { set_rewrites(o, "learned:/no/such/agent", "--rewrites"); },
+                             {"/no/such/agent"});
   set_rewrites(o, "none", "--rewrites");
   EXPECT_FALSE(o.passes.rewrite_policy);
 }
