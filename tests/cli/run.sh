@@ -345,6 +345,22 @@ fi
 expect_error "unknown model 'vgg16'" rewrite bench --model vgg16
 expect_error "--budget expects an integer" rewrite bench --budget many
 expect_error "unknown rewrite command 'tune'" rewrite tune
+# A saved agent: trained on one small model, played on a Tempo program's regions.
+rewrite_dir="$(mktemp -d)"
+if ! "$tempo" rewrite train --quick --models bert --seconds 5 --out "$rewrite_dir/a.safetensors" |
+  grep -q "saved to"; then
+  echo "FAIL: tempo rewrite train"
+  failures=$((failures + 1))
+fi
+if ! "$tempo" train ppo --iterations 2 --rewrites "learned:$rewrite_dir/a.safetensors" \
+  --verbose 2>&1 | grep -q "rewrites: .*ops, .*places a substitution applies"; then
+  echo "FAIL: tempo train --rewrites learned:FILE"
+  failures=$((failures + 1))
+fi
+expect_error "no tensor 'enc1.weight'" train ppo --iterations 2 \
+  --rewrites "learned:$(dirname "$0")/../../data/loop_schedules.safetensors"
+expect_error "tempo rewrite train needs --out FILE" rewrite train --quick
+rm -rf "$rewrite_dir"
 
 fi
 
