@@ -52,7 +52,10 @@ const char* kUsage =
     "      then PPO (each transformation timed and rewarded); the learners are Tempo programs\n"
     "  training options:\n"
     "      --programs N       generated training programs (default 48, --quick 16)\n"
-    "      --iterations N     PPO batches (default 16, --quick 5)\n"
+    "      --iterations N     PPO batches (default 16, --quick 5; 0: the imitated network\n"
+    "                         is the agent)\n"
+    "      --imitation-steps N  Adam steps of imitation of the demonstrations (default 200;\n"
+    "                         0: none, as --no-imitation)\n"
     "      --entropy X        PPO's entropy bonus at the start, decaying to 0 (default\n"
     "                         0.01 after imitation, else 0.1)\n"
     "      --final-reward     one reward per episode (its log4 speedup) instead of per step\n"
@@ -131,7 +134,8 @@ std::string ratio(double x) {
 PearlOptions pearl_options(const Args& a) {
   const bool quick = a.has("--quick");
   PearlOptions o;
-  o.iterations = get_int(a, "--iterations", quick ? 5 : 16, 1);
+  o.iterations = get_int(a, "--iterations", quick ? 5 : 16, 0);
+  if (a.has("--imitation-steps")) o.imitation_steps = get_int(a, "--imitation-steps", 0, 0);
   o.batch = quick ? 48 : 64;
   o.pretrain_steps = quick ? 150 : 300;
   o.run.reps = 2;  // training programs run 1-20 ms: the minimum of 2 runs
@@ -190,7 +194,9 @@ void print_training(const PearlTraining& t, int programs) {
 }
 
 // The agent that `tempo loops bench --quick` plays instead of training one (its training is
-// what takes minutes); `tempo loops train --quick --out data/loops_agent.safetensors` rebuilds it.
+// what takes minutes), and the command that rebuilds it.
+const char* kShippedAgentRecipe =
+    "tempo loops train --quick --programs 96 --iterations 0 --imitation-steps 800 --out";
 std::string shipped_agent() {
 #ifdef TEMPO_SOURCE_DIR
   return cat(TEMPO_SOURCE_DIR, "/data/loops_agent.safetensors");
@@ -205,14 +211,14 @@ std::string bench_agent_file(const Args& a) {
     throw UserError("--agent and --train exclude each other");
   if (a.has("--agent")) return a.get("--agent", "");
   bool train = a.has("--train");
-  for (const char* k : {"--programs", "--iterations", "--entropy", "--final-reward",
-                        "--uniform-start", "--no-imitation", "--reuse-timings"})
+  for (const char* k : {"--programs", "--iterations", "--imitation-steps", "--entropy",
+                        "--final-reward", "--uniform-start", "--no-imitation", "--reuse-timings"})
     train |= a.has(k);  // training options ask for a training
   if (!a.has("--quick") || train) return "";
   const std::string file = shipped_agent();
   if (!std::filesystem::exists(file))
     throw UserError(cat("--quick plays the agent in ", file,
-                        ", which does not exist: rebuild it with `tempo loops train --quick --out ",
+                        ", which does not exist: rebuild it with `", kShippedAgentRecipe, " ",
                         file, "`, or pass --agent FILE or --train"));
   return file;
 }
@@ -518,13 +524,14 @@ int run_loops_command(int argc, char** argv) {
   return cli::run_subcommand(
       argc, argv, "loops", kUsage,
       {{"bench",
-        {"--threads", "--width", "--depth", "--only", "--programs", "--iterations", "--entropy",
+        {"--threads", "--width", "--depth", "--only", "--programs", "--iterations",
+         "--imitation-steps", "--entropy",
          "--agent"},
         {"--quick", "--final-reward", "--uniform-start", "--no-imitation", "--reuse-timings",
          "--no-memo-check", "--train"},
         bench},
        {"train",
-        {"--programs", "--iterations", "--entropy", "--out"},
+        {"--programs", "--iterations", "--imitation-steps", "--entropy", "--out"},
         {"--quick", "--no-memo", "--final-reward", "--uniform-start", "--no-imitation",
          "--reuse-timings"},
         train},

@@ -731,10 +731,10 @@ class Rollouts {
 PearlTraining train_pearl(const std::vector<Program>& programs, const PearlOptions& o) {
   if (programs.empty()) throw UserError("Pearl: no training programs");
   check_sizes(o);  // before the programs are timed
-  if (o.batch < 1 || o.epochs < 1 || o.iterations < 1 || o.max_actions_per_branch < 0 ||
+  if (o.batch < 1 || o.epochs < 1 || o.iterations < 0 || o.max_actions_per_branch < 0 ||
       o.pretrain_steps < 0 || o.imitation_steps < 0 || !(o.max_slowdown > 1) ||
       !(o.imitation_temperature > 0))
-    throw UserError("Pearl options: batch, epochs and iterations must be positive, "
+    throw UserError("Pearl options: batch and epochs must be positive, iterations not negative, "
                     "max_slowdown above 1, imitation_temperature positive");
   const Clock::time_point t0 = Clock::now();
   PearlTraining t;
@@ -779,9 +779,12 @@ PearlTraining train_pearl(const std::vector<Program>& programs, const PearlOptio
     return -surrogate.mean() + o.value_coef * (out.value.squeeze(1) - b[7]).square().mean() -
            entropy_coef * dist.entropy().mean();
   };
+  // No PPO iterations: the imitated network is the agent.
   const std::map<std::string, HostTensor> trained =
-      fit(o, o.iterations * o.epochs, o.learning_rate, init,
-          [](const std::string&) { return true; }, roll.types(), batch, loss, t.loss);
+      o.iterations == 0 ? init
+                        : fit(o, o.iterations * o.epochs, o.learning_rate, init,
+                              [](const std::string&) { return true; }, roll.types(), batch, loss,
+                              t.loss);
   t.network = std::make_shared<PearlNetwork>(trained, o);
   t.seconds = since(t0);
   t.memo = ev.stats();

@@ -262,6 +262,28 @@ TEST(Pearl, ShortTrainingByTempo) {
     EXPECT_EQ(s.actions[k].second.to_string(), r.actions[k].second.to_string());
 }
 
+// Without PPO iterations the imitated network is the agent: no episodes, no PPO loss, and it
+// plays a benchmark legally.
+TEST(Pearl, ImitationOnlyAgent) {
+  GeneratorOptions small;
+  small.small = true;
+  PearlOptions o = tiny();
+  o.iterations = 0;
+  o.imitation_steps = 10;
+  PearlTraining t = train_pearl(generate_programs(100, 2, small), o);
+  ASSERT_TRUE(t.network);
+  EXPECT_EQ(t.episodes, 0);
+  EXPECT_TRUE(t.loss.empty());
+  EXPECT_EQ(static_cast<int64_t>(t.imitation_loss.size()), o.imitation_steps);
+  Evaluator ev(test_options());
+  Program p = benchmark("mvt", Size::Small);
+  const Result r = run_pearl(p, *t.network, o, ev);
+  ASSERT_TRUE(r.ok) << r.note;
+  EXPECT_TRUE(same_checksum(r.checksum, run_unoptimized(p, ev).checksum));
+  o.iterations = -1;
+  EXPECT_THROW(train_pearl(generate_programs(100, 1, small), o), UserError);
+}
+
 TEST(Pearl, MissingWeightsAreAUserError) {
   PearlOptions o = tiny();
   auto w = random_weights(o, 1);
