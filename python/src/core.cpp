@@ -1031,7 +1031,7 @@ void bind_context(py::module_& m) {
           "loop_schedules: 'measured' (default), 'rows', 'columns' or 'learned:FILE' (a model "
           "from `tempo loops schedules`). rewrites: 'none' (default), 'search' (TASO's search "
           "under measured op costs), 'learned' or 'world-model' (RLFlow's agents, trained as "
-          "it compiles).");
+          "it compiles) or 'learned:FILE' (an agent saved by `tempo rewrite train`).");
 }
 
 }  // namespace

@@ -185,7 +185,7 @@ def test_bad_input_is_a_clear_error():
                        match="loop_schedules 'fastest': expected rows, measured, columns or learned"):
         ctx.compile({"T": 3}, loop_schedules="fastest")
     with pytest.raises(tempo.UserError,
-                       match="rewrites 'greedy': expected none, search, learned or world-model"):
+                       match="rewrites 'greedy': expected none, search, learned, learned:FILE"):
         ctx.compile({"T": 3}, rewrites="greedy")
     with pytest.raises(TypeError, match="no truth value"):
         bool(x > 0)

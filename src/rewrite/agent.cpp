@@ -302,10 +302,6 @@ class Rollouts {
   std::vector<double> norm_;
 };
 
-}  // namespace
-
-namespace {
-
 void check_options(const PpoOptions& o) {
   if (o.rollouts < 1 || o.episodes_per_rollout < 1 || o.updates_per_rollout < 1 || o.batch < 1 ||
       o.hidden < 1 || o.max_locations < 1)

@@ -47,6 +47,15 @@ Graph two_heads() {
   return g;
 }
 
+// The agent's best graph is no costlier than `g`, its steps replay to it, and its outputs are g's.
+void expect_replays_and_keeps_outputs(const Graph& g, const AgentResult& r) {
+  EXPECT_LE(r.best_cost, r.initial_cost);
+  Graph replay = g;
+  for (const Match& m : r.steps) replay = apply(replay, m);
+  EXPECT_EQ(replay.hash(), r.best.hash());
+  EXPECT_LT(max_difference(evaluate(r.best), evaluate(g)), 1e-4);
+}
+
 TEST(rewrite_agent, PpoTrainsAndKeepsOutputs) {
   CostModel cost = quick_costs();
   const PpoOptions o = small_ppo();
@@ -57,11 +66,7 @@ TEST(rewrite_agent, PpoTrainsAndKeepsOutputs) {
   for (double l : r.losses) EXPECT_TRUE(std::isfinite(l));
   EXPECT_GT(r.env_steps, 0);
   EXPECT_LT(r.logp_gap, 1e-3);  // the CPU forward pass agrees with the learner's network
-  EXPECT_LE(r.best_cost, r.initial_cost);
-  Graph replay = g;
-  for (const Match& m : r.steps) replay = apply(replay, m);
-  EXPECT_EQ(replay.hash(), r.best.hash());
-  EXPECT_LT(max_difference(evaluate(r.best), evaluate(g)), 1e-4);
+  expect_replays_and_keeps_outputs(g, r);
 }
 
 TEST(rewrite_agent, SavedAgentPlaysOtherGraphsWithoutTraining) {
@@ -89,11 +94,7 @@ TEST(rewrite_agent, SavedAgentPlaysOtherGraphsWithoutTraining) {
   EXPECT_EQ(a.best_cost, b.best_cost);
   EXPECT_TRUE(a.curve.empty());
   EXPECT_GT(a.env_steps, 0);
-  EXPECT_LE(a.best_cost, a.initial_cost);
-  Graph replay = other;
-  for (const Match& m : a.steps) replay = apply(replay, m);
-  EXPECT_EQ(replay.hash(), a.best.hash());
-  EXPECT_LT(max_difference(evaluate(a.best), evaluate(other)), 1e-4);
+  expect_replays_and_keeps_outputs(other, a);
 }
 
 TEST(rewrite_agent, LoadingWhatIsNotAnAgentIsAClearError) {

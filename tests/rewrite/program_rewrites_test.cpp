@@ -217,7 +217,8 @@ TEST(ProgramRewrites, SearchAndAgentsKeepTheValues) {
   const std::string saved = ::testing::TempDir() + "program_rewrites_agent.safetensors";
   train_agent({heads}, cost, po).agent.save(saved);
   const std::string learned_file = "learned:" + saved;
-  for (const std::string& policy : std::vector<std::string>{"search", "learned", learned_file, "world-model"}) {
+  const std::vector<std::string> policies = {"search", "learned", learned_file, "world-model"};
+  for (const std::string& policy : policies) {
     SCOPED_TRACE(policy);
     CompileOptions o;
     set_rewrites(o, policy, "rewrites");
