@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "parse_args.h"
+#include "rewrite/agent.h"
 #include "rewrite/bench.h"
 #include "rewrite/enumerate.h"
 #include "rewrite/subst.h"
@@ -72,6 +73,7 @@ int bench(const Args& a) {
   }
   o.wm_iterations = get_int(a, "--wm-iterations", 3, 1, 100);
   o.agent_file = a.get("--agent", "");
+  if (!o.agent_file.empty()) RewriteAgent::load(o.agent_file);  // a bad file fails at once
   std::vector<std::string> models = model_names();
   if (a.has("--model")) {
     std::string m = a.get("--model", "");

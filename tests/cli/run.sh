@@ -360,6 +360,8 @@ fi
 expect_error "no tensor 'enc1.weight'" train ppo --iterations 2 \
   --rewrites "learned:$(dirname "$0")/../../data/loop_schedules.safetensors"
 expect_error "tempo rewrite train needs --out FILE" rewrite train --quick
+expect_error "no_such_agent.safetensors" rewrite bench --quick \
+  --agent "$rewrite_dir/no_such_agent.safetensors"
 rm -rf "$rewrite_dir"
 
 fi
