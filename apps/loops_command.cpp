@@ -6,7 +6,6 @@
 #include <memory>
 #include <cstdio>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -374,11 +373,7 @@ Result run_actions(const Program& p, const std::string& list, Evaluator& ev) {
   LoopEnv env(p);
   Result r;
   r.method = "actions";
-  std::string item;
-  std::string rest = list + ",";
-  for (size_t at = 0, comma; (comma = rest.find(',', at)) != std::string::npos; at = comma + 1) {
-    item = rest.substr(at, comma - at);
-    if (item.empty()) continue;
+  for (const std::string& item : cli::split_commas(list)) {
     const int64_t index = cli::parse_int("--actions", item);
     if (index < 0 || index >= num_actions())
       throw UserError(cat("--actions: action ", index, " is outside 0..", num_actions() - 1,
@@ -442,10 +437,8 @@ int optimize(const Args& a) {
 // Loop timings from comma-separated CSV files.
 std::vector<LoopTiming> loop_timings(const std::string& files) {
   std::vector<LoopTiming> out;
-  std::stringstream in(files);
-  for (std::string path; std::getline(in, path, ',');)
-    if (!path.empty())
-      for (LoopTiming& t : read_loop_timings(path)) out.push_back(std::move(t));
+  for (const std::string& path : cli::split_commas(files))
+    for (LoopTiming& t : read_loop_timings(path)) out.push_back(std::move(t));
   if (out.empty()) throw UserError(cat("no loop timings in '", files, "'"));
   return out;
 }

@@ -31,6 +31,18 @@ inline double parse_double(const std::string& flag, const std::string& s) {
   return v;
 }
 
+// The items of a comma-separated list ("a,b,,c": a, b, c; empty items are skipped).
+inline std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t from = 0; from <= s.size();) {
+    size_t to = s.find(',', from);
+    if (to == std::string::npos) to = s.size();
+    if (to > from) out.push_back(s.substr(from, to - from));
+    from = to + 1;
+  }
+  return out;
+}
+
 // A subcommand's arguments: the positional ones, and the --options in order (flags with "").
 struct Args {
   std::vector<std::string> positional;

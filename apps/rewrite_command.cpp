@@ -2,6 +2,7 @@
 // search over the evaluation models, with the runtimes by the cost model and measured.
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -72,8 +73,8 @@ int bench(const Args& a) {
     if (o.tau <= 0) throw UserError("--tau must be positive");
   }
   o.wm_iterations = get_int(a, "--wm-iterations", 3, 1, 100);
-  o.agent_file = a.get("--agent", "");
-  if (!o.agent_file.empty()) RewriteAgent::load(o.agent_file);  // a bad file fails at once
+  if (a.has("--agent"))  // read once, before the models run
+    o.agent = std::make_shared<const RewriteAgent>(RewriteAgent::load(a.get("--agent", "")));
   std::vector<std::string> models = model_names();
   if (a.has("--model")) {
     std::string m = a.get("--model", "");
@@ -90,7 +91,7 @@ int bench(const Args& a) {
   }
   std::printf("%s", bench_table(rows).c_str());
   if (o.agents) std::printf("\n%s", agent_table(rows).c_str());
-  if (!o.agent_file.empty()) std::printf("\n%s", saved_agent_table(rows).c_str());
+  if (o.agent) std::printf("\n%s", saved_agent_table(rows).c_str());
   std::printf("\n%zu operator configurations measured\n", cost.measured());
   if (a.has("--plot") && o.agents) {
     std::string prefix = a.get("--plot", "");
@@ -101,25 +102,13 @@ int bench(const Args& a) {
   return 0;
 }
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  size_t from = 0;
-  while (from <= s.size()) {
-    size_t to = s.find(',', from);
-    if (to == std::string::npos) to = s.size();
-    if (to > from) out.push_back(s.substr(from, to - from));
-    from = to + 1;
-  }
-  return out;
-}
-
 int train(const Args& a) {
   if (!a.positional.empty()) throw UserError(cat("unexpected argument '", a.positional[0], "'"));
   const std::string out = a.get("--out", "");
   if (out.empty()) throw UserError("tempo rewrite train needs --out FILE");
   const bool quick = a.has("--quick");
   const std::vector<std::string> models =
-      split_commas(a.get("--models", "inceptionv3,resnet18,resnet50,squeezenet,bert"));
+      cli::split_commas(a.get("--models", "inceptionv3,resnet18,resnet50,squeezenet,bert"));
   if (models.empty()) throw UserError("--models needs at least one model name");
   std::vector<Graph> graphs;
   for (const std::string& m : models) graphs.push_back(build_model(m, 2));

@@ -66,8 +66,8 @@ BenchRow bench_model(const std::string& model, CostModel& cost, const BenchOptio
     r.wm_dream_seconds = w.dream_seconds;
     r.wm_curve = w.dream_curve;
   }
-  if (!o.agent_file.empty()) {
-    AgentResult a = play_agent(g, cost, RewriteAgent::load(o.agent_file));
+  if (o.agent) {
+    AgentResult a = play_agent(g, cost, *o.agent);
     r.has_saved = true;
     outcome.record(a, r.saved_ops, r.saved_cost, r.saved_seconds, r.saved_steps,
                    r.saved_measured, r.saved_max_difference);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@ struct BenchOptions {
   bool agents = true;          // train the PPO and world-model agents per model
   double tau = 1.0;            // the world model's temperature in the dream
   int wm_iterations = 3;       // the world model's training iterations (WorldModelOptions)
-  std::string agent_file;      // a saved PPO agent (RewriteAgent) to play on each model
+  std::shared_ptr<const RewriteAgent> agent;  // a saved PPO agent to play on each model
 };
 
 // The PPO agent's settings in the bench (smaller with quick).

@@ -27,6 +27,13 @@ RunOptions test_options() {
   return o;
 }
 
+// Generated programs at the test size, from seed 100.
+std::vector<Program> small_programs(int count) {
+  GeneratorOptions small;
+  small.small = true;
+  return generate_programs(100, count, small);
+}
+
 PearlOptions tiny() {
   PearlOptions o;
   o.hidden = 16;
@@ -189,15 +196,13 @@ TEST(Pearl, SavedAgentsLoadWithTheirSizes) {
 
 // The policy head starts with each kind of transformation as probable as "next".
 TEST(Pearl, PolicyStartsUniformOverKinds) {
-  GeneratorOptions small;
-  small.small = true;
   PearlOptions o = tiny();
   o.iterations = 1;
   o.epochs = 1;
   o.pretrain_steps = 0;
   o.imitation_steps = 0;
   o.learning_rate = 1e-9;  // the one update leaves the start as it was
-  PearlTraining t = train_pearl(generate_programs(100, 1, small), o);
+  PearlTraining t = train_pearl(small_programs(1), o);
   std::vector<float> logits;
   float value;
   Program p = benchmark("doitgen", Size::Small);
@@ -212,9 +217,7 @@ TEST(Pearl, PolicyStartsUniformOverKinds) {
 }
 
 TEST(Pearl, ShortTrainingByTempo) {
-  GeneratorOptions small;
-  small.small = true;
-  std::vector<Program> programs = generate_programs(100, 6, small);
+  std::vector<Program> programs = small_programs(6);
   PearlOptions o = tiny();
   // The demonstrations' targets come from measured run times, so each minibatch's loss is noisy:
   // enough steps for the fit to show through it.
@@ -265,12 +268,10 @@ TEST(Pearl, ShortTrainingByTempo) {
 // Without PPO iterations the imitated network is the agent: no episodes, no PPO loss, and it
 // plays a benchmark legally.
 TEST(Pearl, ImitationOnlyAgent) {
-  GeneratorOptions small;
-  small.small = true;
   PearlOptions o = tiny();
   o.iterations = 0;
   o.imitation_steps = 10;
-  PearlTraining t = train_pearl(generate_programs(100, 2, small), o);
+  PearlTraining t = train_pearl(small_programs(2), o);
   ASSERT_TRUE(t.network);
   EXPECT_EQ(t.episodes, 0);
   EXPECT_TRUE(t.loss.empty());
@@ -281,7 +282,7 @@ TEST(Pearl, ImitationOnlyAgent) {
   ASSERT_TRUE(r.ok) << r.note;
   EXPECT_TRUE(same_checksum(r.checksum, run_unoptimized(p, ev).checksum));
   o.iterations = -1;
-  EXPECT_THROW(train_pearl(generate_programs(100, 1, small), o), UserError);
+  EXPECT_THROW(train_pearl(small_programs(1), o), UserError);
 }
 
 TEST(Pearl, MissingWeightsAreAUserError) {
