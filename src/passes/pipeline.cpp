@@ -50,6 +50,9 @@ constexpr Pass kPipeline[] = {
     {"conditional-execution", &Options::conditional_execution, execute_conditionally},
     // Before vectorization, which batches the copies over the window the late reader reads.
     {"recompute", &Options::recompute, recompute_activations},
+    // Before vectorization, whose choices weigh every reader of an op: the ops that lifting
+    // replaced (a running sum's adds) would keep the summands they read per step.
+    {"dce", &Options::dce, eliminate_dead_code},
     {"vectorize", &Options::vectorize, vectorize},
     // Again after vectorization, which makes ops that need not run at every point of their
     // domain: a decoder layer's weights indexed from the stacked ones at every step (t, l) are

@@ -196,10 +196,13 @@ class Vectorizer {
         for (EdgeId id : op.inputs) {
           const ir::Edge& e = g_.edge(id);
           // A draw read point by point stays a draw per point: its batch would only add an
-          // index per point, and hold every point's values from the first read to the last.
+          // index per point, and hold every point's values from the first read to the last. A
+          // reader of the whole batch (the sum over t of per-step weight gradients) holds every
+          // point either way, so there a large batch costs nothing.
           if (in_[e.source] && !in_[op.id] &&
-              (!readable_per_point(e) || large_batch(g_.op(e.source)) ||
-               (is_draw(g_.op(e.source)) && !reads_whole_batch(e)))) {
+              (!readable_per_point(e) ||
+               ((large_batch(g_.op(e.source)) || is_draw(g_.op(e.source))) &&
+                !reads_whole_batch(e)))) {
             in_[e.source] = false;
             again = true;
           }
