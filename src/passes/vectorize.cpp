@@ -215,14 +215,16 @@ class Vectorizer {
   // the recurrence goes read dies at its own step. Batching those readers over d would stack
   // every point and keep them all alive until the batch runs (PPO's bootstrap values of 16
   // final 3x64x64 observations a step: 100 MiB per rollout), so they stay per point; at this
-  // size an op's own work dwarfs the launch that batching would save.
+  // size an op's own work dwarfs the launch that batching would save. A reader whose own point
+  // is at least as large (an n-step learner's per-step weight gradient, 3 MiB from a 0.75 MiB
+  // observation) is batched all the same: per point, its outputs would be held instead.
   void keep_large_points_streaming() {
     constexpr int64_t kLargePoint = 256 << 10;  // bytes
     for (const OpNode& src : g_.ops()) {
       if (in_[src.id] || position(src.domain, d_) < 0) continue;
       for (int out = 0; out < static_cast<int>(src.outputs.size()); ++out) {
-        const std::optional<int64_t> bytes = bytes_of(src.outputs[out], 0, p_);
-        if (!bytes || *bytes < kLargePoint) continue;
+        const std::optional<int64_t> point = bytes_of(src.outputs[out], 0, p_);
+        if (!point || *point < kLargePoint) continue;
         std::vector<OpId> readers;
         bool dies_at_its_step = true;
         for (EdgeId id : g_.out_edges(src.id)) {
@@ -232,7 +234,8 @@ class Vectorizer {
           readers.push_back(e.sink);
         }
         if (dies_at_its_step)
-          for (OpId r : readers) in_[r] = false;
+          for (OpId r : readers)
+            if (bytes(g_.op(r)) < *point) in_[r] = false;
       }
     }
   }

@@ -2,6 +2,8 @@
 // source locations), and the values of the compiled program with the pass on and off.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "api/autodiff.h"
 #include "api/random_offset.h"
 #include "api/tempo.h"
@@ -226,20 +228,24 @@ TEST(Passes, DrawsVectorizeAsTheirPoints) {
 
 // A large value that a recurrence makes at each step and that only per-step reads see dies at
 // its own step: batching its reader over t would keep every step's value alive until the batch
-// runs (PPO's bootstrap values of final observations). Small values are still batched.
+// runs (PPO's bootstrap values of final observations). Small values are still batched, and so
+// is a reader whose own values are larger (a per-step weight gradient): per step, it would
+// hold those instead.
 TEST(Passes, LargePointsReadPerStepStayPerStep) {
-  for (int64_t rows : {4, 512}) {  // 4 KiB and 512 KiB a step
+  // 4 KiB and 512 KiB a step, read into 8 bytes a row, and 512 KiB read into 2 MiB.
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4, 2}, {512, 2}, {512, 1024}}) {
+    const bool batched = rows == 4 || cols == 1024;
     Context ctx;
     Dim t = ctx.dim("t", "T");
     RT x = source(ctx, {t}, {rows, 256});
     RT s = ctx.placeholder({DType::Float32, {rows, 256}}, {t}, "s");
     s[0] = ctx.zeros({rows, 256});
     s[t.var + 1] = (s[t.var] * 0.5 + x[t.var]).named("next");
-    RT v = s.matmul(ctx.constant(0.5, {256, 2}));
+    RT v = s.matmul(ctx.constant(0.5, {256, cols}));
     RT total = v[slice(0, t.bound)].sum(0).retain();
-    const std::string sdg = after(ctx, passes::vectorize, /*expect_change=*/rows == 4);
-    EXPECT_EQ(sdg.find("MatMul(%1[0:T]") != std::string::npos, rows == 4) << sdg;
-    EXPECT_EQ(sdg.find("MatMul(%1[t]") != std::string::npos, rows == 512) << sdg;
+    const std::string sdg = after(ctx, passes::vectorize, /*expect_change=*/batched);
+    EXPECT_EQ(sdg.find("MatMul(%1[0:T]") != std::string::npos, batched) << sdg;
+    EXPECT_EQ(sdg.find("MatMul(%1[t]") != std::string::npos, !batched) << sdg;
   }
 }
 
