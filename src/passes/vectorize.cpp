@@ -196,9 +196,9 @@ class Vectorizer {
         for (EdgeId id : op.inputs) {
           const ir::Edge& e = g_.edge(id);
           // A draw read point by point stays a draw per point: its batch would only add an
-          // index per point, and hold every point's values from the first read to the last. A
-          // reader of the whole batch (the sum over t of per-step weight gradients) holds every
-          // point either way, so there a large batch costs nothing.
+          // index per point, and hold every point's values from the first read to the last; so
+          // does a large batch (large_batch). A reader of the whole batch (the sum over t of
+          // per-step weight gradients) holds every point either way, so there both are batched.
           if (in_[e.source] && !in_[op.id] &&
               (!readable_per_point(e) ||
                ((large_batch(g_.op(e.source)) || is_draw(g_.op(e.source))) &&

@@ -424,33 +424,6 @@ TEST(Lift, RunningGradientSumIsOneSum) {
   }
 }
 
-// Over a long t, the lifted sum's terms (a weight-sized matmul per step, 2 MiB over the 256
-// steps) are still batched, so that the sum over t of per-step products becomes one product:
-// the running sum's replaced adds (dead code until the end) must not keep them per step, and a
-// batch read whole by its one reader holds no more than the steps would. The same values as
-// LibTorch's autograd.
-TEST(Lift, LongRunningGradientSumIsOneProduct) {
-  const int64_t T = 256;
-  Context ctx;
-  Dim t = ctx.dim("t", "T");
-  RT x = source(ctx, {t}, {8, 64});
-  RT w = source(ctx, {}, {64, 32}, 1);
-  RT y = x.matmul(w * 0.1).tanh().sum();
-  RT g = grad(y[slice(0, t.bound)].sum(), {w})[0].retain();
-  CompileOptions o;
-  o.passes.check_ir = true;
-  Executable exe = compile(ctx, {{t.bound, T}}, o);
-  exe.run();
-  for (const ir::OpNode& op : exe.impl().graph.ops())
-    EXPECT_TRUE(op.domain.empty() || op.kind == ir::OpKind::Udf) << exe.impl().graph.str();
-  torch::Tensor tw = eager_source({}, {64, 32}, 1).requires_grad_(true);
-  torch::Tensor total = torch::zeros({});
-  for (int64_t k = 0; k < T; ++k)
-    total = total + eager_source({k}, {8, 64}).matmul(tw * 0.1).tanh().sum();
-  total.backward();
-  expect_close(to_torch(exe.get(g, {})), tw.grad(), "one product");
-}
-
 // With PassOptions::interleave (TEMPO Fig. 23), a term that reads a recurrence a bounded number
 // of steps ahead (here s[t:min(t + 2, T)]) streams: its window sum is not lifted to a scan of the
 // whole recurrence, it is not batched over t, and the gradient's running sum over it stays a

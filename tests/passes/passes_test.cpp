@@ -2,6 +2,7 @@
 // source locations), and the values of the compiled program with the pass on and off.
 #include <gtest/gtest.h>
 
+#include <tuple>
 #include <utility>
 
 #include "api/autodiff.h"
@@ -316,32 +317,35 @@ TEST(Passes, RecurrenceStaysPerStep) {
 
 // TEMPO Alg. 1's per-step learner: loss[t] = -log_softmax(x[t] @ W).gather(a[t]).sum(), and the
 // gradient of their sum over t. Its backward pass (the gather's gradient, the running sum of
-// W's gradient over t) runs batched over t: only the sources stay per step. Values against
-// LibTorch's autograd.
+// W's gradient over t) runs batched over t: only the sources stay per step. So also over a long
+// t whose batch of W-sized terms is large (2 MiB at T = 256): its one reader, the lifted sum,
+// reads it whole, and the running sum's replaced adds are gone before vectorization; the sum
+// over t of x[t]^T dy[t] is then one product. Values against LibTorch's autograd.
 TEST(Passes, PerStepPolicyGradientRunsBatched) {
-  const int64_t T = 6;
-  Context ctx;
-  Dim t = ctx.dim("t", "T");
-  RT x = source(ctx, {t}, {4, 3});
-  RT W = source(ctx, {}, {3, 5}, 1);
-  RT act = ((source(ctx, {t}, {4, 1}, 2) + 1.0) * 2.0).cast(DType::Int64);  // in [0, 4]
-  RT loss = -x.matmul(W).log_softmax(-1).gather(1, act).sum();
-  RT g = grad(loss[slice(0, t.bound)].sum(), {W})[0].retain();
-  Executable exe = compile(ctx, {{t.bound, T}});
-  exe.run();
-  for (const ir::OpNode& op : exe.impl().graph.ops())
-    if (!op.domain.empty() && op.kind != ir::OpKind::Udf)
-      ADD_FAILURE() << "per-step op left: " << op.describe();
-  torch::Tensor tW = testing::eager_source({}, {3, 5}, 1).requires_grad_(true);
-  torch::Tensor total = torch::zeros({});
-  for (int64_t k = 0; k < T; ++k) {
-    torch::Tensor a = ((testing::eager_source({k}, {4, 1}, 2) + 1.0) * 2.0).to(torch::kInt64);
-    total =
-        total -
-        torch::log_softmax(testing::eager_source({k}, {4, 3}).matmul(tW), -1).gather(1, a).sum();
+  for (auto [T, in, out] : {std::tuple<int64_t, int64_t, int64_t>{6, 3, 5}, {256, 64, 32}}) {
+    Context ctx;
+    Dim t = ctx.dim("t", "T");
+    RT x = source(ctx, {t}, {4, in});
+    RT W = source(ctx, {}, {in, out}, 1);
+    RT act = ((source(ctx, {t}, {4, 1}, 2) + 1.0) * 2.0).cast(DType::Int64);  // in [0, 4]
+    RT loss = -x.matmul(W).log_softmax(-1).gather(1, act).sum();
+    RT g = grad(loss[slice(0, t.bound)].sum(), {W})[0].retain();
+    Executable exe = compile(ctx, {{t.bound, T}});
+    exe.run();
+    for (const ir::OpNode& op : exe.impl().graph.ops())
+      if (!op.domain.empty() && op.kind != ir::OpKind::Udf)
+        ADD_FAILURE() << "T = " << T << ": per-step op left: " << op.describe();
+    torch::Tensor tW = testing::eager_source({}, {in, out}, 1).requires_grad_(true);
+    torch::Tensor total = torch::zeros({});
+    for (int64_t k = 0; k < T; ++k) {
+      torch::Tensor a = ((testing::eager_source({k}, {4, 1}, 2) + 1.0) * 2.0).to(torch::kInt64);
+      total = total - torch::log_softmax(testing::eager_source({k}, {4, in}).matmul(tW), -1)
+                          .gather(1, a)
+                          .sum();
+    }
+    total.backward();
+    expect_close(testing::to_torch(exe.get(g, {})), tW.grad(), cat("dW, T = ", T));
   }
-  total.backward();
-  expect_close(testing::to_torch(exe.get(g, {})), tW.grad(), "dW");
 }
 
 // The same program with every pass, with vectorization off and with no passes: same values.
