@@ -87,7 +87,8 @@ void Scheduler::build_deallocations() {
       const bool once_made = g_.op(grp.members[0]).domain.empty();
       if (bound_depth_ > 0 && !once_made) {
         const size_t shared = shared_depth(grp, bundle.outputs);
-        const size_t full = std::min(g_.op(grp.members[0]).domain.size(), bound_depth_);
+        const size_t full =
+            std::min(g_.op(grp.members[0]).domain.size(), bound_depth(bundle.outputs));
         if (shared > 0) lasts.push_back(last_readers(grp, bundle.pieces, shared));
         if (full > shared && shared > 0) lasts.push_back(last_readers(grp, bundle.pieces, full));
       }
@@ -173,7 +174,20 @@ size_t Scheduler::shared_depth(const Group& grp,
         ++shared;
       depth = shared;
     }
-  return std::min(depth, bound_depth_);
+  return std::min(depth, bound_depth(outputs));
+}
+
+size_t Scheduler::bound_depth(const std::vector<std::pair<OpId, int>>& outputs) const {
+  if (!windows_outermost_) return bound_depth_;
+  for (const auto& [id, out] : outputs)
+    for (ir::EdgeId eid : g_.out_edges(id)) {
+      const Edge& e = g_.edge(eid);
+      const std::vector<Expr>& entries = e.phi.args();
+      if (e.source_output == out && std::any_of(entries.begin(), entries.end(),
+                                                [](const Expr& x) { return x.is_slice(); }))
+        return std::min<size_t>(bound_depth_, 1);
+    }
+  return bound_depth_;
 }
 
 isl::map Scheduler::last_readers(const Group& grp, const std::vector<isl::map>& pieces,

@@ -104,9 +104,11 @@ class Tries {
                                       const std::set<ir::OpId>& alone,
                                       Scheduler::CycleSearch search);
   Schedule attempt(const ScheduleOptions& options, Scheduler::CycleSearch search,
-                   size_t bound_depth, const std::set<ir::OpId>& alone) {
+                   size_t bound_depth, const std::set<ir::OpId>& alone,
+                   bool windows_outermost = false) {
     return guard([&] {
-      Scheduler s(g_, options, isl::ctx(owned_.raw), search, bound_depth, alone);
+      Scheduler s(g_, options, isl::ctx(owned_.raw), search, bound_depth, alone,
+                  windows_outermost);
       prepare(s);
       return s.run();
     });
@@ -161,18 +163,21 @@ Schedule Tries::fused_or_unfused(const ScheduleOptions& options) {
 
 Schedule Tries::bounded(const ScheduleOptions& options, Scheduler::CycleSearch search,
                         const std::set<ir::OpId>& alone) {
-  // Lifetimes bounded over every dimension the readers share, then over the outermost one only
-  // (a window read across an inner dimension can make the deeper bound unschedulable: isl gives
-  // each statement one affine schedule), then not at all.
+  // Lifetimes bounded over every dimension the readers share; then so except for the outputs
+  // read through windows, bounded over the outermost one only (a window read across an inner
+  // dimension can make the deeper bound unschedulable: isl gives each statement one affine
+  // schedule); then every output over the outermost one; then not at all.
   if (options.deallocate) {
-    for (size_t depth : {std::numeric_limits<size_t>::max(), size_t{1}}) {
+    const size_t deep = std::numeric_limits<size_t>::max();
+    for (auto [depth, windows_outermost] :
+         {std::pair{deep, false}, std::pair{deep, true}, std::pair{size_t{1}, false}}) {
       try {
-        return attempt(options, search, depth, alone);
+        return attempt(options, search, depth, alone, windows_outermost);
       } catch (const BoundFailed&) {
       }
       // Where fusion makes the data dependences unschedulable, no lifetime bound helps: checked
       // once, without deallocations (a fraction of a full try).
-      if (depth > 1 && options.fuse)
+      if (depth > 1 && !windows_outermost && options.fuse)
         if (auto failed = unschedulable(options, alone, search)) throw FuseFailed{*failed};
     }
   }

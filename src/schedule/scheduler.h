@@ -203,9 +203,17 @@ class Scheduler {
   enum class CycleSearch { Optimistic, Careful };
 
   // `alone`: ops that fusion leaves in statements of their own.
+  // bound_depth: lifetimes bounded over at most this many leading dimensions (0: none); with
+  // windows_outermost, outputs read through a window only over the outermost one.
   Scheduler(const Graph& g, const ScheduleOptions& opt, isl::ctx ctx, CycleSearch search,
-            size_t bound_depth, const std::set<OpId>& alone = {})
-      : g_(g), opt_(opt), ctx_(ctx), search_(search), bound_depth_(bound_depth), alone_(alone) {}
+            size_t bound_depth, const std::set<OpId>& alone = {}, bool windows_outermost = false)
+      : g_(g),
+        opt_(opt),
+        ctx_(ctx),
+        search_(search),
+        bound_depth_(bound_depth),
+        windows_outermost_(windows_outermost),
+        alone_(alone) {}
 
   // Steps 1 and 2 depend on the program alone: the tries of one program (fused or not,
   // lifetimes bounded or not) take them from the first, in the same isl context.
@@ -348,6 +356,10 @@ class Scheduler {
   // shared_depth: how many leading dimensions every reader of `outputs` shares with them.
   // last_readers: R[p] -> [d0..dk] of the last reader of p at `depth`.
   size_t shared_depth(const Group& grp, const std::vector<std::pair<OpId, int>>& outputs) const;
+  // bound_depth_, or 1 with windows_outermost_ where a reader reads `outputs` through a window
+  // (an n-step learner's rewards r[t:t + n]): such a deep bound can make the program
+  // unschedulable, and then the points read one by one (the next observation) keep theirs.
+  size_t bound_depth(const std::vector<std::pair<OpId, int>>& outputs) const;
   isl::map last_readers(const Group& grp, const std::vector<isl::map>& pieces, size_t depth);
 
   void bound_lifetime(const Group& grp, const std::string& dealloc, const isl::map& last);
@@ -423,6 +435,7 @@ class Scheduler {
   CycleSearch search_;
   // Bounded lifetimes (bound_lifetime) over at most this many leading dimensions; 0: none.
   size_t bound_depth_;
+  bool windows_outermost_;
   std::set<OpId> alone_;
   isl::union_set domains_;
   isl::union_map validity_, proximity_;
