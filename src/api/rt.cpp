@@ -27,11 +27,6 @@ Expr identity_phi(const Dims& dims) {
   return sym::seq(std::move(v));
 }
 
-bool has_slice(const Expr& phi) {
-  if (!phi.defined()) return false;
-  return std::any_of(phi.args().begin(), phi.args().end(), [](const Expr& e) { return e.is_slice(); });
-}
-
 Expr and_cond(const Expr& a, const Expr& b) {
   if (!a.defined()) return b;
   if (!b.defined()) return a;
@@ -173,7 +168,7 @@ RT::Indexed RT::operator[](const Index& ix) const {
   // A pending index with slices (or a slice read of a pending index) is materialized first:
   // slices do not compose by substitution.
   RT x = *this;
-  if (phi_.defined() && (has_slice(phi_) || slices)) {
+  if (phi_.defined() && (sym::has_slice(phi_) || slices)) {
     x = c.add_op1(ir::OpKind::Identity, {}, {*this}, ix.loc);
     std::string name = c.graph().op(op_).name;
     x.named(name);

@@ -182,10 +182,7 @@ size_t Scheduler::bound_depth(const std::vector<std::pair<OpId, int>>& outputs) 
   for (const auto& [id, out] : outputs)
     for (ir::EdgeId eid : g_.out_edges(id)) {
       const Edge& e = g_.edge(eid);
-      const std::vector<Expr>& entries = e.phi.args();
-      if (e.source_output == out && std::any_of(entries.begin(), entries.end(),
-                                                [](const Expr& x) { return x.is_slice(); }))
-        return std::min<size_t>(bound_depth_, 1);
+      if (e.source_output == out && sym::has_slice(e.phi)) return std::min<size_t>(bound_depth_, 1);
     }
   return bound_depth_;
 }

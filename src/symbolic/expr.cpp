@@ -359,6 +359,12 @@ void visit(const Expr& e, const std::function<void(const Expr&)>& f) {
   for (const Expr& a : e.args()) visit(a, f);
 }
 
+bool has_slice(const Expr& seq) {
+  if (!seq.defined()) return false;
+  const std::vector<Expr>& entries = seq.args();
+  return std::any_of(entries.begin(), entries.end(), [](const Expr& e) { return e.is_slice(); });
+}
+
 std::vector<Expr> free_symbols(const Expr& e) {
   std::vector<Expr> out;
   visit(e, [&](const Expr& x) {

@@ -173,6 +173,8 @@ inline Expr& operator*=(Expr& a, const Expr& b) { return a = a * b; }
 void visit(const Expr& e, const std::function<void(const Expr&)>& f);
 // Symbols (variables and bounds) that occur in e, each once, in order of first occurrence.
 std::vector<Expr> free_symbols(const Expr& e);
+// Whether a sequence (a dependence's phi) has a slice entry: it reads a range, not a point.
+bool has_slice(const Expr& seq);
 bool depends_on(const Expr& e, const Expr& symbol);
 // Replaces symbols (or any subexpression) by other expressions, rebuilding with the operators.
 Expr substitute(const Expr& e, const std::vector<std::pair<Expr, Expr>>& replacements);
