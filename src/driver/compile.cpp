@@ -279,6 +279,10 @@ std::string graph_str(const Compilation& c) {
 std::string schedule_str(const Compilation& c) {
   return c.impl->schedule.str(c.impl->graph);
 }
+// Under a budget the program may have been optimized again for memory: its graph, then schedule.
+std::string memory_plan_str(const Compilation& c) {
+  return graph_str(c) + schedule_str(c);
+}
 std::string backend_str(const Compilation& c) {
   return cat("device ", c.impl->backend->device(), ", generated code ",
              c.options.codegen ? "on" : "off", ", donation ", c.options.donation ? "on" : "off",
@@ -319,7 +323,7 @@ constexpr Stage kStages[] = {
     {"schedule", schedule_program, schedule_str},
     // Under CompileOptions::memory_budget: measured, then re-optimized and swapped until it fits;
     // before donation, which must see the final lifetimes.
-    {"memory-plan", plan_memory, schedule_str},
+    {"memory-plan", plan_memory, memory_plan_str},
     {"donation", donate, schedule_str},
     {"backend", make_backend, backend_str},
     // Stores, launchers and generated kernels: everything run() needs, built once (TEMPO §6).

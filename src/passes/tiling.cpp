@@ -90,7 +90,8 @@ class Tiler {
  public:
   Tiler(Program& p, const Dim& d, int64_t size)
       : p_(p), g_(p.graph), d_(d), z_(size), verbose_(p.options.verbose),
-        static_tiles_(p.options.static_tiles), consumers_(consumers(p.graph)) {}
+        static_tiles_(p.options.static_tiles), interleave_(p.options.interleave),
+        consumers_(consumers(p.graph)) {}
 
   // Tiles the windows along d, each set of equal windows read over one domain as one group;
   // returns whether anything changed.
@@ -464,6 +465,18 @@ class Tiler {
     const Expr tiles =
         sym::simplify(slice(floordiv(w.lo, z), floordiv(w.hi + z - 1, z)), old_domain);
 
+    // Interleaved (tiling for memory): a sum over the tiles accumulates as they run, so each
+    // tile's partial (a learner's weight gradient over its steps) is freed once added instead of
+    // every tile's being held until one sum. Only where every point has a tile to start from,
+    // and for partials of at least 64 KiB: smaller ones cost more in adds than they hold.
+    Dims along = old_domain;  // d's bound is known to be positive here
+    along.push_back(d_);
+    const bool nonempty = sym::prove_positive(w.hi - w.lo, along);
+    auto accumulate = [&](const OpNode& root) {
+      const ir::TensorType& t = root.outputs[0];
+      return interleave_ && nonempty && t.shape.is_static() &&
+             bytes_of(t, 0, p_).value_or(0) >= (int64_t{64} << 10);
+    };
     std::map<OpId, OpId> copy, aggregate;
     for (OpId id : grp.order) {
       OpNode c = g_.op(id);
@@ -478,8 +491,10 @@ class Tiler {
       if (r.agg == Agg::None) continue;
       const OpNode& root = g_.op(id);
       OpNode agg;
-      agg.kind = r.agg == Agg::Max ? OpKind::ReduceMax : OpKind::Sum;
-      agg.attrs.ints = {0};
+      agg.kind = r.agg == Agg::Max ? OpKind::ReduceMax
+                 : accumulate(root) ? OpKind::Identity  // of the running sum's last tile
+                                    : OpKind::Sum;
+      if (agg.kind != OpKind::Identity) agg.attrs.ints = {0};
       agg.domain = old_domain;
       agg.cond = root.cond;
       agg.name = root.name;
@@ -539,11 +554,6 @@ class Tiler {
       if (pad && r.agg != Agg::None)
         mask_padding(id, c, r, added, before, sym::simplify(hi - z * n.var, domain));
     }
-    for (const auto& [root, a] : aggregate) {
-      std::vector<Expr> at = identity_phi(old_domain).args();
-      at.push_back(tiles);
-      g_.add_edge(a, copy.at(root), 0, seq(at));
-    }
     // Types, in dataflow order (a reshape or expand that makes the window axis gets the tile's).
     std::set<OpId> ours = added;
     std::map<OpId, OpId> original;  // copy -> the op it copies
@@ -560,6 +570,50 @@ class Tiler {
               pad ? z : sym::simplify(tile * t->second.factor, domain);
       retype(id);
     }
+    for (const auto& [root, a] : aggregate) {
+      std::vector<Expr> at = identity_phi(old_domain).args();
+      if (g_.op(a).kind == OpKind::Identity) {
+        at.push_back(sym::simplify(floordiv(w.hi + z - 1, z) - 1, old_domain));
+        g_.add_edge(a, running_sum(copy.at(root), sym::simplify(floordiv(w.lo, z), old_domain)),
+                    0, seq(at));
+      } else {
+        at.push_back(tiles);
+        g_.add_edge(a, copy.at(root), 0, seq(at));
+      }
+    }
+  }
+
+  // The running sum over the tiles of `partial` (over (domain, n)), from tile `first` on:
+  // acc[n] = before[n] + partial[n], before[n] being zeros at the first tile and acc[n - 1]
+  // after it. The add runs where the partial does, so fusion puts it in the partial's region.
+  OpId running_sum(OpId partial, const Expr& first) {
+    const OpNode p = g_.op(partial);  // a copy: adding ops moves the graph's ops
+    const Expr n = p.domain.back().var, here = identity_phi(p.domain);
+    auto beside = [&](OpKind kind, ir::Attrs attrs, const Dims& domain, const Expr& cond) {
+      OpNode op;
+      op.kind = kind;
+      op.attrs = std::move(attrs);
+      op.domain = domain;
+      op.cond = cond;
+      op.name = p.name;
+      op.loc = p.loc;
+      op.outputs = p.outputs;
+      return g_.add_op(std::move(op));
+    };
+    ir::Attrs zeros;
+    zeros.exprs = p.outputs[0].shape.dims;
+    zeros.scalar = 0;
+    zeros.dtype = p.outputs[0].dtype;
+    const OpId zero = beside(OpKind::Const, zeros, {}, Expr());
+    const OpId before = beside(OpKind::Merge, {}, p.domain, p.cond);
+    const OpId acc = beside(OpKind::Add, {}, p.domain, p.cond);
+    std::vector<Expr> last = here.args();
+    last.back() = n - 1;
+    g_.add_edge(before, zero, 0, seq({}), sym::simplify(n == first, p.domain));
+    g_.add_edge(before, acc, 0, seq(last), sym::simplify(n >= first + 1, p.domain));
+    g_.add_edge(acc, before, 0, here);
+    g_.add_edge(acc, partial, 0, here);
+    return acc;
   }
 
   void retype(OpId id) {
@@ -669,6 +723,7 @@ class Tiler {
   int64_t z_;
   bool verbose_;
   bool static_tiles_;
+  bool interleave_;
   std::vector<std::vector<EdgeId>> consumers_;
 };
 

@@ -13,7 +13,9 @@ namespace tempo::passes {
 // `[a // Z:(b + Z - 1) // Z]` (a sum, or a max for maxima). A reduced value the tiled ops read
 // again (a softmax's max and sum) comes from its aggregation, so attention over `k[0:t+1]` runs as
 // ceil((t + 1) / Z) tiles of at most Z rows, and a learner over a rollout `x[0:T]` runs T / Z
-// tiles whose weight gradients are accumulated (gradient accumulation). Values the tiled ops read
+// tiles whose weight gradients are accumulated (gradient accumulation): with
+// `PassOptions::interleave` (tiling for memory) a sum whose partial is 64 KiB or more is a running
+// sum over the tiles, so one tile's partial is held at a time. Values the tiled ops read
 // that span the whole window are sliced to the tile; an Expand or Reshape that makes the window
 // axis gets the tile's size. Only the first and last tile of a window can be smaller than Z.
 //

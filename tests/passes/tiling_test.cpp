@@ -168,6 +168,48 @@ TEST(Tile, RolloutLearnerAccumulatesGradients) {
   }
 }
 
+// Tiled for memory (PassOptions::interleave), a weight gradient of 64 KiB accumulates over the
+// tiles as they run: two partials at a time instead of all eight, with the same values.
+TEST(Tile, InterleavedTilesAccumulateLargeGradients) {
+  const int64_t I = 2, T = 32, B = 2, K = 128;
+  const int64_t partial = K * K * 4, tiles = T / 4;
+  int64_t peak[2] = {0, 0};
+  for (bool interleave : {false, true}) {
+    Context ctx;
+    Dim i = ctx.dim("i", "I"), t = ctx.dim("t", "T");
+    RT x = source(ctx, {i, t}, {B, K});
+    RT w = ctx.placeholder({DType::Float32, {K, K}}, {i}, "w");
+    RT obs = x * (w.sum().tanh().detach() * 0.01 + 1.0);
+    RT rows = obs[{i.var, slice(0, t.bound)}].reshape({t.bound * B, K});
+    RT loss = (rows.matmul(w).tanh().sum() / double(T * B)).retain();
+    RT dw = grad(loss, {w})[0].retain();
+    w[0] = source(ctx, {}, {K, K}, 9) * 0.1;
+    w[i.var + 1] = w[i.var] - dw * 0.5;
+    CompileOptions o;
+    o.passes.check_ir = true;
+    o.passes.tiles = {{"t", 4}};
+    o.passes.interleave = interleave;
+    Executable exe = compile(ctx, {{i.bound, I}, {t.bound, T}}, o);
+    exe.run();
+    peak[interleave] = exe.memory().peak_bytes;
+    torch::Tensor W = eager_source({}, {K, K}, 9) * 0.1;
+    for (int64_t k = 0; k < I; ++k) {
+      std::vector<torch::Tensor> xs;
+      for (int64_t s = 0; s < T; ++s)
+        xs.push_back(eager_source({k, s}, {B, K}) * (W.sum().tanh() * 0.01 + 1.0));
+      torch::Tensor leaf = W.clone().requires_grad_(true);
+      torch::Tensor L = torch::stack(xs).reshape({T * B, K}).matmul(leaf).tanh().sum() /
+                        double(T * B);
+      L.backward();
+      const std::string what = cat(interleave ? "interleaved" : "summed once", " at i = ", k);
+      expect_close(to_torch(exe.get(loss, {k})), L.detach(), what);
+      expect_close(to_torch(exe.get(dw, {k})), leaf.grad(), what + " (gradient)");
+      W = W - 0.5 * leaf.grad();
+    }
+  }
+  EXPECT_GE(peak[0] - peak[1], (tiles - 3) * partial) << peak[0] << " vs " << peak[1];
+}
+
 // Without tile sizes, a window whose stack can exceed `tile_above_bytes` is tiled with the
 // largest power-of-two tile under it: rows of 256 bytes, 64 of them; 4 KiB -> tiles of 16.
 TEST(Tile, LargeWindowsAreTiledAutomatically) {
