@@ -604,12 +604,16 @@ class Tiler {
     zeros.exprs = p.outputs[0].shape.dims;
     zeros.scalar = 0;
     zeros.dtype = p.outputs[0].dtype;
-    const OpId zero = beside(OpKind::Const, zeros, {}, Expr());
+    // Zeros at the first tile only: a constant without a domain would be held all run.
+    const Expr at_first = sym::simplify(n == first, p.domain);
+    const OpId zero = beside(OpKind::Const, zeros, p.domain,
+                             p.cond.defined() ? sym::simplify(p.cond && at_first, p.domain)
+                                              : at_first);
     const OpId before = beside(OpKind::Merge, {}, p.domain, p.cond);
     const OpId acc = beside(OpKind::Add, {}, p.domain, p.cond);
     std::vector<Expr> last = here.args();
     last.back() = n - 1;
-    g_.add_edge(before, zero, 0, seq({}), sym::simplify(n == first, p.domain));
+    g_.add_edge(before, zero, 0, here, at_first);
     g_.add_edge(before, acc, 0, seq(last), sym::simplify(n >= first + 1, p.domain));
     g_.add_edge(acc, before, 0, here);
     g_.add_edge(acc, partial, 0, here);
