@@ -38,8 +38,10 @@ struct PassOptions {
   // Interleaving (TEMPO Fig. 23): what needs a recurrence only a bounded number of steps ahead
   // (an n-step learner reading r[t:min(t + n, T)]) stays per step instead of being vectorized,
   // and running sums of it stay recurrences instead of being lifted, so that the schedule runs
-  // it as the recurrence goes and frees what it reads n steps later. CompileOptions::proximity
-  // turns it on. What needs a whole recurrence (Monte-Carlo returns) is batched as before.
+  // it as the recurrence goes and frees what it reads n steps later; a large sum over tiles
+  // (passes/tiling.h) accumulates as the tiles run. CompileOptions::proximity turns it on, as
+  // does the memory planner. What needs a whole recurrence (Monte-Carlo returns) is batched as
+  // before.
   bool interleave = false;
   // Recomputation (passes/recompute.h): an elementwise activation kept through a loop for a
   // later reader is recomputed there from the inputs that reader keeps anyway. Off by default
