@@ -462,8 +462,10 @@ class Tiler {
     const Expr hi = sym::simplify(min(w.hi, z * n.var + z), domain);
     const Expr overlaps = sym::simplify((z * n.var < w.hi) && (w.lo < z * n.var + z), domain);
     const Expr tile = sym::simplify(hi - lo, domain);
-    const Expr tiles =
-        sym::simplify(slice(floordiv(w.lo, z), floordiv(w.hi + z - 1, z)), old_domain);
+    // The tiles the window overlaps: [first, end).
+    const Expr first = sym::simplify(floordiv(w.lo, z), old_domain);
+    const Expr end = sym::simplify(floordiv(w.hi + z - 1, z), old_domain);
+    const Expr tiles = sym::simplify(slice(first, end), old_domain);
 
     // Interleaved (tiling for memory): a sum over the tiles accumulates as they run, so each
     // tile's partial (a learner's weight gradient over its steps) is freed once added instead of
@@ -573,9 +575,8 @@ class Tiler {
     for (const auto& [root, a] : aggregate) {
       std::vector<Expr> at = identity_phi(old_domain).args();
       if (g_.op(a).kind == OpKind::Identity) {
-        at.push_back(sym::simplify(floordiv(w.hi + z - 1, z) - 1, old_domain));
-        g_.add_edge(a, running_sum(copy.at(root), sym::simplify(floordiv(w.lo, z), old_domain)),
-                    0, seq(at));
+        at.push_back(sym::simplify(end - 1, old_domain));
+        g_.add_edge(a, running_sum(copy.at(root), first), 0, seq(at));
       } else {
         at.push_back(tiles);
         g_.add_edge(a, copy.at(root), 0, seq(at));
